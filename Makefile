@@ -1,0 +1,31 @@
+# Two commands for a fresh machine with Python 3.11+, JDK 17+ and Maven:
+#   make lab    set everything up, then open the lab console
+#   make test   set everything up, then run the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup lab test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(STAMP)
+	$(BIN)/kafkalab fetch
+
+lab: setup
+	$(BIN)/kafkalab
+
+test: setup
+	$(BIN)/ruff check kafkalab tests benchmarks
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) kafkalab-runs

@@ -1,0 +1,313 @@
+"""Cluster snapshots and topic operations over the admin API, with short timeouts everywhere.
+
+"Broker unreachable" is a state: :meth:`Admin.snapshot` never raises for it, it returns what is known.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    OffsetSpec,
+)
+
+from kafkalab.errors import KafkalabError
+
+REQUEST_TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    end_offset: int | None = None
+    min_isr: int = 1
+    leader_epoch: int | None = None
+
+    @property
+    def offline(self) -> bool:
+        return self.leader is None
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.min_isr
+
+    @property
+    def status(self) -> str:
+        if self.offline:
+            return "offline"
+        if self.under_min_isr:
+            return "under min ISR"
+        if self.under_replicated:
+            return "under-replicated"
+        return "ok"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic, "partition": self.partition, "leader": self.leader,
+            "replicas": list(self.replicas), "isr": list(self.isr), "end_offset": self.end_offset,
+            "min_isr": self.min_isr, "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    taken_at: float
+    reachable: bool
+    controller: int | None = None
+    brokers: tuple[int, ...] = ()
+    partitions: tuple[PartitionState, ...] = ()
+    error: str = ""
+    elapsed_s: float = 0.0
+
+    def topic(self, name: str) -> list[PartitionState]:
+        return [p for p in self.partitions if p.topic == name]
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        return next((p for p in self.partitions if p.topic == topic and p.partition == partition), None)
+
+    def leader_counts(self) -> dict[int, tuple[int, int]]:
+        """Per broker: (partitions it leads, partitions it follows in the ISR)."""
+        counts = {b: (0, 0) for b in self.brokers}
+        for p in self.partitions:
+            for replica in p.isr:
+                lead, follow = counts.get(replica, (0, 0))
+                counts[replica] = (lead + 1, follow) if replica == p.leader else (lead, follow + 1)
+        return counts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "taken_at": self.taken_at, "reachable": self.reachable, "controller": self.controller,
+            "brokers": list(self.brokers), "error": self.error,
+            "partitions": [p.as_dict() for p in self.partitions],
+        }
+
+
+@dataclass
+class TopicDescription:
+    name: str
+    topic_id: str
+    partitions: list[PartitionState]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    def render(self) -> str:
+        """The same facts, in the same layout, as `kafka-topics.sh --describe`."""
+        configs = ",".join(f"{k}={v}" for k, v in sorted(self.configs.items()))
+        rf = len(self.partitions[0].replicas) if self.partitions else 0
+        lines = [
+            f"Topic: {self.name}\tTopicId: {self.topic_id}\tPartitionCount: {len(self.partitions)}\t"
+            f"ReplicationFactor: {rf}\tConfigs: {configs}"
+        ]
+        for p in self.partitions:
+            leader = "none" if p.leader is None else str(p.leader)
+            lines.append(
+                f"\tTopic: {self.name}\tPartition: {p.partition}\tLeader: {leader}\t"
+                f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+            )
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "topic_id": self.topic_id, "configs": self.configs,
+                "partitions": [p.as_dict() for p in self.partitions]}
+
+
+class Admin:
+    """A long-lived admin client for one cluster."""
+
+    def __init__(self, bootstrap: str, timeout_s: float = REQUEST_TIMEOUT_S) -> None:
+        self.bootstrap = bootstrap
+        self.timeout_s = timeout_s
+        self._client = AdminClient({
+            "bootstrap.servers": bootstrap,
+            "socket.connection.setup.timeout.ms": 1000,
+            "reconnect.backoff.max.ms": 1000,
+            "log_level": 0,
+            "logger": _SilentLogger(),
+        })
+        self._min_isr: dict[str, tuple[float, int]] = {}
+        self._default_min_isr = 1
+
+    # ---- snapshots -------------------------------------------------------------------------------
+    def snapshot(self, offsets: bool = True, internal: bool = False) -> ClusterSnapshot:
+        """Controller, live brokers and every partition's leader/replicas/ISR (and end offsets)."""
+        started = time.monotonic()
+        try:
+            md = self._client.list_topics(timeout=self.timeout_s)
+        except KafkaException as exc:
+            return ClusterSnapshot(time.time(), False, error=_short(exc), elapsed_s=time.monotonic() - started)
+        controller = None
+        try:
+            controller = self._client.describe_cluster(request_timeout=self.timeout_s).result(
+                timeout=self.timeout_s + 0.5
+            ).controller.id
+        except Exception:
+            controller = None
+        topics = {name: t for name, t in md.topics.items() if internal or not name.startswith("__")}
+        min_isr = self._topic_min_isr(list(topics))
+        parts: list[PartitionState] = []
+        for name in sorted(topics):
+            for pid in sorted(topics[name].partitions):
+                pm = topics[name].partitions[pid]
+                parts.append(PartitionState(
+                    topic=name, partition=pid, leader=pm.leader if pm.leader >= 0 else None,
+                    replicas=tuple(pm.replicas), isr=tuple(sorted(pm.isrs)), min_isr=min_isr.get(name, 1),
+                ))
+        if offsets and parts:
+            ends = self.end_offsets([(p.topic, p.partition) for p in parts if p.leader is not None])
+            parts = [_with_end(p, ends.get((p.topic, p.partition))) for p in parts]
+        return ClusterSnapshot(
+            taken_at=time.time(), reachable=True, controller=controller,
+            brokers=tuple(sorted(md.brokers)), partitions=tuple(parts), elapsed_s=time.monotonic() - started,
+        )
+
+    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if not partitions:
+            return {}
+        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+        result: dict[tuple[str, int], int] = {}
+        try:
+            futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
+        except KafkaException:
+            return result
+        for tp, fut in futures.items():
+            try:
+                result[(tp.topic, tp.partition)] = fut.result(timeout=self.timeout_s + 0.5).offset
+            except Exception:
+                continue
+        return result
+
+    def _topic_min_isr(self, topics: list[str]) -> dict[str, int]:
+        """min.insync.replicas per topic, cached for 5 s (it rarely changes and costs a request)."""
+        now = time.monotonic()
+        stale = [t for t in topics if t not in self._min_isr or now - self._min_isr[t][0] > 5]
+        if stale:
+            for name, configs in self._configs(stale).items():
+                entry = configs.get("min.insync.replicas")
+                self._min_isr[name] = (now, int(entry.value) if entry is not None and entry.value else 1)
+        return {t: self._min_isr[t][1] for t in topics if t in self._min_isr}
+
+    def _configs(self, topics: list[str]) -> dict[str, dict[str, ConfigEntry]]:
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+        out: dict[str, dict[str, ConfigEntry]] = {}
+        try:
+            futures = self._client.describe_configs(resources, request_timeout=self.timeout_s)
+        except KafkaException:
+            return out
+        for res, fut in futures.items():
+            try:
+                out[res.name] = fut.result(timeout=self.timeout_s + 0.5)
+            except Exception:
+                continue
+        return out
+
+    # ---- topic operations ------------------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        configs: dict[str, str] | None = None,
+        timeout_s: float = 30.0,
+        wait_leaders: bool = True,
+    ) -> None:
+        topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                         config={k: str(v) for k, v in (configs or {}).items()})
+        fut = self._client.create_topics([topic], request_timeout=timeout_s)[name]
+        try:
+            fut.result(timeout=timeout_s)
+        except KafkaException as exc:
+            raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
+        if wait_leaders:
+            self.wait_for_leaders(name, partitions, timeout_s)
+
+    def wait_for_leaders(self, name: str, partitions: int | None = None, timeout_s: float = 30.0) -> None:
+        """Block until the topic has ``partitions`` partitions (all it has, if None), each with a leader."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            parts = self.snapshot(offsets=False, internal=True).topic(name)
+            if parts and all(p.leader is not None for p in parts) and (partitions is None or len(parts) == partitions):
+                return
+            if time.monotonic() > deadline:
+                raise KafkalabError(f"topic {name} has no leader for every partition after {timeout_s:.0f}s")
+            time.sleep(0.2)
+
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        fut = self._client.delete_topics([name], request_timeout=timeout_s)[name]
+        try:
+            fut.result(timeout=timeout_s)
+        except KafkaException as exc:
+            raise KafkalabError(f"cannot delete topic {name}: {_short(exc)}") from None
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        try:
+            desc = self._client.describe_topics(
+                TopicCollection([name]), request_timeout=max(self.timeout_s, 5.0)
+            )[name].result(timeout=10)
+        except KafkaException as exc:
+            raise KafkalabError(f"cannot describe topic {name}: {_short(exc)}") from None
+        configs = self._configs([name]).get(name, {})
+        dynamic = {k: e.value for k, e in configs.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        min_isr = int(dynamic.get("min.insync.replicas", configs.get("min.insync.replicas", _Entry("1")).value) or 1)
+        parts = [
+            PartitionState(
+                topic=name, partition=p.id, leader=p.leader.id if p.leader is not None else None,
+                replicas=tuple(r.id for r in p.replicas), isr=tuple(r.id for r in p.isr), min_isr=min_isr,
+            )
+            for p in sorted(desc.partitions, key=lambda p: p.id)
+        ]
+        topic_id = str(desc.topic_id).replace("+", "-").replace("/", "_").rstrip("=")  # Kafka prints URL-safe base64
+        return TopicDescription(name, topic_id, parts, dynamic)
+
+    def alter_topic_configs(self, name: str, set_configs: dict[str, str], delete: list[str] | None = None) -> None:
+        entries = [ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET) for k, v in set_configs.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete or []]
+        res = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
+        try:
+            self._client.incremental_alter_configs([res], request_timeout=10)[res].result(timeout=15)
+        except KafkaException as exc:
+            raise KafkalabError(f"cannot change configs of topic {name}: {_short(exc)}") from None
+        self._min_isr.pop(name, None)
+
+    def topics(self) -> list[str]:
+        try:
+            return sorted(self._client.list_topics(timeout=max(self.timeout_s, 5.0)).topics)
+        except KafkaException as exc:
+            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {_short(exc)}") from None
+
+
+@dataclass
+class _Entry:
+    value: str
+
+
+def _with_end(p: PartitionState, end: int | None) -> PartitionState:
+    return PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, end, p.min_isr, p.leader_epoch)
+
+
+def _short(exc: BaseException) -> str:
+    err = exc.args[0] if exc.args else exc
+    text = getattr(err, "str", lambda: str(err))()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class _SilentLogger:
+    """librdkafka logs connection refusals loudly while brokers are down; the snapshot says it instead."""
+
+    def log(self, *_args: object, **_kwargs: object) -> None:
+        pass

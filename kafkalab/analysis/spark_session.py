@@ -1,0 +1,130 @@
+"""A SparkSession started once, in the background, and reused for every analysis.
+
+Starting Spark's JVM takes seconds; the console and the lab runner create a :class:`WarmSession` early
+(when they start), and by the time a run ends the session is up and its code paths are warmed by a tiny
+analysis, so the report comes in about the time of the job itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kafkalab.errors import KafkalabError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+APP_NAME = "kafkalab-analysis"
+
+
+def spark_conf(master: str) -> dict[str, str]:
+    """Settings for a small machine: no UI, loopback only, few shuffle partitions, enough driver heap."""
+    local = master.startswith("local")
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4" if local else "64",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.adaptive.coalescePartitions.enabled": "true",
+        "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024),
+        "spark.sql.csv.parser.columnPruning.enabled": "true",
+        "spark.driver.memory": os.environ.get("KAFKALAB_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.log.level": "ERROR",
+    }
+    if local:
+        conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    return conf
+
+
+def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """Start (or join) the process's SparkSession with :func:`spark_conf`."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - pyspark is a dependency
+        raise KafkalabError("pyspark is not installed; install kafkalab's dependencies (pip install -e .)") from exc
+    builder = SparkSession.builder.master(master).appName(APP_NAME)
+    for key, value in (spark_conf(master) | (extra_conf or {})).items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:
+        raise KafkalabError(f"could not start Spark with master {master!r}: {exc}; check Java 17+ "
+                            "is on PATH (or JAVA_HOME) and the master URL") from exc
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class WarmSession:
+    """A SparkSession starting in a background thread; :meth:`get` waits for it.
+
+    ``warmup`` (default: a tiny analysis of generated logs) runs once on the new session so the JVM
+    has compiled the job's code paths before the first real run.
+    """
+
+    def __init__(self, master: str = DEFAULT_MASTER, *, warmup: bool = True,
+                 extra_conf: dict[str, str] | None = None) -> None:
+        self.master = master
+        self._warmup = warmup
+        self._extra_conf = extra_conf
+        self._ready = threading.Event()
+        self._session: SparkSession | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> WarmSession:
+        """Begin starting Spark in the background (idempotent); returns self for chaining."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="kafkalab-spark", daemon=True)
+                self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            session = start_session(self.master, self._extra_conf)
+            if self._warmup:
+                from kafkalab.analysis.warmup import warm_up
+
+                warm_up(session)
+            self._session = session
+        except BaseException as exc:  # reported to whoever calls get()
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set() and self._error is None
+
+    def get(self, timeout: float | None = None,
+            on_wait: Callable[[], None] | None = None) -> SparkSession:
+        """The session, starting it if nobody did; raises KafkalabError if it failed or timed out."""
+        self.start()
+        if not self._ready.is_set() and on_wait is not None:
+            on_wait()
+        if not self._ready.wait(timeout):
+            raise KafkalabError(f"Spark did not start within {timeout:.0f} s; try again or check Java")
+        if self._error is not None:
+            if isinstance(self._error, KafkalabError):
+                raise self._error
+            raise KafkalabError(f"Spark failed to start: {self._error}") from self._error
+        assert self._session is not None
+        return self._session
+
+    def stop(self) -> None:
+        """Stop the session once it is up (waits for a start in progress)."""
+        if self._thread is None:
+            return
+        self._ready.wait()
+        if self._session is not None:
+            self._session.stop()
+            self._session = None

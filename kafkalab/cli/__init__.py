@@ -1,0 +1,57 @@
+"""The `kafkalab` command: every capability reachable headless.
+
+Each command module exposes ``register(subparsers)``, adding its sub-commands with a ``func`` default
+that takes the parsed args and returns an exit code. A :class:`KafkalabError` becomes one line on
+stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from kafkalab import __version__
+from kafkalab.errors import KafkalabError
+
+# One module per area; each adds its own sub-commands.
+COMMAND_MODULES = [
+    "kafkalab.cli.cluster_cmds",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafkalab",
+        description="A terminal lab console for Apache Kafka failover and break-fix workshops.",
+    )
+    parser.add_argument("--version", action="version", version=f"kafkalab {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        default = getattr(parser, "default_func", None)
+        if default is None:
+            parser.print_help()
+            return 0
+        func = default
+    try:
+        return int(func(args) or 0)
+    except KafkalabError as exc:
+        print(f"kafkalab: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kafkalab: interrupted", file=sys.stderr)
+        return 130
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,311 @@
+"""fetch, doctor, cluster up/status/down, broker <action> ID, topic create/delete/describe/alter."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+from rich.table import Table
+
+from kafkalab import dist, doctor
+from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.cli.common import add_state_dir, bootstrap_for, parse_settings, target_state_dir
+from kafkalab.cluster import Cluster, ClusterSpec
+from kafkalab.cluster.control import (
+    NODE_ACTIONS,
+    ControlServer,
+    read_cluster_file,
+    request,
+    write_cluster_file,
+)
+from kafkalab.cluster.spec import MAX_BROKERS
+from kafkalab.cluster.supervision import is_driven
+from kafkalab.errors import KafkalabError
+
+console = Console(stderr=False, highlight=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("fetch", help="resolve the Kafka jars with mvn into the cache dir")
+    p.add_argument("--cache-dir", type=Path, default=None, help="cache dir (default: $KAFKALAB_CACHE or XDG cache)")
+    p.add_argument("--force", action="store_true", help="fetch again even when present")
+    p.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("doctor", help="check java, mvn, the Kafka jars, ports, disk and memory")
+    p.add_argument("--kafka-home", default=None, help="an existing Kafka install to use instead of the cache")
+    p.set_defaults(func=cmd_doctor)
+
+    cluster = sub.add_parser("cluster", help="bring a local cluster up or down, show its status")
+    csub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+    p = csub.add_parser("up", help="start ZooKeeper and the brokers")
+    add_cluster_args(p)
+    p.add_argument("--detach", action="store_true", help="return once ready; `kafkalab cluster down` ends it")
+    p.add_argument("--daemon", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_up)
+    p = csub.add_parser("status", help="nodes, controller and partitions")
+    add_state_dir(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_status)
+    p = csub.add_parser("down", help="stop every node of the cluster")
+    add_state_dir(p)
+    p.set_defaults(func=cmd_down)
+
+    broker = sub.add_parser("broker", help="stop, kill, pause, resume, start or restart one node")
+    broker.add_argument("action", choices=NODE_ACTIONS)
+    broker.add_argument("node", help="broker id (1..N) or 'zookeeper'")
+    broker.add_argument("--wait", action="store_true", help="return when the node reached its new state")
+    add_state_dir(broker)
+    broker.set_defaults(func=cmd_broker)
+
+    topic = sub.add_parser("topic", help="create, delete, describe or alter topics")
+    tsub = topic.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
+    p = tsub.add_parser("create", help="create a topic")
+    p.add_argument("name")
+    p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--replication-factor", type=int, default=1)
+    p.add_argument("--config", action="append", metavar="NAME=VALUE", help="topic config, repeatable")
+    p.set_defaults(func=cmd_topic_create)
+    p = tsub.add_parser("delete", help="delete a topic")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_topic_delete)
+    p = tsub.add_parser("describe", help="like kafka-topics.sh --describe")
+    p.add_argument("name", nargs="?", help="topic (default: every topic)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_topic_describe)
+    p = tsub.add_parser("alter", help="set or delete topic configs, like kafka-configs.sh --alter")
+    p.add_argument("name")
+    p.add_argument("--config", action="append", metavar="NAME=VALUE", help="config to set, repeatable")
+    p.add_argument("--delete-config", action="append", metavar="NAME", help="config to remove, repeatable")
+    p.set_defaults(func=cmd_topic_alter)
+    for tp in (tsub.choices.values()):
+        add_state_dir(tp)
+        tp.add_argument("--bootstrap", default=None, help="bootstrap servers of any Kafka cluster")
+
+
+def add_cluster_args(p: argparse.ArgumentParser) -> None:
+    """Options of every command that starts a cluster."""
+    p.add_argument("--brokers", type=int, default=3, help=f"number of brokers, 1..{MAX_BROKERS} (default 3)")
+    add_state_dir(p)
+    p.add_argument("--free-ports", action="store_true", help="pick free ports where the defaults are taken")
+    p.add_argument("--kafka-home", default=None, help="use an existing Kafka install's libs/ (or set KAFKA_HOME)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="broker setting for every broker")
+
+
+def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
+    if not 1 <= args.brokers <= MAX_BROKERS:
+        raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
+    return ClusterSpec(
+        state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
+        overrides=parse_settings(args.set),
+    )
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    with console.status("resolving Kafka with mvn ...") as status:
+        found = dist.fetch(cache=args.cache_dir, force=args.force, progress=lambda m: status.update(m))
+    console.print(f"Kafka {found.version()} jars in {found.libs}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    problems = 0
+    for check in doctor.run_checks(args.kafka_home):
+        mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
+        problems += not check.ok
+        console.print(f"{mark} {check.name}: {check.detail}")
+    return 1 if problems else 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    found = dist.locate(args.kafka_home)
+    dist.java_binary()
+    if is_driven(spec.state_dir):
+        raise KafkalabError(f"a cluster already runs in {spec.state_dir}: `kafkalab cluster status`, or `cluster down`")
+    if args.detach and not args.daemon:
+        return _detach(args, spec)
+    down = threading.Event()
+    _stop_on_signals(down)
+    cluster = Cluster(spec, found)
+    try:
+        cluster.start(progress=lambda m: print(m, flush=True))
+        write_cluster_file(cluster)
+        server = ControlServer(cluster, down)
+        print(f"cluster ready: bootstrap {cluster.bootstrap} (state dir {spec.state_dir})", flush=True)
+        if not args.daemon:
+            _print_status(spec.state_dir, [i.as_dict() for i in cluster.infos()], Admin(cluster.bootstrap).snapshot())
+            print("Ctrl-C stops the cluster; `kafkalab broker kill 2` etc. work from another terminal.", flush=True)
+        try:
+            while not down.wait(0.5):
+                pass
+        finally:
+            server.close()
+    finally:
+        print("stopping the cluster ...", flush=True)
+        cluster.shutdown()
+    return 0
+
+
+def _stop_on_signals(down: threading.Event) -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        down.set()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, handler)
+
+
+def _detach(args: argparse.Namespace, spec: ClusterSpec) -> int:
+    """Run the cluster's owner as a background process and return once the cluster is ready."""
+    spec.state_dir.mkdir(parents=True, exist_ok=True)
+    log = spec.state_dir / "owner.log"
+    argv = [sys.executable, "-m", "kafkalab", "cluster", "up", "--daemon", "--state-dir", str(spec.state_dir),
+            "--brokers", str(spec.brokers)]
+    argv += ["--free-ports"] if args.free_ports else []
+    argv += ["--kafka-home", args.kafka_home] if args.kafka_home else []
+    for pair in args.set or []:
+        argv += ["--set", pair]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    shown = 0
+    with console.status("starting the cluster ...") as status:
+        while True:
+            lines = log.read_text(errors="replace").splitlines()
+            for line in lines[shown:]:
+                status.update(line)
+            shown = len(lines)
+            if any(line.startswith("cluster ready") for line in lines):
+                break
+            if proc.poll() is not None:
+                errors = [ln for ln in lines if ln.startswith("kafkalab: error")] or lines[-1:]
+                last = errors[-1] if errors else ""
+                raise KafkalabError(last.removeprefix("kafkalab: error: ") or f"the cluster owner exited: see {log}")
+            time.sleep(0.2)
+    return cmd_status(argparse.Namespace(state_dir=spec.state_dir, json=False))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    state_dir = target_state_dir(args)
+    facts = read_cluster_file(state_dir)
+    nodes = request(state_dir, "status")["nodes"] if is_driven(state_dir) else []
+    down = ClusterSnapshot(time.time(), False, error="not running")
+    snapshot = Admin(facts["bootstrap"]).snapshot() if nodes else down
+    if args.json:
+        print(json.dumps({"state_dir": str(state_dir), "bootstrap": facts["bootstrap"], "running": bool(nodes),
+                          "nodes": nodes, "snapshot": snapshot.as_dict()}, indent=2))
+        return 0
+    if not nodes:
+        raise KafkalabError(f"no cluster running in {state_dir}: start one with `kafkalab cluster up --detach`")
+    _print_status(state_dir, nodes, snapshot)
+    return 0
+
+
+def _print_status(state_dir: Path, nodes: list[dict[str, object]], snapshot: ClusterSnapshot) -> None:
+    table = Table(title=f"cluster in {state_dir}", title_justify="left")
+    for col in ("node", "state", "pid", "port", "uptime", "cpu %", "rss MB", "detail"):
+        table.add_column(col)
+    for n in nodes:
+        broker_id = n["broker_id"]
+        name = str(n["name"]) + (" (controller)" if broker_id is not None and broker_id == snapshot.controller else "")
+        rss = int(n["rss_bytes"] or 0)  # type: ignore[call-overload]
+        table.add_row(name, str(n["state"]), str(n["pid"] or "-"), str(n["port"]), f"{n['uptime_s']:.0f}s",
+                      f"{n['cpu_percent']:.0f}", f"{rss / 2**20:.0f}", str(n["reason"]))
+    console.print(table)
+    if not snapshot.reachable:
+        console.print(f"[yellow]admin API unreachable:[/] {snapshot.error}")
+        return
+    console.print(f"controller: broker {snapshot.controller}, brokers alive: {list(snapshot.brokers)}")
+    if snapshot.partitions:
+        _print_partitions(snapshot)
+
+
+def _print_partitions(snapshot: ClusterSnapshot) -> None:
+    table = Table()
+    for col in ("topic", "partition", "leader", "replicas", "isr", "end offset", "status"):
+        table.add_column(col)
+    for p in snapshot.partitions:
+        style = "" if p.status == "ok" else "red" if p.offline else "yellow"
+        table.add_row(p.topic, str(p.partition), str(p.leader if p.leader is not None else "none"),
+                      ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)),
+                      str(p.end_offset if p.end_offset is not None else "?"), p.status, style=style)
+    console.print(table)
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    state_dir = target_state_dir(args)
+    if not is_driven(state_dir):
+        raise KafkalabError(f"no cluster running in {state_dir}: nothing to stop")
+    owner = int(read_cluster_file(state_dir).get("owner_pid", 0))
+    request(state_dir, "down")
+    with console.status("stopping the cluster ..."):
+        deadline = time.monotonic() + 60
+        while is_driven(state_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    if is_driven(state_dir):
+        os.kill(owner, signal.SIGTERM)
+        raise KafkalabError(f"the cluster owner (pid {owner}) did not stop in 60s: sent it SIGTERM")
+    console.print(f"cluster in {state_dir} stopped")
+    return 0
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    state_dir = target_state_dir(args)
+    reply = request(state_dir, args.action, node=args.node)
+    info = reply["node"]
+    if args.wait:
+        wanted = {"start": "running", "restart": "running", "resume": "running", "stop": "stopped",
+                  "kill": "killed", "pause": "paused"}[args.action]
+        deadline = time.monotonic() + 120
+        with console.status(f"{info['name']}: {info['state']} ...") as status:
+            while info["state"] != wanted:
+                if info["state"] == "failed" or time.monotonic() > deadline:
+                    raise KafkalabError(f"{info['name']} is {info['state']}: {info['reason']}")
+                time.sleep(0.3)
+                info = next(n for n in request(state_dir, "status")["nodes"] if n["name"] == info["name"])
+                status.update(f"{info['name']}: {info['state']} ({info['reason']})")
+    console.print(f"{info['name']}: {info['state']} ({info['reason']})")
+    return 0
+
+
+def cmd_topic_create(args: argparse.Namespace) -> int:
+    if args.partitions < 1 or args.replication_factor < 1:
+        raise KafkalabError("--partitions and --replication-factor must be at least 1")
+    Admin(bootstrap_for(args), timeout_s=5).create_topic(
+        args.name, args.partitions, args.replication_factor, parse_settings(args.config, "--config"))
+    console.print(f"Created topic {args.name}.")
+    return 0
+
+
+def cmd_topic_delete(args: argparse.Namespace) -> int:
+    Admin(bootstrap_for(args), timeout_s=5).delete_topic(args.name)
+    console.print(f"Deleted topic {args.name}.")
+    return 0
+
+
+def cmd_topic_describe(args: argparse.Namespace) -> int:
+    admin = Admin(bootstrap_for(args), timeout_s=5)
+    names = [args.name] if args.name else [t for t in admin.topics() if not t.startswith("__")]
+    descriptions = [admin.describe_topic(n) for n in names]
+    if args.json:
+        print(json.dumps([d.as_dict() for d in descriptions], indent=2))
+    else:
+        for d in descriptions:
+            print(d.render())
+    return 0
+
+
+def cmd_topic_alter(args: argparse.Namespace) -> int:
+    if not args.config and not args.delete_config:
+        raise KafkalabError("nothing to change: give --config NAME=VALUE or --delete-config NAME")
+    Admin(bootstrap_for(args), timeout_s=5).alter_topic_configs(
+        args.name, parse_settings(args.config, "--config"), args.delete_config)
+    console.print(f"Completed updating config for topic {args.name}.")
+    return 0

@@ -1,0 +1,15 @@
+"""Producer and consumer workloads faithful to the course's apps, with payload logs and live stats.
+
+``Producer`` runs in a thread of the calling process; ``Consumer`` runs its loop in a child process so
+that ``crash()`` is a real process death (no close, no leave-group, no final commit), as in the course.
+"""
+
+from kafkalab.clients.consumer import Consumer
+from kafkalab.clients.options import ConsumerConfig, ProducerConfig, parse_defines
+from kafkalab.clients.producer import Producer
+from kafkalab.clients.stats import ClientEvent, ConsumerStats, ProducerStats
+
+__all__ = [
+    "ClientEvent", "Consumer", "ConsumerConfig", "ConsumerStats", "Producer", "ProducerConfig",
+    "ProducerStats", "parse_defines",
+]

@@ -1,0 +1,332 @@
+"""The course apps' option names, defaults and validation, and their translation to librdkafka.
+
+Settings arrive as ``dict[str, str]`` (a lab's settings, or ``-Dname=value`` on the command line) and
+are checked all at once: every bad name or value is named in one error line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkalab.errors import KafkalabError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9192,127.0.0.1:9292"
+BOOTSTRAP = "bootstrap.server"
+
+_TRUE = {"true", "yes", "on", "1", "y"}
+_FALSE = {"false", "no", "off", "0", "n"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One course option: its name, default (None: unset) and the values it takes."""
+
+    name: str
+    default: str | None
+    kind: str  # "int", "bool", "str" or "choice"
+    help: str
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+
+    def parse(self, raw: str) -> Any:
+        """The typed value, or ValueError with the reason."""
+        text = raw.strip()
+        if self.kind == "int":
+            try:
+                value = int(text)
+            except ValueError:
+                raise ValueError("is not a whole number") from None
+            if self.minimum is not None and value < self.minimum:
+                raise ValueError(f"must be >= {self.minimum}")
+            return value
+        if self.kind == "bool":
+            if text.lower() in _TRUE:
+                return True
+            if text.lower() in _FALSE:
+                return False
+            raise ValueError("is not true or false")
+        if self.kind == "choice":
+            if text not in self.choices:
+                raise ValueError(f"is not one of {', '.join(self.choices)}")
+            return text
+        if not text:
+            raise ValueError("is empty")
+        return text
+
+
+def _int(name: str, default: int | None, help: str, minimum: int | None = 0) -> Option:
+    return Option(name, None if default is None else str(default), "int", help, minimum=minimum)
+
+
+COMMON_OPTIONS = (Option(BOOTSTRAP, DEFAULT_BOOTSTRAP, "str", "host:port list of the brokers"),)
+
+PRODUCER_OPTIONS = (
+    Option("producer.topic", "test-topic", "str", "topic to send to"),
+    Option("producer.acks", "all", "choice", "0, 1 or all (-1)", choices=("0", "1", "all", "-1")),
+    _int("producer.num-rolls", 1, "how many rolls of records", minimum=1),
+    _int("producer.num-records-per-roll", 100, "records per roll (keys 0..n-1)", minimum=1),
+    _int("producer.wait-after-roll", 5000, "ms to sleep between rolls"),
+    _int("producer.wait-after-send", 0, "ms to sleep after each send"),
+    _int("producer.local-id", -1, "names the payload log (producer-N.csv)", minimum=-1),
+    Option("producer.payload-trunc", "false", "bool", "truncate the payload log instead of appending"),
+    _int("producer.max-inflight", 5, "max.in.flight.requests.per.connection", minimum=1),
+    Option("producer.idempotent", None, "bool", "enable.idempotence (default: on unless acks!=all or max-inflight>5)"),
+    _int("producer.batch", 16384, "batch.size in bytes", minimum=1),
+    _int("producer.linger", 0, "linger.ms"),
+    _int("producer.retries", 2147483647, "retries"),
+    _int("producer.delivery-timeout", 120000, "delivery.timeout.ms", minimum=1),
+    _int("producer.request-timeout", 30000, "request.timeout.ms", minimum=1),
+    _int("producer.retry-backoff", 100, "retry.backoff.ms", minimum=1),
+    _int("producer.retry-max", 1000, "retry.backoff.max.ms", minimum=1),
+)
+
+CONSUMER_OPTIONS = (
+    Option("consumer.topic", "test-topic", "str", "topic to subscribe to"),
+    Option("consumer.group-id", "test-app", "str", "group.id"),
+    Option("consumer.instance-id", None, "str", "group.instance.id (static membership)"),
+    Option("consumer.auto-commit", "true", "bool", "enable.auto.commit (offsets stored after processing)"),
+    _int("consumer.ac-interval", 5000, "auto.commit.interval.ms"),
+    _int("consumer.fetch-min-bytes", 1, "fetch.min.bytes", minimum=1),
+    _int("consumer.max-poll-recs", 500, "max records per poll", minimum=1),
+    Option("consumer.assignment-strategy", "coop", "choice", "coop, range or rr", choices=("coop", "range", "rr")),
+    _int("consumer.heartbeat-interval", 3000, "heartbeat.interval.ms", minimum=1),
+    _int("consumer.session-timeout", 45000, "session.timeout.ms", minimum=1),
+    Option("consumer.auto-offset-reset", "latest", "choice", "earliest, latest or none",
+           choices=("earliest", "latest", "none")),
+    _int("consumer.poll-period", 1000, "poll timeout in ms"),
+    _int("consumer.wait-after-recv", 0, "ms to sleep after receiving a batch"),
+    _int("consumer.wait-after-batch", 0, "ms to sleep after processing a batch"),
+    _int("consumer.wait-after-record", 0, "ms to sleep after each record"),
+    _int("consumer.wait-cmd-period", 5000, "ms a `wait` control record sleeps"),
+    _int("consumer.ack-every-x-msgs", None, "commit the polled position every x records (auto-commit off)",
+         minimum=1),
+    Option("consumer.ack-after-batch", "false", "bool", "commit after each batch (auto-commit off)"),
+    _int("consumer.local-id", -1, "names the payload log (consumer-N.csv)", minimum=-1),
+    Option("consumer.payload-trunc", "false", "bool", "truncate the payload log instead of appending"),
+)
+
+_ROLES = {"producer": PRODUCER_OPTIONS, "consumer": CONSUMER_OPTIONS}
+_ASSIGNORS = {"coop": "cooperative-sticky", "range": "range", "rr": "roundrobin"}
+
+
+def parse_defines(items: Iterable[str]) -> dict[str, str]:
+    """``["producer.acks=1", ...]`` (from -D) -> dict; a later one wins, as with -D on the JVM."""
+    settings: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise KafkalabError(f"-D {item!r} is not name=value: write e.g. -D producer.acks=1")
+        settings[name.strip()] = value
+    return settings
+
+
+def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], set[str]]:
+    """Typed values for every option of ``role`` (defaults filled), and the names that were given."""
+    options = {o.name: o for o in (*COMMON_OPTIONS, *_ROLES[role])}
+    other = "consumer" if role == "producer" else "producer"
+    errors: list[str] = []
+    values: dict[str, Any] = {}
+    for name, raw in settings.items():
+        option = options.get(name)
+        if option is None:
+            if name.startswith(other + "."):
+                errors.append(f"{name} is a {other} option, not a {role} one")
+            else:
+                close = difflib.get_close_matches(name, options, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                errors.append(f"unknown option {name}{hint}")
+            continue
+        try:
+            values[name] = option.parse(str(raw))
+        except ValueError as exc:
+            errors.append(f"{name}={raw} {exc}")
+    if errors:
+        raise KafkalabError("; ".join(errors) + f" (`kafkalab {role[:-1]} --options` lists them)")
+    for option in options.values():
+        if option.name not in values and option.default is not None:
+            values[option.name] = option.parse(option.default)
+    return values, set(settings)
+
+
+def option_table(role: str) -> list[tuple[str, str, str]]:
+    """(name, default, help) rows for ``--options``."""
+    return [(o.name, o.default or "-", o.help) for o in (*COMMON_OPTIONS, *_ROLES[role])]
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """Validated producer settings, with the course's idempotence rule applied."""
+
+    bootstrap: str
+    topic: str
+    acks: str
+    num_rolls: int
+    records_per_roll: int
+    wait_after_roll_ms: int
+    wait_after_send_ms: int
+    local_id: int
+    payload_trunc: bool
+    max_inflight: int
+    idempotent: bool
+    batch_bytes: int
+    linger_ms: int
+    retries: int
+    delivery_timeout_ms: int
+    request_timeout_ms: int
+    retry_backoff_ms: int
+    retry_max_ms: int
+    notes: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> ProducerConfig:
+        v, given = _resolve(settings, "producer")
+        acks = "all" if v["producer.acks"] == "-1" else v["producer.acks"]
+        notes: list[str] = []
+        if "producer.idempotent" in given:
+            idempotent = v["producer.idempotent"]
+            if idempotent and (acks != "all" or v["producer.max-inflight"] > 5):
+                raise KafkalabError(
+                    "producer.idempotent=true needs producer.acks=all and producer.max-inflight <= 5: "
+                    "change one of them or drop producer.idempotent"
+                )
+        else:
+            idempotent = True
+            if acks != "all":
+                idempotent = False
+                notes.append("idempotence off as acks != all")
+            if v["producer.max-inflight"] > 5:
+                idempotent = False
+                notes.append("idempotence off as max-inflight > 5")
+        if v["producer.retry-max"] < v["producer.retry-backoff"]:
+            raise KafkalabError("producer.retry-max must be >= producer.retry-backoff")
+        if v["producer.delivery-timeout"] < v["producer.linger"] + v["producer.request-timeout"]:
+            raise KafkalabError(
+                "producer.delivery-timeout must be >= producer.linger + producer.request-timeout "
+                "(as the Java client requires)"
+            )
+        return cls(
+            bootstrap=v[BOOTSTRAP], topic=v["producer.topic"], acks=acks,
+            num_rolls=v["producer.num-rolls"], records_per_roll=v["producer.num-records-per-roll"],
+            wait_after_roll_ms=v["producer.wait-after-roll"], wait_after_send_ms=v["producer.wait-after-send"],
+            local_id=v["producer.local-id"], payload_trunc=v["producer.payload-trunc"],
+            max_inflight=v["producer.max-inflight"], idempotent=idempotent, batch_bytes=v["producer.batch"],
+            linger_ms=v["producer.linger"], retries=v["producer.retries"],
+            delivery_timeout_ms=v["producer.delivery-timeout"], request_timeout_ms=v["producer.request-timeout"],
+            retry_backoff_ms=v["producer.retry-backoff"], retry_max_ms=v["producer.retry-max"], notes=tuple(notes),
+        )
+
+    @property
+    def name(self) -> str:
+        return "producer" if self.local_id < 0 else f"producer-{self.local_id}"
+
+    @property
+    def total(self) -> int:
+        return self.num_rolls * self.records_per_roll
+
+    def librdkafka(self) -> dict[str, Any]:
+        """Set explicitly wherever librdkafka's default differs from the Java client's."""
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": f"kafkalab-{self.name}",
+            "acks": "all" if self.acks == "all" else self.acks,
+            "enable.idempotence": self.idempotent,
+            "max.in.flight.requests.per.connection": self.max_inflight,
+            "batch.size": self.batch_bytes,
+            "linger.ms": self.linger_ms,
+            "retries": self.retries,
+            "message.timeout.ms": self.delivery_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms,
+            "retry.backoff.ms": self.retry_backoff_ms,
+            "retry.backoff.max.ms": self.retry_max_ms,
+            "partitioner": "murmur2_random",  # the Java client's keyed partitioning
+            "queue.buffering.max.kbytes": 32768,  # the Java client's buffer.memory
+            "queue.buffering.max.messages": 1_000_000,
+            "compression.type": "none",
+        }
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """Validated consumer settings, with the course's commit-mode rules applied."""
+
+    bootstrap: str
+    topic: str
+    group_id: str
+    instance_id: str | None
+    auto_commit: bool
+    auto_commit_interval_ms: int
+    fetch_min_bytes: int
+    max_poll_records: int
+    assignment_strategy: str
+    heartbeat_interval_ms: int
+    session_timeout_ms: int
+    auto_offset_reset: str
+    poll_period_ms: int
+    wait_after_recv_ms: int
+    wait_after_batch_ms: int
+    wait_after_record_ms: int
+    wait_cmd_period_ms: int
+    ack_every: int
+    ack_after_batch: bool
+    local_id: int
+    payload_trunc: bool
+    notes: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> ConsumerConfig:
+        v, given = _resolve(settings, "consumer")
+        notes: list[str] = []
+        auto_commit = v["consumer.auto-commit"]
+        ack_every = v.get("consumer.ack-every-x-msgs") or 0
+        ack_after_batch = v["consumer.ack-after-batch"]
+        if ack_every and auto_commit:
+            notes.append("ack-every-x-msgs is set, turning autocommit off")
+            auto_commit = False
+        if ack_after_batch:
+            if auto_commit:
+                notes.append("ack-after-batch is set, turning autocommit off")
+                auto_commit = False
+            if ack_every:
+                notes.append("ack-every-x-msgs and ack-after-batch are exclusive; turning the former off")
+                ack_every = 0
+        if v["consumer.heartbeat-interval"] >= v["consumer.session-timeout"]:
+            raise KafkalabError("consumer.heartbeat-interval must be lower than consumer.session-timeout")
+        return cls(
+            bootstrap=v[BOOTSTRAP], topic=v["consumer.topic"], group_id=v["consumer.group-id"],
+            instance_id=v.get("consumer.instance-id"), auto_commit=auto_commit,
+            auto_commit_interval_ms=v["consumer.ac-interval"], fetch_min_bytes=v["consumer.fetch-min-bytes"],
+            max_poll_records=v["consumer.max-poll-recs"], assignment_strategy=v["consumer.assignment-strategy"],
+            heartbeat_interval_ms=v["consumer.heartbeat-interval"], session_timeout_ms=v["consumer.session-timeout"],
+            auto_offset_reset=v["consumer.auto-offset-reset"], poll_period_ms=v["consumer.poll-period"],
+            wait_after_recv_ms=v["consumer.wait-after-recv"], wait_after_batch_ms=v["consumer.wait-after-batch"],
+            wait_after_record_ms=v["consumer.wait-after-record"], wait_cmd_period_ms=v["consumer.wait-cmd-period"],
+            ack_every=ack_every, ack_after_batch=ack_after_batch, local_id=v["consumer.local-id"],
+            payload_trunc=v["consumer.payload-trunc"], notes=tuple(notes),
+        )
+
+    @property
+    def name(self) -> str:
+        return "consumer" if self.local_id < 0 else f"consumer-{self.local_id}"
+
+    def librdkafka(self) -> dict[str, Any]:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": f"kafkalab-{self.name}",
+            "group.id": self.group_id,
+            "enable.auto.commit": self.auto_commit,
+            "enable.auto.offset.store": False,  # stored after processing: auto-commit never runs ahead
+            "auto.commit.interval.ms": self.auto_commit_interval_ms,
+            "fetch.min.bytes": self.fetch_min_bytes,
+            "partition.assignment.strategy": _ASSIGNORS[self.assignment_strategy],
+            "heartbeat.interval.ms": self.heartbeat_interval_ms,
+            "session.timeout.ms": self.session_timeout_ms,
+            "auto.offset.reset": "error" if self.auto_offset_reset == "none" else self.auto_offset_reset,
+            "isolation.level": "read_uncommitted",  # the Java client's default
+            "max.poll.interval.ms": 300000,
+        }
+        if self.instance_id:
+            conf["group.instance.id"] = self.instance_id
+        return conf

@@ -1,0 +1,45 @@
+"""Checks made before a client starts: the cluster answers, the topic exists (or is auto-created)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka import Producer as _RdProducer
+
+from kafkalab.errors import KafkalabError
+
+# librdkafka's own log lines go to Python logging (silent unless configured), never straight to stderr.
+LIBRDKAFKA_LOGGER = logging.getLogger("kafkalab.librdkafka")
+LIBRDKAFKA_LOGGER.addHandler(logging.NullHandler())
+
+
+def quiet(conf: dict[str, Any]) -> dict[str, Any]:
+    """``conf`` with librdkafka's logging routed to Python logging."""
+    return {**conf, "logger": LIBRDKAFKA_LOGGER}
+
+
+def check_topic(bootstrap: str, topic: str, timeout: float = 8.0) -> int:
+    """The partition count of ``topic``; raises KafkalabError when the cluster or the topic is missing.
+
+    Asks as the Java clients do (topic auto-creation allowed), so a cluster with
+    auto.create.topics.enable=true creates the topic here.
+    """
+    probe = _RdProducer(quiet({"bootstrap.servers": bootstrap, "allow.auto.create.topics": True}))
+    try:
+        meta = probe.list_topics(topic=topic, timeout=timeout)
+    except KafkaException as exc:
+        raise KafkalabError(
+            f"cannot reach the Kafka cluster at {bootstrap} ({exc.args[0].name()}): start it "
+            "(kafkalab cluster start) or give the right -D bootstrap.server=host:port"
+        ) from None
+    finally:
+        probe.flush(0)
+    info = meta.topics.get(topic)
+    if info is None or info.error is not None or not info.partitions:
+        raise KafkalabError(
+            f"topic {topic} does not exist and the cluster does not create topics on first use: "
+            "create it first, or name an existing topic"
+        )
+    return len(info.partitions)

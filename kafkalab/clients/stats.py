@@ -1,0 +1,88 @@
+"""Live statistics snapshots and timeline events of the clients (read by the console and the runner)."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ClientEvent:
+    """Something worth a line on the lab timeline: assigned, revoked, lost, stalled, resumed, note,
+    error, started, finished, crashed."""
+
+    ts: float  # epoch seconds
+    client: str
+    kind: str
+    detail: str = ""
+    partitions: tuple[int, ...] = ()
+
+
+EventCallback = Callable[[ClientEvent], None]
+
+
+@dataclass(frozen=True)
+class ProducerStats:
+    name: str
+    state: str  # starting, running, blocked, flushing, finished, crashed, failed
+    attempted: int
+    acked: int
+    failed: Mapping[str, int]  # error name -> count (e.g. NOT_ENOUGH_REPLICAS, _MSG_TIMED_OUT)
+    unknown: int  # outcome unknown (purged while in flight)
+    in_flight: int
+    rate: float  # acknowledged records per second, recent
+    total: int
+    log_path: str | None = None
+    error: str | None = None
+
+    @property
+    def failed_total(self) -> int:
+        return sum(self.failed.values())
+
+    @property
+    def progress(self) -> float:
+        done = self.acked + self.failed_total + self.unknown
+        return min(1.0, done / self.total) if self.total else 0.0
+
+
+@dataclass(frozen=True)
+class ConsumerStats:
+    name: str
+    group: str
+    state: str  # starting, running, finished, crashed, failed
+    group_state: str  # joining, stable, rebalancing, lost, left, dead
+    received: int
+    processed: int
+    rate: float  # processed records per second, recent
+    assignment: tuple[int, ...] = ()
+    committed: Mapping[int, int] = field(default_factory=dict)  # partition -> committed offset
+    lag: Mapping[int, int] = field(default_factory=dict)  # partition -> high watermark - position
+    rebalances: int = 0
+    member_id: str = ""
+    log_path: str | None = None
+    error: str | None = None
+
+    @property
+    def total_lag(self) -> int:
+        return sum(self.lag.values())
+
+
+class RateMeter:
+    """Recent rate of a growing counter, from samples taken at most every ``every`` seconds."""
+
+    def __init__(self, window: int = 6, every: float = 0.5) -> None:
+        self._samples: deque[tuple[float, int]] = deque(maxlen=window)
+        self._every = every
+
+    def sample(self, count: int, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if not self._samples or now - self._samples[-1][0] >= self._every:
+            self._samples.append((now, count))
+
+    def rate(self) -> float:
+        if len(self._samples) < 2:
+            return 0.0
+        (t0, c0), (t1, c1) = self._samples[0], self._samples[-1]
+        return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0

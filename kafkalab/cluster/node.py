@@ -1,0 +1,304 @@
+"""One node (ZooKeeper or a broker): its state machine, controls, stats and log.
+
+Controls return at once; the cluster's monitor thread calls :meth:`Node.tick` a few times a second to
+notice readiness, exits, stop deadlines and delayed starts.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from kafkalab.cluster.process import Backend, NodeProcess
+
+STOP_BOUND_S = 30.0
+START_RETRIES = 10
+_NODE_EXISTS = re.compile(r"NodeExists|node already exists", re.IGNORECASE)
+_PROBLEM = re.compile(r"\] (ERROR|FATAL) |^Error|Exception in thread|OutOfMemoryError")
+
+
+class NodeState(StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    KILLED = "killed"
+    PAUSED = "paused"
+    FAILED = "failed"
+
+    @property
+    def alive(self) -> bool:
+        return self in (NodeState.STARTING, NodeState.RUNNING, NodeState.STOPPING, NodeState.PAUSED)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A snapshot of one node, safe to hand to another thread."""
+
+    name: str
+    kind: str
+    broker_id: int | None
+    port: int
+    state: NodeState
+    reason: str
+    pid: int | None
+    uptime_s: float
+    cpu_percent: float
+    rss_bytes: int
+    restarts: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name, "kind": self.kind, "broker_id": self.broker_id, "port": self.port,
+            "state": str(self.state), "reason": self.reason, "pid": self.pid,
+            "uptime_s": round(self.uptime_s, 1), "cpu_percent": round(self.cpu_percent, 1),
+            "rss_bytes": self.rss_bytes, "restarts": self.restarts,
+        }
+
+
+class Node:
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        node_dir: Path,
+        port: int,
+        backend: Backend,
+        broker_id: int | None = None,
+        session_timeout_s: float = 3.0,
+    ) -> None:
+        self.name = name
+        self.kind = "broker" if broker_id is not None else "zookeeper"
+        self.broker_id = broker_id
+        self.port = port
+        self._argv = argv
+        self.node_dir = node_dir
+        self.log_path = node_dir / "logs" / "server.log"
+        self.stdout_path = node_dir / "logs" / "stdout.log"
+        self._backend = backend
+        self._session_timeout_s = session_timeout_s
+        self._lock = threading.RLock()
+        self._proc: NodeProcess | None = None
+        self.state = NodeState.STOPPED
+        self.reason = "not started"
+        self._started_at = 0.0
+        self._log_offset = 0
+        self._killed_at = 0.0
+        self._start_not_before = 0.0
+        self._pending_start = False
+        self._stop_deadline = 0.0
+        self._attempts = 0
+        self._ready = False
+        self._stdout_offset = 0
+        self.restarts = 0
+        self.on_change: Callable[[Node, NodeState, str], None] | None = None
+
+    # ---- controls (return at once) -------------------------------------------------------------
+    def start(self) -> None:
+        """Start the node; after a SIGKILL, first wait out its ZooKeeper session (shown in the reason)."""
+        with self._lock:
+            if self.state.alive and self.state != NodeState.STOPPING:
+                return
+            if self.state == NodeState.STOPPING:
+                self._pending_start = True
+                return
+            self._attempts = 0
+            wait_until = self._killed_at + self._session_timeout_s + 1.0 if self.kind == "broker" else 0
+            self._schedule_start(wait_until)
+
+    def stop(self, bound_s: float = STOP_BOUND_S) -> None:
+        """SIGTERM (controlled shutdown for a broker); SIGKILL if it has not exited after ``bound_s``."""
+        with self._lock:
+            if self._proc is None or not self.state.alive:
+                self._pending_start = False
+                if self.state == NodeState.STARTING:  # a delayed start not yet launched
+                    self._set(NodeState.STOPPED, "start cancelled")
+                return
+            self._proc.terminate()
+            if self.state == NodeState.PAUSED:
+                self._proc.resume()  # a stopped JVM cannot run its shutdown hook
+            self._stop_deadline = time.monotonic() + bound_s
+            self._set(NodeState.STOPPING, "SIGTERM sent")
+
+    def kill(self) -> None:
+        with self._lock:
+            self._pending_start = False
+            if self._proc is None or not self.state.alive:
+                if self.state == NodeState.STARTING:
+                    self._set(NodeState.STOPPED, "start cancelled")
+                return
+            self._proc.kill()
+            self._killed_at = time.monotonic()
+            self._set(NodeState.KILLED, "SIGKILL sent")
+
+    def pause(self) -> None:
+        with self._lock:
+            if self._proc is not None and self.state in (NodeState.RUNNING, NodeState.STARTING):
+                self._proc.pause()
+                self._set(NodeState.PAUSED, "SIGSTOP sent")
+
+    def resume(self) -> None:
+        with self._lock:
+            if self._proc is not None and self.state == NodeState.PAUSED:
+                self._proc.resume()
+                ready = self._ready_line_seen()
+                self._set(NodeState.RUNNING if ready else NodeState.STARTING, "SIGCONT sent")
+
+    def restart(self) -> None:
+        """Stop (controlled) then start again; a killed or stopped node just starts."""
+        with self._lock:
+            if self.state.alive and self._proc is not None:
+                self.stop()
+                self._pending_start = True
+            else:
+                self.start()
+
+    # ---- monitoring ------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Advance the state machine; called by the cluster monitor."""
+        with self._lock:
+            now = time.monotonic()
+            if self.state == NodeState.STARTING and self._proc is None:
+                if now >= self._start_not_before:
+                    self._launch()
+                else:
+                    left = self._start_not_before - now
+                    self.reason = f"waiting {left:.0f}s for the old ZooKeeper session of {self.name} to expire"
+                return
+            if self._proc is None:
+                return
+            code = self._proc.poll()
+            if code is not None:
+                self._on_exit(code)
+                return
+            if self.state == NodeState.STARTING and self._ready_line_seen():
+                self._set(NodeState.RUNNING, f"ready in {now - self._started_at:.1f}s")
+            elif self.state == NodeState.STOPPING and now > self._stop_deadline:
+                self._proc.kill()
+                self._killed_at = now
+                self._set(NodeState.STOPPING, "did not stop within the bound: SIGKILL sent")
+
+    def _on_exit(self, code: int) -> None:
+        self._proc = None
+        if self.state == NodeState.STOPPING:
+            escalated = "SIGKILL" in self.reason
+            self._set(NodeState.KILLED if escalated else NodeState.STOPPED, f"exited with {code}"
+                      + (" after SIGKILL (stop bound passed)" if escalated else ""))
+            if self._pending_start:
+                self._pending_start = False
+                self.restarts += 1
+                self.start()
+        elif self.state == NodeState.KILLED:
+            self.reason = "killed (SIGKILL)"
+            if self._pending_start:
+                self._pending_start = False
+                self.start()
+        else:
+            problem = self.last_problem()
+            if self.state == NodeState.STARTING and _NODE_EXISTS.search(problem) and self._attempts < START_RETRIES:
+                self._schedule_start(time.monotonic() + 1.0, keep_attempts=True)
+                self.reason = f"its old ZooKeeper session is still alive: retrying (try {self._attempts + 1})"
+                return
+            self._set(NodeState.FAILED, problem or f"exited with code {code}")
+
+    def _schedule_start(self, not_before: float, keep_attempts: bool = False) -> None:
+        if not keep_attempts:
+            self._attempts = 0
+        self._start_not_before = not_before
+        self._proc = None
+        self._set(NodeState.STARTING, "starting")
+
+    def _launch(self) -> None:
+        self._attempts += 1
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._stdout_offset = self.stdout_path.stat().st_size if self.stdout_path.exists() else 0
+        self._started_at = time.monotonic()
+        self._ready = False
+        self._proc = self._backend.launch(self.name, self._argv, self.stdout_path)
+        self.reason = "launched, waiting for it to be ready"
+
+    def _ready_line_seen(self) -> bool:
+        if self._ready:
+            return True
+        if self.kind == "broker":
+            marker = f"[KafkaServer id={self.broker_id}] started"
+            self._ready = marker in self._read_since(self.log_path, self._log_offset)
+        else:
+            self._ready = zookeeper_answers(self.port)
+        return self._ready
+
+    @staticmethod
+    def _read_since(path: Path, offset: int) -> str:
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def last_problem(self) -> str:
+        """The last ERROR/FATAL line this start wrote (log, then stdout), for a failed node's reason."""
+        for path, offset in ((self.log_path, self._log_offset), (self.stdout_path, self._stdout_offset)):
+            lines = [ln for ln in self._read_since(path, offset).splitlines() if _PROBLEM.search(ln)]
+            if lines:
+                return lines[-1].strip()[:300]
+        return ""
+
+    def _set(self, state: NodeState, reason: str) -> None:
+        old = self.state
+        self.state, self.reason = state, reason
+        if self.on_change is not None and old != state:
+            self.on_change(self, state, reason)
+
+    # ---- views -----------------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None else None
+
+    def info(self) -> NodeInfo:
+        proc = self._proc
+        cpu, rss = proc.usage() if proc is not None else (0.0, 0)
+        alive = proc is not None and self.state.alive
+        return NodeInfo(
+            name=self.name, kind=self.kind, broker_id=self.broker_id, port=self.port,
+            state=self.state, reason=self.reason, pid=proc.pid if proc is not None else None,
+            uptime_s=time.monotonic() - self._started_at if alive else 0.0,
+            cpu_percent=cpu, rss_bytes=rss, restarts=self.restarts,
+        )
+
+    def log_tail(self, lines: int = 50) -> list[str]:
+        """The last ``lines`` lines of the node's log (reads at most the last 256 KiB)."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, 2)
+                size = fh.tell()
+                fh.seek(max(0, size - 262144))
+                text = fh.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return []
+        return text.splitlines()[-lines:]
+
+
+def zookeeper_answers(port: int, timeout: float = 0.5) -> bool:
+    """ZooKeeper's `srvr` four-letter word answers with its version once it serves clients."""
+    return "Zookeeper version" in zookeeper_command(port, "srvr", timeout)
+
+
+def zookeeper_command(port: int, word: str, timeout: float = 0.5) -> str:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(word.encode())
+            chunks = []
+            while chunk := sock.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", "replace")
+    except OSError:
+        return ""

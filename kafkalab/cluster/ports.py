@@ -1,0 +1,63 @@
+"""Port checks: say which port is taken and by which process, or pick free ones."""
+
+from __future__ import annotations
+
+import socket
+
+import psutil
+
+from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.errors import KafkalabError
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def port_holder(port: int) -> str:
+    """'pid 123 (java)' for the process listening on ``port``, or 'an unknown process'."""
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                try:
+                    return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+                except psutil.Error:
+                    return f"pid {conn.pid}"
+    except psutil.AccessDenied:
+        pass
+    return "an unknown process"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def resolve_ports(spec: ClusterSpec) -> None:
+    """Check the spec's ports; with ``spec.free_ports`` replace taken ones with free ports."""
+    wanted = [("ZooKeeper", spec.zk_port)] + [(f"broker {b}", spec.broker_port(b)) for b in spec.broker_ids]
+    taken = [(who, port) for who, port in wanted if not port_is_free(port)]
+    if not taken:
+        return
+    if not spec.free_ports:
+        who, port = taken[0]
+        raise KafkalabError(
+            f"port {port} for {who} is taken by {port_holder(port)}: stop it, or use --free-ports"
+        )
+    used = {port for _, port in wanted}
+    for who, _port in taken:
+        new = free_port()
+        while new in used:
+            new = free_port()
+        used.add(new)
+        if who == "ZooKeeper":
+            spec.zk_port = new
+        else:
+            spec.broker_ports[int(who.split()[1]) - 1] = new

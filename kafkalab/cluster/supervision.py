@@ -1,0 +1,111 @@
+"""One driver per state dir: a lock, a pid file of the nodes, and a registry of running clusters."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+import psutil
+
+from kafkalab.errors import KafkalabError
+from kafkalab.paths import state_root
+
+LOCK_FILE = "kafkalab.lock"
+PID_FILE = "nodes.pid.json"
+
+
+class StateDirLock:
+    """An exclusive flock on the state dir, held for as long as this process drives the cluster."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise KafkalabError(
+                f"cannot use state dir {self.state_dir}: {exc.strerror}: pick another --state-dir"
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise KafkalabError(
+                f"state dir {self.state_dir} is already driven by kafkalab pid {holder}: "
+                "use that one, or `kafkalab cluster down`"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        _register(self.state_dir)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            _unregister(self.state_dir)
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def is_driven(state_dir: Path) -> bool:
+    """True when some process holds the state dir's lock."""
+    path = state_dir / LOCK_FILE
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def write_pid_file(state_dir: Path, pids: dict[str, int | None]) -> None:
+    tmp = state_dir / (PID_FILE + ".tmp")
+    tmp.write_text(json.dumps({"driver": os.getpid(), "nodes": pids}))
+    tmp.replace(state_dir / PID_FILE)
+
+
+def _registry_dir() -> Path:
+    return state_root() / "running"
+
+
+def _registry_entry(state_dir: Path) -> Path:
+    return _registry_dir() / f"{os.getpid()}.json"
+
+
+def _register(state_dir: Path) -> None:
+    try:
+        _registry_dir().mkdir(parents=True, exist_ok=True)
+        _registry_entry(state_dir).write_text(json.dumps({"state_dir": str(state_dir)}))
+    except OSError:
+        pass  # the registry only helps commands find a cluster without --state-dir
+
+
+def _unregister(state_dir: Path) -> None:
+    _registry_entry(state_dir).unlink(missing_ok=True)
+
+
+def running_state_dirs() -> list[Path]:
+    """State dirs of clusters that a live kafkalab process drives right now."""
+    found: list[Path] = []
+    for entry in sorted(_registry_dir().glob("*.json")) if _registry_dir().is_dir() else []:
+        try:
+            pid = int(entry.stem)
+            state_dir = Path(json.loads(entry.read_text())["state_dir"])
+        except (ValueError, KeyError, OSError, json.JSONDecodeError):
+            continue
+        if psutil.pid_exists(pid) and is_driven(state_dir):
+            found.append(state_dir)
+        else:
+            entry.unlink(missing_ok=True)
+    return found

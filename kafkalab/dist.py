@@ -1,0 +1,160 @@
+"""Find or fetch the Kafka distribution: Maven-resolved jars in a versioned cache dir, or a KAFKA_HOME.
+
+Either way a distribution is just a ``libs/`` directory of jars; the same code starts the nodes from it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalab import KAFKA_VERSION
+from kafkalab.errors import KafkalabError
+from kafkalab.paths import assets_dir, dist_dir
+
+BROKER_MAIN = "kafka.Kafka"
+ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+_REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "zookeeper-", "scala-library-", "slf4j-api-")
+_MARKER = ".complete"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A directory of Kafka jars, and where it came from."""
+
+    libs: Path
+    source: str  # "maven" or "kafka-home"
+
+    @property
+    def classpath(self) -> str:
+        return str(self.libs / "*")
+
+    def missing_jars(self) -> list[str]:
+        names = [p.name for p in self.libs.glob("*.jar")] if self.libs.is_dir() else []
+        return [prefix for prefix in _REQUIRED_JARS if not any(n.startswith(prefix) for n in names)]
+
+    def version(self) -> str:
+        for jar in self.libs.glob("kafka-clients-*.jar"):
+            return jar.name.removeprefix("kafka-clients-").removesuffix(".jar")
+        return "unknown"
+
+
+def java_binary() -> str:
+    """The java launcher: $JAVA_HOME/bin/java, else java on PATH."""
+    if home := os.environ.get("JAVA_HOME"):
+        candidate = Path(home) / "bin" / "java"
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("java")
+    if not found:
+        raise KafkalabError("java not found on PATH: install a JDK 17+ (e.g. apt-get install openjdk-17-jdk)")
+    return found
+
+
+def java_major_version(java: str | None = None) -> int:
+    out = subprocess.run([java or java_binary(), "-version"], capture_output=True, text=True, timeout=30)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not match:
+        return 0
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def locate(kafka_home: str | os.PathLike[str] | None = None, cache: Path | None = None) -> Distribution:
+    """The distribution to use: --kafka-home, else $KAFKA_HOME, else the Maven cache. Raises if absent."""
+    home = kafka_home or os.environ.get("KAFKA_HOME")
+    if home:
+        libs = Path(home).expanduser() / "libs"
+        dist = Distribution(libs, "kafka-home")
+        if not libs.is_dir() or dist.missing_jars():
+            raise KafkalabError(
+                f"{home} is not a Kafka install (no complete libs/ directory): "
+                "point --kafka-home/KAFKA_HOME at the directory holding bin/ and libs/"
+            )
+        return dist
+    libs = dist_dir(cache) / "libs"
+    dist = Distribution(libs, "maven")
+    if not (dist_dir(cache) / _MARKER).exists() or dist.missing_jars():
+        raise KafkalabError(f"Kafka {KAFKA_VERSION} jars not found in {libs.parent}: run `kafkalab fetch` first")
+    return dist
+
+
+def verify(dist: Distribution) -> None:
+    """Check that the broker and ZooKeeper main classes load from the distribution."""
+    if missing := dist.missing_jars():
+        raise KafkalabError(f"{dist.libs} lacks {', '.join(missing)}*.jar: run `kafkalab fetch --force`")
+    java = java_binary()
+    out = subprocess.run(
+        [java, "-cp", dist.classpath, BROKER_MAIN, "--version"], capture_output=True, text=True, timeout=60
+    )
+    if out.returncode != 0 or not re.search(r"\d+\.\d+", out.stdout + out.stderr):
+        raise KafkalabError(
+            f"the broker class {BROKER_MAIN} does not load from {dist.libs}: run `kafkalab fetch --force`"
+        )
+    out = subprocess.run([java, "-cp", dist.classpath, ZOOKEEPER_MAIN], capture_output=True, text=True, timeout=60)
+    if "Usage" not in out.stdout + out.stderr:
+        raise KafkalabError(f"the ZooKeeper class {ZOOKEEPER_MAIN} does not load from {dist.libs}")
+
+
+def fetch(
+    cache: Path | None = None,
+    force: bool = False,
+    progress: Callable[[str], None] = lambda _line: None,
+) -> Distribution:
+    """Resolve Kafka's runtime closure with mvn into the versioned cache dir. Idempotent."""
+    target = dist_dir(cache)
+    if not force:
+        try:
+            dist = locate(cache=cache, kafka_home="") if (target / _MARKER).exists() else None
+        except KafkalabError:
+            dist = None
+        if dist is not None:
+            progress(f"Kafka {KAFKA_VERSION} already in {target}")
+            return dist
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise KafkalabError("mvn not found on PATH: install Maven (e.g. apt-get install maven) or use --kafka-home")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".kafka-{KAFKA_VERSION}-", dir=target.parent))
+    try:
+        _run_maven(mvn, staging / "libs", progress)
+        (staging / _MARKER).write_text(KAFKA_VERSION + "\n")
+        dist = Distribution(staging / "libs", "maven")
+        verify(dist)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    progress(f"Kafka {KAFKA_VERSION} ready in {target}")
+    return Distribution(target / "libs", "maven")
+
+
+def _run_maven(mvn: str, out_dir: Path, progress: Callable[[str], None]) -> None:
+    pom = assets_dir() / "pom.xml"
+    cmd = [
+        mvn, "-B", "-f", str(pom), "dependency:copy-dependencies",
+        "-DincludeScope=runtime", f"-DoutputDirectory={out_dir}", f"-Dkafka.version={KAFKA_VERSION}",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    tail: list[str] = []
+    downloaded = 0
+    for line in proc.stdout:
+        line = line.rstrip()
+        tail = [*tail[-20:], line]
+        if line.startswith("Downloaded from"):
+            downloaded += 1
+            progress(f"downloaded {downloaded} artifacts: {line.rsplit('/', 1)[-1]}")
+        elif "Copying" in line:
+            progress(line.split("]", 1)[-1].strip())
+    if proc.wait() != 0:
+        errors = [t for t in tail if "ERROR" in t] or tail[-3:]
+        raise KafkalabError(f"mvn could not resolve Kafka {KAFKA_VERSION}: {errors[0] if errors else 'see mvn output'}")

@@ -1,0 +1,89 @@
+"""Shared fixtures: one real 3-broker cluster for the whole session, on free ports and its own state dir."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkalab import dist
+from kafkalab.admin import Admin
+from kafkalab.cluster import Cluster, ClusterSpec
+from kafkalab.cluster.ports import free_port
+from kafkalab.cluster.process import reap_marked_processes
+from kafkalab.errors import KafkalabError
+
+TEST_STATE_ROOT = Path(tempfile.gettempdir()) / f"kafkalab-tests-{os.getpid()}"
+
+
+def free_ports(n: int) -> list[int]:
+    ports: set[int] = set()
+    while len(ports) < n:
+        ports.add(free_port())
+    return sorted(ports)
+
+
+def make_spec(name: str, brokers: int = 3, **kwargs: object) -> ClusterSpec:
+    """A spec on free ports in a fresh state dir under the suite's temp root."""
+    ports = free_ports(brokers + 1)
+    return ClusterSpec(
+        state_dir=TEST_STATE_ROOT / name, brokers=brokers, zk_port=ports[0], broker_ports=ports[1:],
+        free_ports=True, **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="session")
+def distribution() -> dist.Distribution:
+    try:
+        return dist.locate()
+    except KafkalabError as exc:
+        pytest.fail(f"{exc} (make test fetches it)")
+
+
+@pytest.fixture(scope="session")
+def cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
+    """ZooKeeper + 3 brokers, shared by every test; each test uses its own topic."""
+    c = Cluster(make_spec("shared"), distribution)
+    c.start(timeout=180)
+    try:
+        yield c
+    finally:
+        c.shutdown(graceful=False)
+
+
+@pytest.fixture(scope="session")
+def admin(cluster: Cluster) -> Admin:
+    return Admin(cluster.bootstrap, timeout_s=2.0)
+
+
+_topic_ids = itertools.count()
+
+
+@pytest.fixture
+def topic_factory(cluster: Cluster, admin: Admin, request: pytest.FixtureRequest) -> Callable[..., str]:
+    """Create a uniquely named topic with every partition led; returns its name."""
+
+    def create(partitions: int = 6, replication_factor: int = 3, configs: dict[str, str] | None = None) -> str:
+        base = "".join(ch if ch.isalnum() else "-" for ch in request.node.name)[:60]
+        name = f"{base}-{next(_topic_ids)}"
+        for node in cluster.brokers:  # a previous test may have left a broker down
+            node.start()
+        for node in cluster.brokers:
+            cluster.wait_state(node.broker_id or 0, "running", timeout=90)  # type: ignore[arg-type]
+        admin.create_topic(name, partitions, replication_factor, configs, timeout_s=60)
+        return name
+
+    return create
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Whatever happened, no JVM of the suite's state dirs outlives it."""
+    if TEST_STATE_ROOT.exists():
+        for state_dir in TEST_STATE_ROOT.iterdir():
+            reap_marked_processes(state_dir)
+        shutil.rmtree(TEST_STATE_ROOT, ignore_errors=True)
