@@ -148,7 +148,7 @@ class Admin:
         """Controller, live brokers and every partition's leader/replicas/ISR (and end offsets)."""
         started = time.monotonic()
         try:
-            md = self._client.list_topics(timeout=self.timeout_s)
+            md = self._metadata()
         except KafkaException as exc:
             return ClusterSnapshot(time.time(), False, error=_short(exc), elapsed_s=time.monotonic() - started)
         controller = None
@@ -175,6 +175,17 @@ class Admin:
             taken_at=time.time(), reachable=True, controller=controller,
             brokers=tuple(sorted(md.brokers)), partitions=tuple(parts), elapsed_s=time.monotonic() - started,
         )
+
+    def _metadata(self) -> Any:
+        """Cluster metadata, asked twice within the timeout budget.
+
+        librdkafka sends the request to any connected broker; a paused (SIGSTOPped) broker still accepts
+        connections and never answers, so a second try, most likely to another broker, usually succeeds.
+        """
+        try:
+            return self._client.list_topics(timeout=self.timeout_s * 0.6)
+        except KafkaException:
+            return self._client.list_topics(timeout=self.timeout_s * 0.6)
 
     def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         if not partitions:

@@ -18,6 +18,7 @@ from kafkalab.errors import KafkalabError
 # One module per area; each adds its own sub-commands.
 COMMAND_MODULES = [
     "kafkalab.cli.cluster_cmds",
+    "kafkalab.cli.client_cmds",
 ]
 
 

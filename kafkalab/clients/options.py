@@ -277,7 +277,7 @@ class ConsumerConfig:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> ConsumerConfig:
-        v, given = _resolve(settings, "consumer")
+        v, _ = _resolve(settings, "consumer")
         notes: list[str] = []
         auto_commit = v["consumer.auto-commit"]
         ack_every = v.get("consumer.ack-every-x-msgs") or 0

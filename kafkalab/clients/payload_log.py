@@ -13,6 +13,10 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from confluent_kafka import Message
+
+from kafkalab.logformat import MSG_ID_HEADER
+
 PARTIAL_SUFFIX = ".partial"
 _BUFFER = 1 << 20
 
@@ -93,3 +97,30 @@ def max_seq(path: Path) -> int:
                 except (KeyError, TypeError, ValueError):
                     continue
     return best
+
+
+def key_text(key: bytes | None) -> str:
+    """A record key as the course logs it: 4 bytes are its IntegerSerializer's int."""
+    if key is None:
+        return ""
+    if len(key) == 4:
+        return str(int.from_bytes(key, "big", signed=True))
+    return csv_field(key.decode("utf-8", "replace"))
+
+
+def consumed_row(m: Message, consumer: str, group_field: str, quoted: dict[bytes, str]) -> str:
+    """One consumer-log line (CONSUMER_COLUMNS) for a fetched record; ``quoted`` caches value fields."""
+    mid = ""
+    headers = m.headers()
+    if headers:
+        for name, value in headers:
+            if name == MSG_ID_HEADER:
+                mid = value.decode() if value else ""
+                break
+    raw = m.value()
+    text = "" if raw is None else quoted.get(raw)
+    if text is None:
+        text = csv_field(raw.decode("utf-8", "replace"))  # type: ignore[union-attr]
+    epoch = m.leader_epoch()
+    return (f"{mid},{consumer},{m.topic()},{m.partition()},{m.offset()},{key_text(m.key())},"
+            f"{-1 if epoch is None else epoch},{m.timestamp()[1]},{text},{group_field}\n")

@@ -32,7 +32,7 @@ def check_topic(bootstrap: str, topic: str, timeout: float = 8.0) -> int:
     except KafkaException as exc:
         raise KafkalabError(
             f"cannot reach the Kafka cluster at {bootstrap} ({exc.args[0].name()}): start it "
-            "(kafkalab cluster start) or give the right -D bootstrap.server=host:port"
+            "(kafkalab cluster up) or give the right -D bootstrap.server=host:port"
         ) from None
     finally:
         probe.flush(0)

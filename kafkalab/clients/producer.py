@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import KafkaError, Message
@@ -121,7 +122,6 @@ class Producer:
             first_seq = 0 if cfg.payload_trunc else max_seq(self.log_path) + 1
             self._log = PayloadLog(self.log_path, PRODUCER_COLUMNS, truncate=cfg.payload_trunc)
             conf = quiet(cfg.librdkafka())
-            conf["on_delivery"] = self._on_delivery
             conf["error_cb"] = self._on_global_error
             rd = _RdProducer(conf)
         except Exception as exc:  # reported through stats/events; the CLI turns it into one line
@@ -150,9 +150,9 @@ class Producer:
         log, meter = self._log, self._meter
         assert log is not None
         topic, stop = cfg.topic, self._stop
-        prefix = f"{self.run_id}:{self.name}:"
-        self._prefix_len = len(prefix)
+        prefix = self._prefix = f"{self.run_id}:{self.name}:"
         self._topic = topic
+        on_delivery = self._on_delivery
         keys = [y.to_bytes(4, "big", signed=True) for y in range(cfg.records_per_roll)]
         next_value = self._picker.next_bytes
         pause = cfg.wait_after_send_ms / 1000
@@ -162,10 +162,11 @@ class Producer:
                     return
                 headers = [(MSG_ID_HEADER, (prefix + str(seq)).encode())]
                 value = next_value()
+                report = partial(on_delivery, seq)
                 try:
-                    produce(topic, value, key, headers=headers)
+                    produce(topic, value, key, on_delivery=report, headers=headers)
                 except BufferError:
-                    if not self._produce_blocked(rd, topic, value, key, headers):
+                    if not self._produce_blocked(rd, topic, value, key, headers, report):
                         return
                 seq += 1
                 self.attempted += 1
@@ -183,7 +184,7 @@ class Producer:
                 self._idle(rd, cfg.wait_after_roll_ms / 1000)
 
     def _produce_blocked(self, rd: _RdProducer, topic: str, value: bytes, key: bytes,
-                         headers: list[tuple[str, bytes]]) -> bool:
+                         headers: list[tuple[str, bytes]], report: partial[None]) -> bool:
         """Retry a send the full buffer refused; False when told to stop meanwhile."""
         assert self._log is not None
         since = time.monotonic()
@@ -195,7 +196,7 @@ class Producer:
             if self._stop.is_set():
                 return False
             try:
-                rd.produce(topic, value, key, headers=headers)
+                rd.produce(topic, value, key, on_delivery=report, headers=headers)
             except BufferError:
                 if not stalled and time.monotonic() - since > _STALL_AFTER_S:
                     stalled = True
@@ -242,8 +243,7 @@ class Producer:
                    f"log {path}")
 
     # -- callbacks (run in the producer thread, inside poll) ----------------------------------------
-    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        mid = msg.headers()[0][1].decode()
+    def _on_delivery(self, seq: int, err: KafkaError | None, msg: Message) -> None:
         key = int.from_bytes(msg.key(), "big", signed=True)
         raw = msg.value()
         value = self._quoted.get(raw) or csv_field(raw.decode("utf-8", "replace"))
@@ -263,7 +263,7 @@ class Producer:
                 if first:
                     self._emit("error", f"delivery failed: {error}", (msg.partition(),))
         self._log.write(  # type: ignore[union-attr]
-            f"{mid},{mid[self._prefix_len:]},{self._topic},{msg.partition()},"
+            f"{self._prefix}{seq},{seq},{self._topic},{msg.partition()},"
             f"{offset if offset is not None and offset >= 0 else -1},{key},{status},{error},"
             f"{msg.timestamp()[1]},{value}\n"
         )

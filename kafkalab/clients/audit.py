@@ -1,0 +1,83 @@
+"""What the brokers really hold: every partition read from the beginning, without a group.
+
+Written as ``audit.csv`` in the consumer-log columns with consumer ``audit``, so the analysis can tell
+records lost by the brokers from records the consumers missed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer as _RdConsumer
+
+from kafkalab.clients.corpus import corpus_lines
+from kafkalab.clients.payload_log import PayloadLog, consumed_row, csv_field
+from kafkalab.clients.preflight import check_topic, quiet
+from kafkalab.errors import KafkalabError
+from kafkalab.logformat import AUDIT_CONSUMER, CONSUMER_COLUMNS
+
+Progress = Callable[[int, int], None]  # (records read, records expected)
+
+
+def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.0,
+                progress: Progress | None = None) -> tuple[Path, int]:
+    """Read ``topic`` in full into ``log_dir/audit.csv``; returns (path, records)."""
+    partitions = check_topic(bootstrap, topic)
+    consumer = _RdConsumer(quiet({
+        "bootstrap.servers": bootstrap, "group.id": "kafkalab-audit", "enable.auto.commit": False,
+        "enable.auto.offset.store": False, "isolation.level": "read_uncommitted",
+        "enable.partition.eof": True,
+    }))
+    try:
+        ends: dict[int, int] = {}
+        for p in range(partitions):
+            try:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)
+            except KafkaException as exc:
+                raise KafkalabError(
+                    f"cannot read partition {p} of {topic} ({exc.args[0].name()}): "
+                    "bring its brokers back and audit again"
+                ) from None
+            if high > low:
+                ends[p] = high
+        expected = sum(ends.values())
+        log = PayloadLog(log_dir / f"{AUDIT_CONSUMER}.csv", CONSUMER_COLUMNS, truncate=True)
+        read = _read_all(consumer, topic, ends, log, expected, timeout, progress)
+        return log.close(complete=True), read
+    finally:
+        consumer.close()
+
+
+def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: PayloadLog, expected: int,
+              timeout: float, progress: Progress | None) -> int:
+    quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+    pending = dict(ends)  # partition -> end offset still to reach
+    read = 0
+    deadline = time.monotonic() + timeout
+    while pending:
+        if time.monotonic() > deadline:
+            log.close(complete=False)
+            raise KafkalabError(
+                f"audit of {topic} timed out with partitions {sorted(pending)} unread: check their leaders"
+            )
+        for m in consumer.consume(10000, 0.5):
+            err = m.error()
+            p = m.partition()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    pending.pop(p, None)
+                continue
+            if p not in pending or m.offset() >= pending[p]:
+                continue
+            log.write(consumed_row(m, AUDIT_CONSUMER, "", quoted))
+            read += 1
+            if m.offset() + 1 >= pending[p]:
+                pending.pop(p)
+        log.flush()
+        if progress is not None:
+            progress(read, expected)
+    return read

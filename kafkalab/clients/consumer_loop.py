@@ -1,0 +1,312 @@
+"""The course consumer's poll loop, run as ``python -m kafkalab.clients.consumer_loop`` by ``Consumer``.
+
+Protocol: the parent writes one JSON line (settings, log_dir) on stdin, then ``stop`` (or closes
+stdin) to ask for a clean close. The loop reports JSON lines on stdout: ``{"t": "stats", ...}`` about
+twice a second and ``{"t": "event", ...}`` for rebalances, notes and errors. The ``crash`` control word
+ends the process at once, as an uncaught exception ends the course's Java app: no close, no leave-group,
+no final commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer as _RdConsumer
+
+from kafkalab.clients.control import CRASH, QUIT, WAIT
+from kafkalab.clients.corpus import corpus_lines
+from kafkalab.clients.options import ConsumerConfig
+from kafkalab.clients.payload_log import PayloadLog, consumed_row, csv_field
+from kafkalab.clients.preflight import check_topic, quiet
+from kafkalab.clients.stats import RateMeter
+from kafkalab.logformat import CONSUMER_COLUMNS
+
+EXIT_CRASH = 3  # the exit status of a `crash` control word
+_STATS_EVERY_S = 0.5
+_POLL_SLICE_S = 0.5  # a poll period is cut into slices so a stop request is seen quickly
+
+Sink = Callable[[dict[str, Any]], None]
+
+
+class ConsumerLoop:
+    """Polls, processes (logs) and commits exactly as the course's Java consumer does."""
+
+    def __init__(self, config: ConsumerConfig, log_dir: Path, sink: Sink) -> None:
+        self.cfg = config
+        self.log_path = Path(log_dir) / f"{config.name}.csv"
+        self._sink = sink
+        self.stop_requested = threading.Event()
+        self._quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
+        self.received = 0
+        self.processed = 0
+        self.rebalances = 0
+        self.group_state = "joining"
+        self.assignment: set[int] = set()
+        self.committed: dict[int, int] = {}
+        self.lag: dict[int, int] = {}
+        self.member_id = ""
+        self.state = "starting"
+        self._position: dict[int, int] = {}  # next offset per partition, as of the last poll
+        self._meter = RateMeter()
+        self._last_error: dict[str, float] = {}
+        self._log: PayloadLog | None = None
+
+    # -- reporting --------------------------------------------------------------------------------
+    def event(self, kind: str, detail: str = "", partitions: list[int] | tuple[int, ...] = ()) -> None:
+        self._sink({"t": "event", "ts": time.time(), "kind": kind, "detail": detail,
+                    "partitions": sorted(partitions)})
+
+    def report_stats(self) -> None:
+        self._meter.sample(self.processed)
+        self._sink({
+            "t": "stats", "state": self.state, "group_state": self.group_state, "received": self.received,
+            "processed": self.processed, "rate": self._meter.rate(), "assignment": sorted(self.assignment),
+            "committed": dict(self.committed), "lag": dict(self.lag), "rebalances": self.rebalances,
+            "member_id": self.member_id,
+            "log_path": self._log_name(),
+        })
+
+    def _log_name(self) -> str | None:
+        if self._log is None:
+            return None
+        return str(self._log.path if self.state == "finished" else self._log.partial)
+
+    # -- librdkafka callbacks (served inside consume/commit/close) ------------------------------------
+    def _on_assign(self, consumer: _RdConsumer, partitions: list[TopicPartition]) -> None:
+        self.rebalances += 1
+        self.assignment.update(p.partition for p in partitions)
+        self.group_state = "stable"
+        self.member_id = consumer.memberid() or ""
+        self.event("assigned", f"now {sorted(self.assignment)}", [p.partition for p in partitions])
+
+    def _on_revoke(self, _consumer: _RdConsumer, partitions: list[TopicPartition]) -> None:
+        self._drop(partitions)
+        self.group_state = "rebalancing"
+        self.event("revoked", f"now {sorted(self.assignment)}", [p.partition for p in partitions])
+
+    def _on_lost(self, _consumer: _RdConsumer, partitions: list[TopicPartition]) -> None:
+        self._drop(partitions)
+        self.group_state = "lost"
+        self.event("lost", "partitions lost (session timed out)", [p.partition for p in partitions])
+
+    def _drop(self, partitions: list[TopicPartition]) -> None:
+        for p in partitions:
+            self.assignment.discard(p.partition)
+            self._position.pop(p.partition, None)
+            self.lag.pop(p.partition, None)
+
+    def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        if err is not None and err.code() != KafkaError._NO_OFFSET:
+            self._error(f"commit failed: {err.name()}")
+            return
+        for p in partitions:
+            if p.error is None and p.offset >= 0:
+                self.committed[p.partition] = p.offset
+
+    def _on_error(self, err: KafkaError) -> None:
+        self._error(f"{err.name()}: {err.str()}")
+
+    def _error(self, text: str) -> None:
+        kind = text.split(":", 1)[0]
+        now = time.monotonic()
+        if now - self._last_error.get(kind, -1e9) >= 10:  # one line per kind per 10 s
+            self._last_error[kind] = now
+            self.event("error", text)
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def run(self) -> int:
+        cfg = self.cfg
+        check_topic(cfg.bootstrap, cfg.topic)
+        self._log = PayloadLog(self.log_path, CONSUMER_COLUMNS, truncate=cfg.payload_trunc)
+        conf = quiet(cfg.librdkafka())
+        conf.update(on_commit=self._on_commit, error_cb=self._on_error)
+        consumer = _RdConsumer(conf)
+        consumer.subscribe([cfg.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                           on_lost=self._on_lost)
+        for note in cfg.notes:
+            self.event("note", note)
+        self.state = "running"
+        self.event("started", f"group {cfg.group_id} on {cfg.topic}")
+        while not self.stop_requested.is_set():
+            batch = self._poll(consumer)
+            self._update_lag(consumer)
+            if batch and self._process(consumer, batch):
+                break
+        self.state = "closing"
+        consumer.close()  # commits stored offsets when auto-commit is on; leaves the group
+        self.group_state = "left"
+        path = self._log.close(complete=True)
+        self.state = "finished"
+        self.event("finished", f"{self.processed} processed; log {path}")
+        return 0
+
+    def _poll(self, consumer: _RdConsumer) -> list[Message]:
+        """Like the Java poll(): wait up to the poll period for records, return what is there."""
+        deadline = time.monotonic() + self.cfg.poll_period_ms / 1000
+        want = self.cfg.max_poll_records
+        while not self.stop_requested.is_set():
+            left = deadline - time.monotonic()
+            msgs = consumer.consume(want, 0) or consumer.consume(1, max(0.0, min(_POLL_SLICE_S, left)))
+            if msgs and len(msgs) < want:
+                msgs += consumer.consume(want - len(msgs), 0)
+            good = []
+            for m in msgs:
+                err = m.error()
+                if err is None:
+                    good.append(m)
+                elif err.code() != KafkaError._PARTITION_EOF:
+                    self._error(f"{err.name()}: {err.str()}")
+            if good or left <= 0:
+                return good
+        return []
+
+    def _update_lag(self, consumer: _RdConsumer) -> None:
+        if not self.assignment:
+            return
+        tps = [TopicPartition(self.cfg.topic, p) for p in sorted(self.assignment)]
+        try:
+            positions = consumer.position(tps)
+        except KafkaException:
+            return
+        for tp in positions:
+            _low, high = consumer.get_watermark_offsets(tp, cached=True)
+            if high >= 0 and tp.offset != OFFSET_INVALID and tp.offset >= 0:
+                self.lag[tp.partition] = max(0, high - tp.offset)
+
+    def _process(self, consumer: _RdConsumer, batch: list[Message]) -> bool:
+        """Process one polled batch; True when a `quit` record asks to close."""
+        cfg, log = self.cfg, self._log
+        assert log is not None
+        stop = self.stop_requested
+        self.received += len(batch)
+        batch_end: dict[int, int] = {}
+        for m in batch:
+            batch_end[m.partition()] = m.offset() + 1
+        self._position.update(batch_end)  # Java's position moves at poll, whatever gets processed
+        if cfg.wait_after_recv_ms:
+            stop.wait(cfg.wait_after_recv_ms / 1000)
+        quit_requested = interrupted = False
+        done: dict[int, int] = {}  # processed so far (for a stop in mid-batch)
+        name, group, quoted = cfg.name, csv_field(cfg.group_id), self._quoted
+        write = log.write
+        for m in batch:
+            value = m.value()
+            if value == QUIT:
+                self.event("quit", f"quit record at partition {m.partition()} offset {m.offset()}")
+                quit_requested = True
+                break
+            if value == CRASH:
+                self._crash_now(m)
+            if value == WAIT:
+                self.event("wait", f"wait record: pausing {cfg.wait_cmd_period_ms} ms, skipping the rest of the batch")
+                stop.wait(cfg.wait_cmd_period_ms / 1000)
+                break
+            write(consumed_row(m, name, group, quoted))
+            partition, offset = m.partition(), m.offset()
+            self.processed += 1
+            done[partition] = offset + 1
+            if cfg.ack_every and self.processed % cfg.ack_every == 0:
+                self._commit(consumer, self._position)  # the whole polled position: the early commit
+            if cfg.wait_after_record_ms and stop.wait(cfg.wait_after_record_ms / 1000):
+                interrupted = True
+                break
+        log.flush()  # the log holds the batch before any offset of it is stored or committed
+        if interrupted:  # a stop in mid-batch: keep only what was processed
+            if cfg.auto_commit and done:
+                self._store(consumer, done)
+            return True
+        if not quit_requested and cfg.wait_after_batch_ms:
+            stop.wait(cfg.wait_after_batch_ms / 1000)
+        if cfg.auto_commit:
+            self._store(consumer, batch_end)
+        if cfg.ack_after_batch and not quit_requested:
+            self._commit(consumer, self._position)
+        return quit_requested
+
+    def _store(self, consumer: _RdConsumer, offsets: dict[int, int]) -> None:
+        tps = [TopicPartition(self.cfg.topic, p, o) for p, o in offsets.items() if p in self.assignment]
+        if tps:
+            try:
+                consumer.store_offsets(offsets=tps)
+            except KafkaException as exc:
+                self._error(f"store offsets failed: {exc.args[0].name()}")
+
+    def _commit(self, consumer: _RdConsumer, offsets: dict[int, int]) -> None:
+        tps = [TopicPartition(self.cfg.topic, p, o) for p, o in offsets.items() if p in self.assignment]
+        if not tps:
+            return
+        self._log.flush()  # type: ignore[union-attr]
+        try:
+            result = consumer.commit(offsets=tps, asynchronous=False) or []
+        except KafkaException as exc:
+            self._error(f"commit failed: {exc.args[0].name()}")
+            return
+        for tp in result:
+            if tp.error is None and tp.offset >= 0:
+                self.committed[tp.partition] = tp.offset
+
+    def _crash_now(self, m: Message) -> None:
+        self._log.flush()  # type: ignore[union-attr]  # written rows survive, as the Java app's do
+        self.state = "crashed"
+        self.group_state = "dead"
+        self.event("crashed", f"crash record at partition {m.partition()} offset {m.offset()}")
+        self.report_stats()
+        os._exit(EXIT_CRASH)
+
+
+def _json_sink() -> Sink:
+    lock = threading.Lock()
+    out = sys.stdout
+
+    def sink(item: dict[str, Any]) -> None:
+        line = json.dumps(item, separators=(",", ":")) + "\n"
+        with lock:
+            out.write(line)
+            out.flush()
+
+    return sink
+
+
+def main() -> int:
+    spec = json.loads(sys.stdin.readline())
+    sink = _json_sink()
+    config = ConsumerConfig.from_settings(spec["settings"])
+    loop = ConsumerLoop(config, Path(spec["log_dir"]), sink)
+
+    def watch_stdin() -> None:
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        loop.stop_requested.set()  # "stop", or the parent is gone
+
+    def report() -> None:
+        while loop.state not in ("finished", "crashed", "failed"):
+            loop.report_stats()
+            time.sleep(_STATS_EVERY_S)
+
+    signal.signal(signal.SIGINT, lambda *_: loop.stop_requested.set())
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    threading.Thread(target=report, daemon=True).start()
+    try:
+        code = loop.run()
+    except Exception as exc:
+        loop.state = "failed"
+        if loop._log is not None:
+            loop._log.close(complete=False)
+        sink({"t": "event", "ts": time.time(), "kind": "error", "detail": str(exc), "partitions": []})
+        code = 2
+    loop.report_stats()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Every key of the console, with an id and a description: the footer, the `?` screen, the command
+palette and the user keymap all read this one list.
+
+A user keymap lives in ``$XDG_CONFIG_HOME/kafkalab/keymap.toml`` (or ``KAFKALAB_KEYMAP``)::
+
+    [keymap]
+    broker.kill = "K"
+    run.start = "f5"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from textual.binding import Binding
+
+from kafkalab.errors import KafkalabError
+
+BINDINGS: list[Binding] = [
+    Binding("question_mark", "help", "Keys", id="app.help", key_display="?"),
+    Binding("ctrl+q", "quit_console", "Quit", id="app.quit", priority=True),
+    *(Binding(str(n), f"select_node({n})", f"Pick {'ZooKeeper' if n == 0 else f'broker {n}'}",
+              id=f"broker.select.{n}", show=False) for n in range(10)),
+    Binding("s", "node('stop')", "Stop", id="broker.stop"),
+    Binding("k", "node('kill')", "Kill", id="broker.kill"),
+    Binding("p", "node('pause_resume')", "Pause/Resume", id="broker.pause"),
+    Binding("r", "node('start_restart')", "Start/Restart", id="broker.start"),
+    Binding("g", "start_run", "Start run", id="run.start"),
+    Binding("x", "stop_run", "Stop run", id="run.stop"),
+    Binding("n", "reset_lab", "Reset lab", id="lab.reset", show=False),
+    Binding("Q", "send_control('quit')", "Consumers: quit", id="consumer.quit", show=False),
+    Binding("C", "send_control('crash')", "Consumers: crash", id="consumer.crash", show=False),
+    Binding("W", "send_control('wait')", "Consumers: wait", id="consumer.wait", show=False),
+    Binding("e", "edit_setting", "Change a setting", id="run.setting", show=False),
+    Binding("t", "edit_topic", "Create/alter topic", id="topic.alter", show=False),
+    Binding("l", "show_tab('lab')", "Lab", id="view.lab", show=False),
+    Binding("u", "show_tab('run')", "Clients", id="view.run", show=False),
+    Binding("v", "show_tab('results')", "Results", id="view.results", show=False),
+    Binding("a", "samples", "Anomaly samples", id="results.samples", show=False),
+    Binding("P", "toggle_presenter", "Presenter mode", id="view.presenter", show=False),
+    Binding("f12", "save_svg", "Screenshot (SVG)", id="app.screenshot", show=False),
+]
+
+
+def keymap_path() -> Path:
+    if env := os.environ.get("KAFKALAB_KEYMAP"):
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg) / "kafkalab" / "keymap.toml"
+
+
+def load_keymap(path: Path | None = None) -> dict[str, str]:
+    """The user's keymap (binding id -> keys); an unknown id or a bad file is an error naming it."""
+    path = path or keymap_path()
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise KafkalabError(f"keymap {path} is not valid TOML ({exc}): fix or remove it") from None
+    keymap = data.get("keymap", {})
+    known = {b.id for b in BINDINGS}
+    for binding_id, keys in keymap.items():
+        if binding_id not in known:
+            raise KafkalabError(f"keymap {path}: unknown binding id {binding_id!r}; known: {', '.join(sorted(known))}")
+        if not isinstance(keys, str) or not keys.strip():
+            raise KafkalabError(f"keymap {path}: {binding_id} must be a key string such as \"K\" or \"f5\"")
+    return dict(keymap)

@@ -1,0 +1,44 @@
+"""A node's log tail: follows new lines, stops following when scrolled up and counts what arrived."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from textual.widgets import Log
+
+# "[2025-01-01 10:00:00,123] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)" -> the message
+_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d),\d+\] ")
+_SUFFIX = re.compile(r" \([a-zA-Z0-9_.$]+\)$")
+
+
+def shorten(line: str) -> str:
+    """Drop the date and the logger class so a narrow pane shows the message."""
+    line = _PREFIX.sub(r"\1 ", line)
+    return _SUFFIX.sub("", line)
+
+
+class LogTail(Log):
+    """``add`` appends lines; scrolled to the end it follows, scrolled up it stays and counts."""
+
+    def __init__(self, max_lines: int = 300, **kwargs: object) -> None:
+        super().__init__(max_lines=max_lines, auto_scroll=False, **kwargs)  # type: ignore[arg-type]
+        self.unseen = 0
+
+    def add(self, lines: Iterable[str]) -> None:
+        lines = [shorten(ln) for ln in lines]
+        if not lines:
+            return
+        following = self.is_vertical_scroll_end or self.max_scroll_y == 0
+        self.write_lines(lines, scroll_end=following)
+        if following:
+            self.unseen = 0
+        else:
+            self.unseen += len(lines)
+        self.border_subtitle = f"{self.unseen} new ↓" if self.unseen else ""
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if self.unseen and self.is_vertical_scroll_end:
+            self.unseen = 0
+            self.border_subtitle = ""

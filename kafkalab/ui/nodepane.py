@@ -1,0 +1,80 @@
+"""What the ZooKeeper and broker panes share: the title, the state badge, the usage line, the log tail."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.ui.logtail import LogTail
+
+BADGE_STYLE = {
+    NodeState.STARTING: "bold black on yellow",
+    NodeState.RUNNING: "bold black on green",
+    NodeState.STOPPING: "bold black on yellow",
+    NodeState.STOPPED: "bold white on grey37",
+    NodeState.KILLED: "bold white on red",
+    NodeState.PAUSED: "bold black on cyan",
+    NodeState.FAILED: "bold white on dark_red",
+}
+
+
+def badge(state: NodeState) -> Text:
+    return Text(f" {state.value.upper()} ", style=BADGE_STYLE[state])
+
+
+def duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def usage_line(info: NodeInfo) -> Text:
+    if info.pid is None:
+        return Text("no process", style="dim")
+    return Text.assemble(
+        ("pid ", "dim"), str(info.pid), ("  cpu ", "dim"), f"{info.cpu_percent:.0f}%",
+        ("  mem ", "dim"), f"{info.rss_bytes / 2**20:.0f}M", ("  up ", "dim"), duration(info.uptime_s),
+    )
+
+
+class NodePane(Vertical):
+    """A bordered pane for one node; subclasses add their own facts line."""
+
+    def __init__(self, name: str, key: str, **kwargs: object) -> None:
+        super().__init__(classes="node-pane", **kwargs)  # type: ignore[arg-type]
+        self.node_name = name
+        self.key = key
+        self.info: NodeInfo | None = None
+        self.border_title = f"[{key}] {name}"
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="badge-line")
+        yield Static(classes="facts-line")
+        yield Static(classes="usage-line")
+        yield from self.compose_extra()
+        yield LogTail(classes="log-tail")
+
+    def compose_extra(self) -> ComposeResult:
+        yield from ()
+
+    def show_info(self, info: NodeInfo) -> None:
+        self.info = info
+        line = badge(info.state)
+        if info.reason and info.state != NodeState.RUNNING:
+            line.append(f" {info.reason}", style="italic")
+        self.query_one(".badge-line", Static).update(line)
+        self.query_one(".usage-line", Static).update(usage_line(info))
+        for state in NodeState:
+            self.set_class(info.state == state, f"-{state.value}")
+
+    def show_facts(self, facts: Text) -> None:
+        self.query_one(".facts-line", Static).update(facts)
+
+    def add_log(self, lines: tuple[str, ...]) -> None:
+        self.query_one(LogTail).add(lines)

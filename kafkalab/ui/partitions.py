@@ -1,0 +1,161 @@
+"""The partition / ISR table: keyed rows that keep their place, changed cells marked for a few seconds,
+cursor and scroll kept across refreshes, last known values greyed while the brokers are unreachable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from kafkalab.admin import ClusterSnapshot, PartitionState
+
+MARK_S = 4.0
+COLUMNS = (("topic", "topic"), ("partition", "p"), ("leader", "leader"), ("replicas", "replicas"),
+           ("isr", "ISR"), ("end", "end offset"), ("status", "status"))
+STATUS_STYLE = {"ok": "green", "under-replicated": "yellow", "under min ISR": "bold dark_orange",
+                "offline": "bold red"}
+Row = dict[str, str]
+
+
+def row_of(p: PartitionState) -> Row:
+    return {
+        "topic": p.topic, "partition": str(p.partition),
+        "leader": "none" if p.leader is None else str(p.leader),
+        "replicas": ",".join(map(str, p.replicas)), "isr": ",".join(map(str, p.isr)),
+        "end": "?" if p.end_offset is None else f"{p.end_offset:,}", "status": p.status,
+    }
+
+
+def row_key(p: PartitionState) -> str:
+    return f"{p.topic}/{p.partition}"
+
+
+@dataclass
+class TableDiff:
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[tuple[str, str]] = field(default_factory=list)  # (row key, column key)
+
+
+def diff_rows(old: Mapping[str, Row], new: Mapping[str, Row]) -> TableDiff:
+    """Rows added (in the new order), removed, and cells whose text changed."""
+    diff = TableDiff()
+    for key, row in new.items():
+        if key not in old:
+            diff.added.append(key)
+            continue
+        diff.changed += [(key, col) for col, value in row.items() if old[key].get(col) != value]
+    diff.removed = [key for key in old if key not in new]
+    return diff
+
+
+def leader_moves(old: ClusterSnapshot, new: ClusterSnapshot) -> list[str]:
+    """'leader of t/3 moved 2 -> 1' for every partition whose leader changed between two snapshots."""
+    before = {row_key(p): p.leader for p in old.partitions}
+    moves = []
+    for p in new.partitions:
+        key = row_key(p)
+        if key in before and before[key] != p.leader:
+            was = "none" if before[key] is None else before[key]
+            now = "none" if p.leader is None else p.leader
+            moves.append(f"leader of {key} moved {was} -> {now}")
+    return moves
+
+
+class PartitionTable(DataTable[Text]):
+    def __init__(self, clock: Callable[[], float] = time.monotonic, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+        self.clock = clock
+        self.rows_now: dict[str, Row] = {}
+        self.marks: dict[tuple[str, str], float] = {}
+        self.stale = False
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+
+    def cell(self, key: str, col: str) -> Text:
+        value = self.rows_now[key][col]
+        style = STATUS_STYLE.get(value, "") if col == "status" else ""
+        if col == "leader" and value == "none":
+            style = "bold red"
+        if self.marks.get((key, col), 0) > self.clock():
+            style = "bold reverse"
+        if self.stale:
+            style = "dim strike" if col == "status" else "dim"
+        return Text(value, style=style)
+
+    def show(self, snapshot: ClusterSnapshot) -> None:
+        now = self.clock()
+        stale = not snapshot.reachable
+        if stale:
+            if not self.stale:
+                self.stale = True
+                self._redraw_all()
+            return
+        new = {row_key(p): row_of(p) for p in snapshot.partitions}
+        diff = diff_rows(self.rows_now, new)
+        was_stale, self.stale = self.stale, False
+        self.rows_now = new
+        for key in diff.removed:
+            self.remove_row(key)
+        for key in diff.added:
+            self.add_row(*(self.cell(key, col) for col, _ in COLUMNS), key=key)
+        for key, col in diff.changed:
+            self.marks[(key, col)] = now + MARK_S
+        expired = [kc for kc, until in self.marks.items() if until <= now]
+        for kc in expired:
+            del self.marks[kc]
+        if was_stale:
+            self._redraw_all()
+            return
+        for key, col in {*diff.changed, *((k, c) for k, c in expired if k in new)}:
+            self.update_cell(key, col, self.cell(key, col), update_width=True)
+
+    def _redraw_all(self) -> None:
+        for key in self.rows_now:
+            for col, _ in COLUMNS:
+                self.update_cell(key, col, self.cell(key, col), update_width=True)
+
+
+class PartitionsPane(Vertical):
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(id="partitions")
+        self.border_title = "partitions"
+        self.clock = clock
+        self.last_ok: ClusterSnapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("waiting for the first snapshot ...", id="partitions-status")
+        yield PartitionTable(clock=self.clock, id="partition-table")
+
+    def show(self, snapshot: ClusterSnapshot) -> None:
+        self.query_one(PartitionTable).show(snapshot)
+        self.set_class(not snapshot.reachable, "-stale")
+        self.query_one("#partitions-status", Static).update(self.status_line(snapshot))
+        if snapshot.reachable:
+            self.last_ok = snapshot
+
+    def status_line(self, snapshot: ClusterSnapshot) -> Text:
+        if not snapshot.reachable:
+            since = f" since {clock_time(self.last_ok.taken_at)}" if self.last_ok else ""
+            return Text.assemble((" UNREACHABLE ", "bold white on red"),
+                                 f" brokers unreachable{since}: last known values, greyed ({snapshot.error})")
+        parts = snapshot.partitions
+        bad = {s: sum(1 for p in parts if p.status == s) for s in ("under-replicated", "under min ISR", "offline")}
+        line = Text.assemble(("updated ", "dim"), clock_time(snapshot.taken_at), ("  controller ", "dim"),
+                             str(snapshot.controller if snapshot.controller is not None else "?"),
+                             ("  partitions ", "dim"), str(len(parts)))
+        for status, count in bad.items():
+            if count:
+                line.append(f"  {count} {status}", style=STATUS_STYLE[status])
+        return line
+
+
+def clock_time(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))

@@ -1,0 +1,71 @@
+"""The producer pane: settings in effect, progress with ETA, rate, failures by error name, throughput."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ProgressBar, Sparkline, Static
+
+from kafkalab.clients.stats import ProducerStats
+from kafkalab.ui.nodepane import duration
+
+# course option name -> how the pane labels it
+SHOWN_SETTINGS = (("producer.acks", "acks"), ("producer.idempotent", "idempotent"),
+                  ("producer.max-inflight", "in-flight"), ("producer.linger", "linger ms"))
+
+
+def settings_line(settings: Mapping[str, str]) -> Text:
+    line = Text()
+    for key, label in SHOWN_SETTINGS:
+        if key in settings:
+            line.append(f"{label} ", style="dim").append(f"{settings[key]}  ", style="bold")
+    return line or Text("defaults", style="dim")
+
+
+def counts_line(stats: ProducerStats) -> Text:
+    remaining = max(0, stats.total - stats.acked - stats.failed_total - stats.unknown)
+    eta = duration(remaining / stats.rate) if stats.rate > 0 and remaining else "-"
+    return Text.assemble(
+        (f" {stats.state.upper()} ", "bold reverse"), " ",
+        (f"{stats.acked:,}", "bold"), ("/", "dim"), f"{stats.total:,}", (" acked  ", "dim"),
+        f"{stats.rate:,.0f}/s", ("  ETA ", "dim"), eta, ("  in flight ", "dim"), f"{stats.in_flight:,}",
+    )
+
+
+def failures_line(stats: ProducerStats) -> Text:
+    if not stats.failed and not stats.unknown and not stats.error:
+        return Text("no failures", style="dim green")
+    line = Text()
+    for name, count in sorted(stats.failed.items(), key=lambda kv: -kv[1]):
+        line.append(f"{name} ", style="bold red").append(f"{count:,}  ")
+    if stats.unknown:
+        line.append("unknown ", style="bold yellow").append(f"{stats.unknown:,}  ")
+    if stats.error:
+        line.append(stats.error, style="red")
+    return line
+
+
+class ProducerPane(Vertical):
+    def __init__(self) -> None:
+        super().__init__(id="producer")
+        self.border_title = "producer"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="producer-settings")
+        yield ProgressBar(total=1, show_eta=False, id="producer-progress")
+        yield Static("not started", id="producer-counts")
+        yield Static(id="producer-failures")
+        yield Sparkline([], id="producer-sparkline")
+
+    def show(self, stats: ProducerStats | None, settings: Mapping[str, str], throughput: list[float]) -> None:
+        self.query_one("#producer-settings", Static).update(settings_line(settings))
+        if stats is None:
+            return
+        self.border_title = f"producer {stats.name}"
+        self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)
+        self.query_one("#producer-counts", Static).update(counts_line(stats))
+        self.query_one("#producer-failures", Static).update(failures_line(stats))
+        self.query_one(Sparkline).data = throughput[-120:]

@@ -1,0 +1,96 @@
+"""Polling in thread workers: one per data source, re-armed only after the previous poll finished.
+
+A poll that hangs (brokers down, admin timeouts) delays only its own next poll; polls never pile up,
+and a poll that raises shows a dismissable error and is re-armed, it never ends the app.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from textual.app import App
+from textual.timer import Timer
+
+T = TypeVar("T")
+
+
+class Poller(Generic[T]):
+    """Calls ``fetch`` in a thread worker every ``interval`` seconds (after the last one finished),
+    then ``apply`` on the event loop under ``batch_update``."""
+
+    def __init__(self, app: App[object], name: str, fetch: Callable[[], T], apply: Callable[[T], None],
+                 interval: float, on_error: Callable[[str, BaseException], None]) -> None:
+        self.app = app
+        self.name = name
+        self.interval = interval
+        self._fetch = fetch
+        self._apply = apply
+        self._on_error = on_error
+        self._timer: Timer | None = None
+        self._busy = False
+        self._stopped = False
+        self.polls = 0
+        self.last_elapsed_s = 0.0
+
+    def start(self) -> None:
+        self._stopped = False
+        self._arm(0)
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.stop()
+
+    def poll_now(self) -> None:
+        """Poll at once, unless a poll is under way (its result comes soon enough)."""
+        if not self._busy and not self._stopped:
+            if self._timer is not None:
+                self._timer.stop()
+            self._launch()
+
+    def _arm(self, delay: float) -> None:
+        if not self._stopped:
+            self._timer = self.app.set_timer(delay, self._launch, name=f"poll-{self.name}")
+
+    def _launch(self) -> None:
+        if self._busy or self._stopped:
+            return
+        self._busy = True
+        self.app.run_worker(self._work, name=f"poll-{self.name}", group=f"poll-{self.name}", thread=True,
+                            exit_on_error=False)
+
+    def _work(self) -> None:
+        started = time.monotonic()
+        try:
+            result = self._fetch()
+        except Exception as exc:
+            self._post(self._failed, exc)
+            return
+        self.last_elapsed_s = time.monotonic() - started
+        self._post(self._done, result)
+
+    def _post(self, callback: Callable[..., None], arg: object) -> None:
+        try:
+            self.app.call_from_thread(callback, arg)
+        except RuntimeError:  # the app is gone: nothing to show
+            self._busy = False
+
+    def _done(self, result: T) -> None:
+        self._busy = False
+        self.polls += 1
+        if self._stopped:
+            return
+        try:
+            with self.app.batch_update():
+                self._apply(result)
+        except Exception as exc:  # a render bug shows as an error, the console keeps going
+            self._on_error(self.name, exc)
+        finally:
+            self._arm(self.interval)
+
+    def _failed(self, exc: BaseException) -> None:
+        self._busy = False
+        self._arm(self.interval)
+        self._on_error(self.name, exc)

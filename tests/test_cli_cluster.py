@@ -1,0 +1,113 @@
+"""The real `kafkalab` command: cluster up/status/broker/topic/down, and its one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkalab.cluster import Cluster
+from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.cluster.process import marked_processes
+from tests.conftest import TEST_STATE_ROOT
+
+
+def kafkalab(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkalab", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kafkalab: error: "), result.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+@pytest.mark.parametrize("count", ["0", "10"])
+def test_broker_count_out_of_range(tmp_path: Path, count: str) -> None:
+    result = kafkalab("cluster", "up", "--brokers", count, "--state-dir", str(tmp_path / "s"))
+    assert_one_line_error(result, f"--brokers {count}", "1..9")
+
+
+def test_missing_distribution(tmp_path: Path) -> None:
+    result = kafkalab("cluster", "up", "--state-dir", str(tmp_path / "s"), env={"KAFKA_HOME": str(tmp_path)})
+    assert_one_line_error(result, "not a Kafka install", "KAFKA_HOME")
+    assert not marked_processes(tmp_path / "s")
+
+
+def test_java_not_on_path(tmp_path: Path) -> None:
+    result = kafkalab("cluster", "up", "--state-dir", str(tmp_path / "s"),
+                      env={"PATH": str(Path(sys.executable).parent), "JAVA_HOME": ""})
+    assert_one_line_error(result, "java not found")
+
+
+def test_unusable_state_dir(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = kafkalab("cluster", "up", "--state-dir", str(blocker))
+    assert_one_line_error(result, str(blocker))
+    result = kafkalab("cluster", "status", "--state-dir", str(tmp_path / "nothing-here"))
+    assert_one_line_error(result, "no cluster")
+
+
+@pytest.fixture
+def served(cluster: Cluster) -> Iterator[Path]:
+    """The shared cluster, reachable by the CLI through its control socket."""
+    write_cluster_file(cluster)
+    server = ControlServer(cluster, threading.Event())
+    try:
+        yield cluster.state_dir
+    finally:
+        server.close()
+
+
+@pytest.mark.cluster
+def test_unknown_broker_id(served: Path) -> None:
+    result = kafkalab("broker", "kill", "7", "--state-dir", str(served))
+    assert_one_line_error(result, "unknown node '7'", "1, 2, 3")
+
+
+@pytest.mark.cluster
+def test_topic_commands_match_kafka_topics_describe(served: Path, cluster: Cluster) -> None:
+    state = ["--state-dir", str(served)]
+    assert kafkalab("topic", "create", "cli-topic", "--partitions", "2", "--replication-factor", "3",
+                    "--config", "min.insync.replicas=2", *state).returncode == 0
+    described = kafkalab("topic", "describe", "cli-topic", *state).stdout.splitlines()
+    assert described[0].startswith("Topic: cli-topic\tTopicId: ")
+    assert "PartitionCount: 2\tReplicationFactor: 3" in described[0]
+    assert "Configs: min.insync.replicas=2" in described[0]
+    assert described[1].startswith("\tTopic: cli-topic\tPartition: 0\tLeader: ")
+    assert kafkalab("topic", "alter", "cli-topic", "--config", "retention.ms=60000", *state).returncode == 0
+    data = json.loads(kafkalab("topic", "describe", "cli-topic", "--json", *state).stdout)
+    assert data[0]["configs"]["retention.ms"] == "60000" and len(data[0]["partitions"]) == 2
+    assert_one_line_error(kafkalab("topic", "create", "cli-topic", *state), "cannot create topic cli-topic")
+    assert kafkalab("topic", "delete", "cli-topic", *state).returncode == 0
+
+
+@pytest.mark.cluster
+def test_detached_cluster_lifecycle(tmp_path: Path) -> None:
+    state = TEST_STATE_ROOT / "cli-detached"
+    env = {"KAFKALAB_STATE": str(tmp_path)}
+    up = kafkalab("cluster", "up", "--detach", "--brokers", "1", "--free-ports", "--state-dir", str(state), env=env)
+    try:
+        assert up.returncode == 0, up.stderr
+        again = kafkalab("cluster", "up", "--brokers", "1", "--state-dir", str(state), env=env)
+        assert_one_line_error(again, "already runs")
+        status = json.loads(kafkalab("cluster", "status", "--json", env=env).stdout)  # found without --state-dir
+        assert status["running"] and [n["state"] for n in status["nodes"]] == ["running", "running"]
+        killed = kafkalab("broker", "kill", "1", "--wait", env=env)
+        assert killed.returncode == 0 and "killed" in killed.stdout
+        started = kafkalab("broker", "start", "1", "--wait", env=env)
+        assert started.returncode == 0 and "running" in started.stdout, started.stdout + started.stderr
+    finally:
+        down = kafkalab("cluster", "down", "--state-dir", str(state), env=env)
+    assert down.returncode == 0, down.stderr
+    assert not marked_processes(state)

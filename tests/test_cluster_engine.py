@@ -1,0 +1,104 @@
+"""The engine against a real cluster: failover on SIGKILL, controlled shutdown on SIGTERM, pause and resume."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from kafkalab.admin import Admin
+from kafkalab.cluster import Cluster, NodeState
+from tests.helpers import wait_until
+
+pytestmark = pytest.mark.cluster
+
+BACKENDS = ["local"]
+
+
+def isr_holds(admin: Admin, topic: str, check: Callable[[tuple[int, ...]], bool]) -> bool:
+    """``check`` on partition 0's ISR; False while the admin API cannot be reached (the caller retries)."""
+    p = admin.snapshot(offsets=False).partition(topic, 0)
+    return p is not None and check(p.isr)
+
+
+@pytest.fixture(params=BACKENDS)
+def engine(request: pytest.FixtureRequest) -> tuple[Cluster, Admin, Callable[..., str]]:
+    """(cluster, admin, topic_factory) for each backend."""
+    if request.param == "local":
+        return request.getfixturevalue("cluster"), request.getfixturevalue("admin"), request.getfixturevalue(
+            "topic_factory")
+    return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
+
+
+def test_sigkill_of_leader_elects_new_leader_from_isr_and_restart_restores_isr(engine) -> None:
+    cluster, admin, topic_factory = engine
+    topic = topic_factory(partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+    before = admin.snapshot().partition(topic, 0)
+    assert before is not None and before.leader is not None and len(before.isr) == 3
+    leader = before.leader
+    killed_at = time.monotonic()
+    cluster.node(leader).kill()
+    assert cluster.node(leader).state == NodeState.KILLED  # observable at once
+
+    def new_leader() -> object:
+        p = admin.snapshot(offsets=False).partition(topic, 0)
+        return p if p is not None and p.leader not in (None, leader) else None
+
+    bound = cluster.spec.session_timeout_s + 10  # session expiry plus the controller's election
+    after = wait_until(new_leader, bound, what="a new leader for partition 0")
+    assert time.monotonic() - killed_at < bound
+    assert after.leader in before.isr  # type: ignore[attr-defined]
+    assert leader not in after.isr  # type: ignore[attr-defined]
+
+    cluster.node(leader).start()  # at once: before its ZooKeeper session could have expired for sure
+    assert cluster.node(leader).state == NodeState.STARTING
+    cluster.wait_state(leader, NodeState.RUNNING, timeout=90)
+    wait_until(lambda: isr_holds(admin, topic, lambda isr: len(isr) == 3), 60, what="the ISR back to 3")
+
+
+def test_sigterm_moves_leadership_before_the_process_exits(engine) -> None:
+    cluster, admin, topic_factory = engine
+    topic = topic_factory(partitions=3, replication_factor=3)
+    leader = admin.snapshot().partition(topic, 0).leader
+    led = [p.partition for p in admin.snapshot().topic(topic) if p.leader == leader]
+    node = cluster.node(leader)
+    node.stop()
+    moved_while_alive = False
+    while node.state == NodeState.STOPPING:
+        parts = admin.snapshot(offsets=False).topic(topic)
+        if parts and all(p.leader not in (None, leader) for p in parts if p.partition in led):
+            moved_while_alive = node.state == NodeState.STOPPING
+            break
+        time.sleep(0.02)
+    cluster.wait_state(leader, NodeState.STOPPED, timeout=60)
+    assert moved_while_alive, "leadership had not moved while the broker was still shutting down"
+    assert "SIGKILL" not in node.reason
+    node.start()
+    cluster.wait_state(leader, NodeState.RUNNING, timeout=90)
+
+
+def test_paused_follower_leaves_isr_and_returns_on_resume(engine) -> None:
+    cluster, admin, topic_factory = engine
+    topic = topic_factory(partitions=1, replication_factor=3)
+    p = admin.snapshot().partition(topic, 0)
+    follower = next(r for r in p.replicas if r != p.leader)
+    cluster.node(follower).pause()
+    assert cluster.node(follower).state == NodeState.PAUSED
+    try:
+        wait_until(lambda: isr_holds(admin, topic, lambda isr: follower not in isr), 30,
+                   what=f"broker {follower} out of the ISR")
+    finally:
+        cluster.node(follower).resume()
+    wait_until(lambda: cluster.node(follower).state == NodeState.RUNNING, 90, what="the follower running again")
+    wait_until(lambda: isr_holds(admin, topic, lambda isr: follower in isr), 60,
+               what=f"broker {follower} back in the ISR")
+
+
+def test_node_infos_report_pid_uptime_memory_and_log_tail(cluster: Cluster) -> None:
+    infos = {i.name: i for i in cluster.infos()}
+    assert set(infos) == {"zookeeper", "broker-1", "broker-2", "broker-3"}
+    for info in infos.values():
+        if info.state == NodeState.RUNNING:
+            assert info.pid and info.rss_bytes > 10 * 2**20 and info.uptime_s > 0
+    assert any("started (kafka.server.KafkaServer)" in line for line in cluster.node(1).log_tail(2000))

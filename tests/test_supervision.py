@@ -1,0 +1,88 @@
+"""No JVM outlives kafkalab: a SIGKILLed owner, a failing test, and leftovers from a crashed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kafkalab.cluster import Cluster
+from kafkalab.cluster.process import marked_processes, node_marker
+from tests.conftest import TEST_STATE_ROOT, free_ports, make_spec
+from tests.helpers import wait_until
+
+pytestmark = pytest.mark.cluster
+KAFKALAB = [sys.executable, "-m", "kafkalab"]
+
+
+def test_sigkill_of_kafkalab_leaves_no_jvm(tmp_path: Path) -> None:
+    state = TEST_STATE_ROOT / "sigkill"
+    zk, broker = free_ports(2)
+    owner = subprocess.Popen(
+        [*KAFKALAB, "cluster", "up", "--daemon", "--brokers", "1", "--state-dir", str(state), "--free-ports"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "KAFKALAB_STATE": str(tmp_path)},
+    )
+    try:
+        assert owner.stdout is not None
+        for line in owner.stdout:
+            if line.startswith("cluster ready") or "error" in line:
+                break
+        assert len(marked_processes(state)) == 2, "ZooKeeper and one broker should run"
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    wait_until(lambda: not marked_processes(state), 20, what="every JVM gone after SIGKILL of kafkalab")
+
+
+def test_next_start_reaps_leftovers_of_a_crashed_run(distribution) -> None:  # type: ignore[no-untyped-def]
+    spec = make_spec("reap", brokers=1)
+    spec.state_dir.mkdir(parents=True, exist_ok=True)
+    # A process whose command line proves it is this state dir's broker, as a crashed run would leave behind.
+    leftover = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)", node_marker(spec.state_dir, "broker-1")],
+        start_new_session=True,
+    )
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "-Dkafkalab.node=/elsewhere/x"])
+    try:
+        with Cluster(spec, distribution) as cluster:
+            cluster.start(timeout=120)
+            assert cluster.reaped == [f"pid {leftover.pid}"]
+            leftover.wait(timeout=10)  # ended by the reaper (it raises TimeoutExpired otherwise)
+            assert bystander.poll() is None, "a process of another state dir must not be touched"
+            pids = json.loads((spec.state_dir / "nodes.pid.json").read_text())["nodes"]
+            assert set(pids) == {"zookeeper", "broker-1"}
+    finally:
+        leftover.kill()
+        bystander.kill()
+    assert not marked_processes(spec.state_dir)
+
+
+def test_a_test_failing_midway_leaves_no_jvm(tmp_path: Path) -> None:
+    """A failing test in a separate pytest run: the fixture and the session hook still end every JVM."""
+    test_file = tmp_path / "test_fails.py"
+    test_file.write_text(textwrap.dedent("""
+        def test_fails_with_a_cluster_up(cluster):
+            assert cluster.node(1).pid
+            raise AssertionError("failing on purpose")
+    """))
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
+         "--confcutdir", str(root / "tests"), "-c", str(root / "pyproject.toml"), str(test_file),
+         "-p", "tests.conftest"],
+        capture_output=True, text=True, cwd=root, timeout=300,
+    )
+    assert "1 failed" in out.stdout, out.stdout[-2000:]
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if any(
+        "kafkalab-tests-" in arg and "kafkalab.node" in arg and f"-{os.getpid()}/" not in arg
+        for arg in p.info.get("cmdline") or [])]
+    assert not leftovers, f"JVMs left by the failing run: {[p.pid for p in leftovers]}"
+    time.sleep(0)
