@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psutil
@@ -16,7 +15,7 @@ import pytest
 
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.process import marked_processes, node_marker
-from tests.conftest import TEST_STATE_ROOT, free_ports, make_spec
+from tests.conftest import TEST_STATE_ROOT, make_spec
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -25,10 +24,10 @@ KAFKALAB = [sys.executable, "-m", "kafkalab"]
 
 def test_sigkill_of_kafkalab_leaves_no_jvm(tmp_path: Path) -> None:
     state = TEST_STATE_ROOT / "sigkill"
-    zk, broker = free_ports(2)
     owner = subprocess.Popen(
         [*KAFKALAB, "cluster", "up", "--daemon", "--brokers", "1", "--state-dir", str(state), "--free-ports"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "KAFKALAB_STATE": str(tmp_path)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "KAFKALAB_STATE": str(tmp_path)},
     )
     try:
         assert owner.stdout is not None
@@ -85,4 +84,3 @@ def test_a_test_failing_midway_leaves_no_jvm(tmp_path: Path) -> None:
         "kafkalab-tests-" in arg and "kafkalab.node" in arg and f"-{os.getpid()}/" not in arg
         for arg in p.info.get("cmdline") or [])]
     assert not leftovers, f"JVMs left by the failing run: {[p.pid for p in leftovers]}"
-    time.sleep(0)

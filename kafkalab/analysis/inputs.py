@@ -7,6 +7,7 @@ re-read the files of that kind (line by line, as Spark does) to name file and li
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,8 @@ from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, PRODUCER_STAT
 KINDS = {"producer": PRODUCER_COLUMNS, "consumer": CONSUMER_COLUMNS, "audit": CONSUMER_COLUMNS}
 _INT_COLUMNS = ("seq", "partition", "offset", "ts_ms", "leader_epoch")
 MAX_LINES_NAMED = 20
+_INTEGER = re.compile(r"-?[0-9]+\Z")
+_PRODUCER_MSG_ID = re.compile(r"[^:]+:[^:]+:[0-9]+\Z")
 
 
 @dataclass
@@ -98,22 +101,12 @@ def is_malformed(kind: str, line: str) -> bool:
     if len(row) != len(columns):
         return True
     values = dict(zip(columns, row, strict=True))
-    for name in _INT_COLUMNS:
-        if values.get(name):
-            try:
-                int(values[name])
-            except ValueError:
-                return True
+    if any(values.get(name) and not _INTEGER.match(values[name]) for name in _INT_COLUMNS):
+        return True
     if not values["topic"] or not values["partition"]:
         return True
     if kind == "producer":
-        if values["status"] not in PRODUCER_STATUSES:
-            return True
-        try:
-            parse_msg_id(values["msg_id"])
-        except ValueError:
-            return True
-        return False
+        return values["status"] not in PRODUCER_STATUSES or not _PRODUCER_MSG_ID.match(values["msg_id"])
     return not values["offset"]
 
 

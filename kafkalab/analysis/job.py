@@ -126,18 +126,18 @@ def _producer_rows(df: DataFrame, run: str | None) -> DataFrame:
         & F.col("partition").isNotNull() & F.col("status_code").isNotNull()
         & (F.size(parts) == 3) & (parts[0] != "") & (parts[1] != "") & parts[2].rlike("^[0-9]+$")
     )
-    foreign = parts[0] != F.lit(run) if run is not None else F.lit(False)
     rows = _key_columns(df, SRC_PRODUCER, good, F.col("msg_id"))
+    foreign = F.split(F.col("key"), ":")[0] != F.lit(run) if run is not None else F.lit(False)
+    rows = rows.withColumn("foreign", (F.col("src") == SRC_PRODUCER) & foreign)
     # a producer row of another run travels with its run in the topic column, so the error can name it
+    is_foreign = F.col("foreign")
     return rows.select(
-        F.when((rows.src == SRC_PRODUCER) & foreign, F.lit(FOREIGN_KEY)).otherwise(rows.key).alias("key"),
-        F.when((rows.src == SRC_PRODUCER) & foreign, F.lit(SRC_FOREIGN).cast("byte")).otherwise(
-            rows.src).alias("src"),
-        rows.grp,
-        F.when((rows.src == SRC_PRODUCER) & foreign, parts[0]).otherwise(rows.topic).alias("topic"),
-        F.when((rows.src == SRC_PRODUCER) & foreign, F.lit(None)).otherwise(rows.partition).alias("partition"),
-        F.when((rows.src == SRC_PRODUCER) & foreign, F.lit(None)).otherwise(rows.offset).alias("offset"),
-        rows.status,
+        F.when(is_foreign, F.lit(FOREIGN_KEY)).otherwise(F.col("key")).alias("key"),
+        F.when(is_foreign, F.lit(SRC_FOREIGN).cast("byte")).otherwise(F.col("src")).alias("src"),
+        "grp",
+        F.when(is_foreign, F.split(F.col("key"), ":")[0]).otherwise(F.col("topic")).alias("topic"),
+        *[F.when(is_foreign, F.lit(None)).otherwise(F.col(c)).alias(c) for c in ("partition", "offset")],
+        "status",
     )
 
 
@@ -206,7 +206,7 @@ def classify(session: SparkSession, producer_logs: Sequence[Path], consumer_logs
     )
     facts = _message_facts(messages, with_audit)
     if run is not None:
-        facts = facts.unionByName(_reordered_facts(shuffled, run, Window), allowMissingColumns=True)
+        facts = facts.unionByName(_reordered_facts(positions, run, Window), allowMissingColumns=True)
     rows = _collapse(facts)
     return _collect(rows, with_audit)
 
@@ -262,19 +262,28 @@ def _message_facts(messages: DataFrame, with_audit: bool) -> DataFrame:
     )
 
 
-def _reordered_facts(shuffled: DataFrame, run: str, window_cls: Any) -> DataFrame:
-    """Backward steps of each producer's seq, in offset order, over the observed (position, id) pairs."""
+def _reordered_facts(positions: DataFrame, run: str, window_cls: Any) -> DataFrame:
+    """Backward steps of each producer's seq, in offset order, over the observed (position, id) pairs.
+
+    Built on the same position rows as the message facts, so Spark reuses the one shuffle of the logs
+    for both branches. That needs both branches to read the same columns below it and no filter of
+    this branch pushed beneath it: hence the predicate over aggregated columns only (including
+    ``p_status``, which keeps the status column in this branch's read).
+    """
     from pyspark.sql import functions as F
 
-    observed = shuffled.where(F.col("src").isin(SRC_CONSUMER, SRC_AUDIT)).select(
-        "key", "topic", "partition", "offset").distinct()
-    parts = F.split(F.col("key"), ":")
-    pairs = observed.where((F.size(parts) == 3) & (parts[0] == run) & parts[2].rlike("^[0-9]+$")).select(
-        "key", "topic", "partition", "offset", parts[1].alias("producer"), parts[2].cast("long").alias("seq"))
+    c = F.col
+    parts = F.split(c("key"), ":")
+    seq = F.when(
+        ((c("c_rows") > 0) | (c("a_rows") > 0)) & (F.coalesce(c("p_status"), F.lit(0)) < 100)
+        & (F.size(parts) == 3) & (parts[0] == run) & parts[2].rlike("^[0-9]+$"),
+        parts[2].cast("long"))
+    pairs = positions.select("key", "topic", "partition", "offset", parts[1].alias("producer"),
+                             seq.alias("seq")).where(c("seq").isNotNull())
     order = window_cls.partitionBy("topic", "partition", "producer").orderBy("offset", "seq")
-    steps = pairs.withColumn("prev_seq", F.lag("seq").over(order)).where(F.col("seq") < F.col("prev_seq"))
-    return steps.select("topic", "partition", F.col("key").alias("sample_key"),
-                        F.lit(1).cast("long").alias("reordered"), F.col("offset").alias("o_reordered"))
+    steps = pairs.withColumn("prev_seq", F.lag("seq").over(order)).where(c("seq") < c("prev_seq"))
+    return steps.select("topic", "partition", c("key").alias("sample_key"),
+                        F.lit(1).cast("long").alias("reordered"), c("offset").alias("o_reordered"))
 
 
 def _collapse(facts: DataFrame) -> DataFrame:

@@ -18,7 +18,10 @@ from kafkalab.errors import KafkalabError
 # One module per area; each adds its own sub-commands.
 COMMAND_MODULES = [
     "kafkalab.cli.cluster_cmds",
+    "kafkalab.cli.console_cmd",
     "kafkalab.cli.client_cmds",
+    "kafkalab.cli.docker_cmds",
+    "kafkalab.cli.lab_cmds",
 ]
 
 
@@ -38,12 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
-    if func is None:
-        default = getattr(parser, "default_func", None)
-        if default is None:
-            parser.print_help()
-            return 0
-        func = default
+    if func is None:  # no command: the console on the default lab
+        from kafkalab.cli.console_cmd import cmd_console, default_args
+
+        args, func = default_args(), cmd_console
     try:
         return int(func(args) or 0)
     except KafkalabError as exc:

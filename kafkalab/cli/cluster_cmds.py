@@ -19,6 +19,7 @@ from rich.table import Table
 from kafkalab import dist, doctor
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.cli.common import add_state_dir, bootstrap_for, parse_settings, target_state_dir
+from kafkalab.cli.docker_cmds import add_backend_args, backend_argv, backend_from_args
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.control import (
     NODE_ACTIONS,
@@ -98,6 +99,7 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--free-ports", action="store_true", help="pick free ports where the defaults are taken")
     p.add_argument("--kafka-home", default=None, help="use an existing Kafka install's libs/ (or set KAFKA_HOME)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="broker setting for every broker")
+    add_backend_args(p)
 
 
 def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
@@ -128,14 +130,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     found = dist.locate(args.kafka_home)
-    dist.java_binary()
+    if args.backend == "local":
+        dist.java_binary()
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: `kafkalab cluster status`, or `cluster down`")
     if args.detach and not args.daemon:
         return _detach(args, spec)
     down = threading.Event()
     _stop_on_signals(down)
-    cluster = Cluster(spec, found)
+    cluster = Cluster(spec, found, backend_from_args(args))
     try:
         cluster.start(progress=lambda m: print(m, flush=True))
         write_cluster_file(cluster)
@@ -170,6 +173,7 @@ def _detach(args: argparse.Namespace, spec: ClusterSpec) -> int:
             "--brokers", str(spec.brokers)]
     argv += ["--free-ports"] if args.free_ports else []
     argv += ["--kafka-home", args.kafka_home] if args.kafka_home else []
+    argv += backend_argv(args)
     for pair in args.set or []:
         argv += ["--set", pair]
     with open(log, "w") as out:

@@ -12,7 +12,8 @@ from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.ui.nodepane import NodePane
 
 # Pane button -> the action a key would take (see bindings.py: s, k, p, r).
-BUTTONS = (("stop", "Stop"), ("kill", "Kill"), ("pause_resume", "Pause"), ("start_restart", "Start"))
+BUTTONS = (("stop", "Stop", "warning"), ("kill", "Kill", "error"), ("pause_resume", "Pause", "primary"),
+           ("start_restart", "Start", "success"))
 
 
 class BrokerPane(NodePane):
@@ -31,8 +32,8 @@ class BrokerPane(NodePane):
 
     def compose_extra(self) -> ComposeResult:
         with Horizontal(classes="buttons"):
-            for action, label in BUTTONS:
-                yield Button(label, name=action, compact=True, classes=f"btn-{action}")
+            for action, label, variant in BUTTONS:
+                yield Button(label, name=action, compact=True, variant=variant, classes=f"btn-{action}")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -46,11 +47,13 @@ class BrokerPane(NodePane):
 
     def show_roles(self, controller: bool, leads: int | None, follows: int | None, reachable: bool) -> None:
         self.controller = controller
-        self.border_title = f"[{self.key}] {self.node_name}" + (" ★ controller" if controller else "")
+        self.border_title = f"[{self.key}] {self.node_name}" + (" ★" if controller else "")
         if leads is None or follows is None:
-            self.show_facts(Text("not in the cluster's metadata", style="dim"))
+            self.show_facts(Text("not registered", style="dim"))
             return
-        facts = Text.assemble(("leads ", "dim"), (str(leads), "bold"), ("  follows ", "dim"), (str(follows), "bold"))
+        facts = Text.assemble(("leads ", "dim"), (str(leads), "bold"), (" · follows ", "dim"), (str(follows), "bold"))
+        if controller:
+            facts.append(" ★ctl", style="bold yellow")
         if not reachable:
             facts.stylize("dim")
         self.show_facts(facts)

@@ -34,12 +34,12 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def usage_line(info: NodeInfo) -> Text:
+def usage_lines(info: NodeInfo) -> Text:
     if info.pid is None:
-        return Text("no process", style="dim")
+        return Text("no process\n", style="dim")
     return Text.assemble(
-        ("pid ", "dim"), str(info.pid), ("  cpu ", "dim"), f"{info.cpu_percent:.0f}%",
-        ("  mem ", "dim"), f"{info.rss_bytes / 2**20:.0f}M", ("  up ", "dim"), duration(info.uptime_s),
+        ("pid ", "dim"), str(info.pid), (" · up ", "dim"), duration(info.uptime_s), "\n",
+        ("cpu ", "dim"), f"{info.cpu_percent:.0f}%", (" · mem ", "dim"), f"{info.rss_bytes / 2**20:.0f}M",
     )
 
 
@@ -69,7 +69,7 @@ class NodePane(Vertical):
         if info.reason and info.state != NodeState.RUNNING:
             line.append(f" {info.reason}", style="italic")
         self.query_one(".badge-line", Static).update(line)
-        self.query_one(".usage-line", Static).update(usage_line(info))
+        self.query_one(".usage-line", Static).update(usage_lines(info))
         for state in NodeState:
             self.set_class(info.state == state, f"-{state.value}")
 

@@ -15,8 +15,8 @@ from textual.widgets import DataTable, Static
 from kafkalab.admin import ClusterSnapshot, PartitionState
 
 MARK_S = 4.0
-COLUMNS = (("topic", "topic"), ("partition", "p"), ("leader", "leader"), ("replicas", "replicas"),
-           ("isr", "ISR"), ("end", "end offset"), ("status", "status"))
+COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
+           ("end", "offset"), ("status", "status"))
 STATUS_STYLE = {"ok": "green", "under-replicated": "yellow", "under min ISR": "bold dark_orange",
                 "offline": "bold red"}
 Row = dict[str, str]
@@ -24,7 +24,7 @@ Row = dict[str, str]
 
 def row_of(p: PartitionState) -> Row:
     return {
-        "topic": p.topic, "partition": str(p.partition),
+        "partition": row_key(p),
         "leader": "none" if p.leader is None else str(p.leader),
         "replicas": ",".join(map(str, p.replicas)), "isr": ",".join(map(str, p.isr)),
         "end": "?" if p.end_offset is None else f"{p.end_offset:,}", "status": p.status,
@@ -69,15 +69,30 @@ def leader_moves(old: ClusterSnapshot, new: ClusterSnapshot) -> list[str]:
 
 class PartitionTable(DataTable[Text]):
     def __init__(self, clock: Callable[[], float] = time.monotonic, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(cursor_type="row", cell_padding=0, **kwargs)  # type: ignore[arg-type]
         self.clock = clock
         self.rows_now: dict[str, Row] = {}
         self.marks: dict[tuple[str, str], float] = {}
         self.stale = False
+        self.widths = {key: len(label) + 1 for key, label in COLUMNS}
 
     def on_mount(self) -> None:
+        self._add_columns()
+
+    def _add_columns(self) -> None:
         for key, label in COLUMNS:
-            self.add_column(label, key=key)
+            self.add_column(f" {label}", key=key, width=self.widths[key])
+
+    def _fit(self, rows: dict[str, Row]) -> None:
+        """Fixed column widths keep cells in place; they only grow, by rebuilding the columns (rarely)."""
+        wanted = {col: max([self.widths[col], *(len(row[col]) + 1 for row in rows.values())])
+                  for col in self.widths}
+        wanted["status"] = max(wanted["status"], len(" under-replicated "))
+        if wanted != self.widths:
+            self.widths = wanted
+            self.clear(columns=True)
+            self._add_columns()
+            self.rows_now = {}
 
     def cell(self, key: str, col: str) -> Text:
         value = self.rows_now[key][col]
@@ -88,7 +103,7 @@ class PartitionTable(DataTable[Text]):
             style = "bold reverse"
         if self.stale:
             style = "dim strike" if col == "status" else "dim"
-        return Text(value, style=style)
+        return Text(f" {value}", style=style)
 
     def show(self, snapshot: ClusterSnapshot) -> None:
         now = self.clock()
@@ -99,6 +114,7 @@ class PartitionTable(DataTable[Text]):
                 self._redraw_all()
             return
         new = {row_key(p): row_of(p) for p in snapshot.partitions}
+        self._fit(new)
         diff = diff_rows(self.rows_now, new)
         was_stale, self.stale = self.stale, False
         self.rows_now = new
@@ -115,12 +131,12 @@ class PartitionTable(DataTable[Text]):
             self._redraw_all()
             return
         for key, col in {*diff.changed, *((k, c) for k, c in expired if k in new)}:
-            self.update_cell(key, col, self.cell(key, col), update_width=True)
+            self.update_cell(key, col, self.cell(key, col))
 
     def _redraw_all(self) -> None:
         for key in self.rows_now:
             for col, _ in COLUMNS:
-                self.update_cell(key, col, self.cell(key, col), update_width=True)
+                self.update_cell(key, col, self.cell(key, col))
 
 
 class PartitionsPane(Vertical):

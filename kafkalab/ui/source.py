@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import Cluster, NodeInfo
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
-from kafkalab.clients.stats import ConsumerStats, ProducerStats
 
 LOG_LINES_KEPT = 200
 _LOG_READ_MAX = 65536
@@ -31,6 +31,7 @@ class NodesFrame:
     infos: tuple[NodeInfo, ...]
     new_log_lines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     zk_connections: int | None = None
+    down_requested: bool = False  # `kafkalab cluster down` asked the console's cluster to stop
 
 
 @dataclass(frozen=True)
@@ -138,9 +139,11 @@ def zookeeper_connections(port: int) -> int | None:
 class ClusterSource:
     """A bare cluster with the console as its owner: nodes, logs, admin snapshots, node controls."""
 
-    def __init__(self, cluster: Cluster, title: str = "kafkalab") -> None:
+    def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True) -> None:
+        """``owned=False`` attaches to a cluster someone else started and will shut down."""
         self.cluster = cluster
         self.title = title
+        self.owned = owned
         self._admin: Admin | None = None
         self._server: ControlServer | None = None
         self._down = threading.Event()
@@ -148,16 +151,12 @@ class ClusterSource:
         self._closed = False
 
     def boot(self, progress: Callable[[str], None]) -> None:
-        self.cluster.start(progress=progress)
+        if self.owned:
+            self.cluster.start(progress=progress)
+            write_cluster_file(self.cluster)
+            self._server = ControlServer(self.cluster, self._down)
         self._followers = {n.name: LogFollower(n.log_path) for n in self.cluster.nodes}
-        write_cluster_file(self.cluster)
-        self._server = ControlServer(self.cluster, self._down)
         self._admin = Admin(self.cluster.bootstrap)
-
-    @property
-    def down_requested(self) -> threading.Event:
-        """Set when `kafkalab cluster down` asks the console's cluster to stop."""
-        return self._down
 
     def nodes(self) -> NodesFrame:
         if not self.cluster.nodes:
@@ -165,7 +164,8 @@ class ClusterSource:
         logs = {name: follower.new_lines() for name, follower in self._followers.items()}
         zk = self.cluster.zookeeper
         conns = zookeeper_connections(zk.port) if zk.state.alive else None
-        return NodesFrame(tuple(self.cluster.infos()), {k: v for k, v in logs.items() if v}, conns)
+        return NodesFrame(tuple(self.cluster.infos()), {k: v for k, v in logs.items() if v}, conns,
+                          self._down.is_set())
 
     def snapshot(self) -> ClusterSnapshot:
         if self._admin is None:
@@ -200,7 +200,8 @@ class ClusterSource:
         self._closed = True
         if self._server is not None:
             self._server.close()
-        self.cluster.shutdown()
+        if self.owned:
+            self.cluster.shutdown()
 
 
 def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_isr: int | None) -> None:

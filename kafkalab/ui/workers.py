@@ -36,7 +36,7 @@ class Poller(Generic[T]):
 
     def start(self) -> None:
         self._stopped = False
-        self._arm(0)
+        self._arm(0.01)
 
     def stop(self) -> None:
         self._stopped = True

@@ -15,5 +15,4 @@ class ZooKeeperPane(NodePane):
         if connections is None:
             self.show_facts(Text("clients: unknown", style="dim"))
         else:
-            self.show_facts(Text.assemble(("clients ", "dim"), str(connections), ("  brokers ", "dim"),
-                                          f"{brokers} registered"))
+            self.show_facts(Text.assemble(("clients ", "dim"), str(connections), (" · brokers ", "dim"), str(brokers)))

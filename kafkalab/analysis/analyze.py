@@ -1,0 +1,76 @@
+"""``analyze()``: the one entry point the CLI, the console and the lab runner call."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafkalab.analysis.inputs import check_files, detect_run, locate_malformed, mixed_runs_error, reject_repeats
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, classify
+from kafkalab.analysis.report import PartitionRow, Report
+from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession, start_session
+from kafkalab.analysis.verdict import verdict
+from kafkalab.errors import KafkalabError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PathLike = Path | str
+
+
+def analyze(
+    producer_logs: Sequence[PathLike],
+    consumer_logs: Sequence[PathLike],
+    audit_logs: Sequence[PathLike] | None = None,
+    *,
+    session: SparkSession | WarmSession | None = None,
+    leader_changes: Mapping[tuple[str, int], int] | None = None,
+    master: str = DEFAULT_MASTER,
+) -> Report:
+    """Classify a run's anomalies from its payload logs.
+
+    ``session``: a running SparkSession, or a :class:`WarmSession` (waited for); without one, the
+    process's session is started (or joined) on ``master``. ``leader_changes`` maps (topic, partition)
+    to the number of leader changes the run recorded, shown per partition. Raises KafkalabError for
+    inputs that make the job impossible; malformed lines are skipped and reported in ``inputs``.
+    """
+    started = time.monotonic()
+    if not producer_logs:
+        raise KafkalabError("no producer log given; the analysis compares producer and consumer logs")
+    files = check_files("producer", producer_logs)
+    consumer_files = check_files("consumer", consumer_logs)
+    audit_files = check_files("audit", audit_logs or [])
+    reject_repeats([*files, *consumer_files, *audit_files])
+    run = detect_run(files)
+    if isinstance(session, WarmSession):
+        spark = session.get()
+    else:
+        spark = session or start_session(master)
+    result = classify(spark, [f.path for f in files], [f.path for f in consumer_files],
+                      [f.path for f in audit_files], run)
+    if result.foreign_runs:
+        raise mixed_runs_error([r for r in (run, *result.foreign_runs) if r])
+    if result.producer_id_repeats:
+        raise KafkalabError(f"{result.producer_id_repeats:,} message ids appear in more than one producer row; "
+                            "each send is logged once, so is a producer log given twice or appended to?")
+    inputs = [*files, *consumer_files, *audit_files]
+    for kind, count in result.malformed.items():
+        if count:
+            locate_malformed([f for f in inputs if f.kind == kind])
+    changes = leader_changes or {}
+    rows = [PartitionRow(p.topic, p.partition, _audit_aware(p.counts, bool(audit_files)),
+                         changes.get((p.topic, p.partition)) if leader_changes is not None else None)
+            for p in result.partitions]
+    totals = {name: sum(r.counts.get(name) or 0 for r in rows) for name in TOTALS}
+    classes = {name: sum(r.counts.get(name) or 0 for r in rows) for name in CLASSES}
+    if not audit_files:
+        classes = {name: None if name in AUDIT_CLASSES else value for name, value in classes.items()}
+    return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=result.samples,
+                  verdict=verdict(classes), inputs=inputs, elapsed_s=time.monotonic() - started,
+                  spark_master=spark.sparkContext.master, audit=bool(audit_files))
+
+
+def _audit_aware(counts: dict[str, int], audit: bool) -> dict[str, int | None]:
+    return {k: (None if not audit and k in AUDIT_CLASSES else v) for k, v in counts.items()}

@@ -1,0 +1,117 @@
+"""The analysis report: totals, anomaly counts, per-partition rows, samples, verdict; JSON and a table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.analysis.inputs import InputFile
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, Sample
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+HEADINGS = {
+    "attempted": "sent", "acknowledged": "acked", "consumed_rows": "consumed", "lost": "lost",
+    "lost_by_brokers": "lost by\nbrokers", "missed_by_consumers": "missed by\nconsumers",
+    "duplicated": "dupl.", "redelivered": "redeliv.", "reordered": "reord.", "recovered": "recov.",
+    "unexpected": "unexp.",
+}
+
+
+@dataclass
+class PartitionRow:
+    topic: str
+    partition: int
+    counts: dict[str, int | None]
+    leader_changes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "leader_changes": self.leader_changes,
+                **self.counts}
+
+
+@dataclass
+class Report:
+    """What a run's logs say. Class counts are None where they need an audit log that was not given."""
+
+    run: str | None
+    totals: dict[str, int]
+    classes: dict[str, int | None]
+    per_partition: list[PartitionRow]
+    samples: dict[str, list[Sample]]
+    verdict: str
+    inputs: list[InputFile]
+    elapsed_s: float
+    spark_master: str = ""
+    audit: bool = field(default=False)
+
+    @property
+    def malformed(self) -> int:
+        return sum(f.malformed for f in self.inputs)
+
+    def nonzero(self, names: list[str]) -> list[str]:
+        """The named classes (or ``malformed``) whose count is above zero: what --fail-on acts on."""
+        return [n for n in names if (self.malformed if n == "malformed" else self.classes.get(n) or 0) > 0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            **self.classes,
+            "totals": self.totals,
+            "per_partition": [row.to_json() for row in self.per_partition],
+            "samples": {name: [vars(s) for s in found] for name, found in self.samples.items()},
+            "verdict": self.verdict,
+            "inputs": {"audit": self.audit, "malformed": self.malformed, "spark_master": self.spark_master,
+                       "files": [f.to_json() for f in self.inputs]},
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+    def write_json(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+    def table(self) -> RenderableType:
+        """The per-partition table with a totals row, for a terminal or a projector."""
+        from rich.table import Table
+
+        shown_classes = [c for c in CLASSES if self.audit or c not in AUDIT_CLASSES]
+        leaders = any(row.leader_changes is not None for row in self.per_partition)
+        table = Table(title=f"run {self.run or '?'}", caption=self.verdict, show_footer=True,
+                      header_style="bold", footer_style="bold")
+        table.add_column("partition", footer="total")
+        if leaders:
+            table.add_column("leader\nchanges", justify="right",
+                             footer=str(sum(r.leader_changes or 0 for r in self.per_partition)))
+        for name in ("attempted", "acknowledged", "consumed_rows"):
+            table.add_column(HEADINGS[name], justify="right", footer=f"{self.totals[name]:,}")
+        for name in shown_classes:
+            table.add_column(HEADINGS[name], justify="right", footer=_cell(self.classes[name]))
+        for row in self.per_partition:
+            cells = [f"{row.topic}-{row.partition}"]
+            if leaders:
+                cells.append("" if row.leader_changes is None else str(row.leader_changes))
+            cells += [f"{row.counts[n] or 0:,}" for n in ("attempted", "acknowledged", "consumed_rows")]
+            cells += [_cell(row.counts[n]) for n in shown_classes]
+            table.add_row(*cells)
+        return table
+
+    def print(self, console: Console) -> None:
+        console.print(self.table())
+        for name, found in self.samples.items():
+            ids = ", ".join(f"{s.msg_id or '(no id)'} @{s.topic}-{s.partition}:{s.offset}" for s in found[:3])
+            console.print(f"[dim]{name}:[/] {ids}{' …' if len(found) > 3 else ''}")
+        for f in self.inputs:
+            if f.malformed:
+                lines = ", ".join(map(str, f.malformed_lines))
+                console.print(f"[yellow]{f.path}: {f.malformed} malformed line(s), skipped: {lines}[/]")
+        console.print(f"[dim]analysed in {self.elapsed_s:.1f} s on {self.spark_master}[/]")
+
+
+def _cell(value: int | None) -> str:
+    if value is None:
+        return "-"
+    return f"[bold red]{value:,}[/]" if value else "0"
+
+

@@ -1,0 +1,94 @@
+"""`kafkalab console [LAB]` (and `kafkalab` alone): the Textual lab console.
+
+Textual is imported only when the console opens, so every other command starts without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from kafkalab.errors import KafkalabError
+
+DEFAULT_LAB = "leader-failover"
+DEFAULT_RUNS_DIR = Path("kafkalab-runs")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("console", help="open the lab console (the default when kafkalab gets no command)")
+    add_console_args(p)
+    p.set_defaults(func=cmd_console)
+
+
+def add_console_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("lab", nargs="?", default=None,
+                   help=f"a lab id, catalog number or .toml path (default: {DEFAULT_LAB})")
+    p.add_argument("--no-lab", action="store_true",
+                   help="no lab: a bare cluster that starts at once, to break by hand")
+    p.add_argument("--brokers", type=int, default=3, help="brokers of the bare cluster (with --no-lab)")
+    p.add_argument("--state-dir", type=Path, default=None, help="state dir of the bare cluster (with --no-lab)")
+    p.add_argument("--free-ports", action="store_true", help="free ports for every node where the defaults are taken")
+    p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where lab runs go")
+    p.add_argument("--presenter", action="store_true", help="start in presenter mode (projector: fewer panes)")
+    p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
+
+
+def default_args() -> argparse.Namespace:
+    """What `kafkalab` with no command means: the console on the default lab."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_console_args(parser)
+    return parser.parse_args([])
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    from kafkalab.ui.app import LabConsole
+    from kafkalab.ui.bindings import load_keymap
+
+    keymap = load_keymap()
+    source, broker_ids = _bare_source(args) if args.no_lab else _lab_source(args)
+    app = LabConsole(source, broker_ids, keymap=keymap, presenter=args.presenter)
+    try:
+        app.run()
+    finally:
+        with Console(stderr=True).status("stopping every process the console started ..."):
+            source.close()  # idempotent: the app closed it on quit; this covers a crash
+    return 0
+
+
+def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:
+    from kafkalab.analysis import WarmSession
+    from kafkalab.labs.loader import catalog, find_lab, load_lab
+    from kafkalab.labs.session import LabSession
+    from kafkalab.ui.lab_source import LabSource
+
+    ref = args.lab
+    if ref is None:
+        ids = [p.stem for p in catalog()]
+        if not ids:
+            raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
+        ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
+    lab = load_lab(find_lab(ref))
+    spark = None if args.no_spark_warmup else WarmSession()
+    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True)
+    return LabSource(session, spark), list(range(1, lab.cluster.brokers + 1))
+
+
+def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
+    from kafkalab import dist
+    from kafkalab.cli.common import target_state_dir
+    from kafkalab.cluster import Cluster, ClusterSpec
+    from kafkalab.cluster.spec import MAX_BROKERS
+    from kafkalab.cluster.supervision import is_driven
+    from kafkalab.ui.source import ClusterSource
+
+    if not 1 <= args.brokers <= MAX_BROKERS:
+        raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
+    spec = ClusterSpec(state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports)
+    if is_driven(spec.state_dir):
+        raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
+                            "or give another --state-dir")
+    found = dist.locate()
+    dist.java_binary()
+    return ClusterSource(Cluster(spec, found)), spec.broker_ids

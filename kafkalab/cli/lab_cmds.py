@@ -1,0 +1,154 @@
+"""`kafkalab labs`, `kafkalab run LAB`, `kafkalab clean`: the lab catalog, headless runs, old runs removed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.expectations import __doc__ as METRICS_DOC
+from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
+
+DEFAULT_RUNS_DIR = Path("kafkalab-runs")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    labs = subparsers.add_parser("labs", help="list the lab catalog")
+    labs.add_argument("--json", action="store_true", help="print the catalog as JSON")
+    labs.add_argument("--show", metavar="LAB", help="print one lab's instructions and why it works every time")
+    labs.add_argument("--check", metavar="FILE", type=Path, help="validate a lab file and say what is wrong")
+    labs.add_argument("--metrics", action="store_true", help="list the metric names expectations can use")
+    labs.set_defaults(func=cmd_labs)
+
+    run = subparsers.add_parser("run", help="run a lab: cluster, clients, faults, analysis, expectations")
+    run.add_argument("lab", help="a lab id, catalog number or .toml path (kafkalab labs lists them)")
+    run.add_argument("--headless", action="store_true", help="no console, even on a terminal")
+    run.add_argument("--json", metavar="OUT", type=Path, help="write the result(s) as JSON to OUT")
+    run.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times (each on a fresh cluster)")
+    run.add_argument("--seed", type=int, default=None, metavar="S", help="seed for values and random targets")
+    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR,
+                     help=f"where run directories go (default ./{DEFAULT_RUNS_DIR})")
+    run.add_argument("--free-ports", action="store_true",
+                     help="use free ports for every node (default: the usual ports, free ones where taken)")
+    run.set_defaults(func=cmd_run)
+
+    clean = subparsers.add_parser("clean", help="remove old lab runs")
+    clean.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
+    clean.add_argument("--keep", type=int, default=0, metavar="N", help="keep the N newest runs of each lab")
+    clean.add_argument("--older-than", type=float, default=0.0, metavar="HOURS", help="only runs older than this")
+    clean.set_defaults(func=cmd_clean)
+
+
+def cmd_labs(args: argparse.Namespace) -> int:
+    console = Console()
+    if args.metrics:
+        print(METRICS_DOC)
+        return 0
+    if args.check:
+        lab = load_lab(args.check)
+        print(f"{args.check}: lab {lab.id} is valid ({len(lab.faults)} faults, {len(lab.expectations)} expectations)")
+        return 0
+    if args.show:
+        lab = load_lab(find_lab(args.show))
+        console.print(f"[bold]{lab.title}[/] ({lab.id})\n")
+        from rich.markdown import Markdown
+
+        console.print(Markdown(lab.instructions))
+        console.print(f"\n[bold]Why it works every time:[/] {lab.why_deterministic}", highlight=False)
+        return 0
+    rows = catalog_rows()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title="kafkalab labs", header_style="bold")
+    for col in ("#", "id", "title", "teaches"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(str(r["number"]), r["id"], r["title"], r["teaches"])
+    console.print(table)
+    console.print("run one: kafkalab run ID [--headless]; read one: kafkalab labs --show ID", highlight=False)
+    return 0
+
+
+def _console_available() -> bool:
+    from kafkalab.cli import build_parser
+
+    parser = build_parser()
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return sub is not None and "console" in sub.choices
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.repeat < 1:
+        raise KafkalabError(f"--repeat {args.repeat}: give 1 or more")
+    path = find_lab(args.lab)
+    lab = load_lab(path)  # refused here, before anything starts, when it does not validate
+    if not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and _console_available():
+        from kafkalab.cli import main
+
+        return main(["console", str(path)])
+    console = Console()
+    results = []
+    ports = None
+    for i in range(args.repeat):
+        if args.free_ports:
+            from kafkalab.cluster.ports import free_port
+
+            chosen: set[int] = set()
+            while len(chosen) < lab.cluster.brokers + 1:
+                chosen.add(free_port())
+            first, *rest = sorted(chosen)
+            ports = (first, rest)
+        if args.repeat > 1:
+            console.print(f"[bold]run {i + 1} of {args.repeat}[/]")
+        seed = None if args.seed is None else args.seed + i
+        runner = HeadlessRun(lab, args.runs_dir, console, seed=seed, ports=ports)
+        try:
+            result = runner.run()
+        except KeyboardInterrupt:
+            console.print("stopped: the run's files so far are kept", highlight=False)
+            if runner.session.result is not None and args.json:
+                write_json(args.json, [*results, runner.session.result])
+            return 130
+        results.append(result)
+        print_result(console, result)
+    if args.json:
+        write_json(args.json, results)
+    if any(r.outcome == "error" for r in results):
+        return 2 if len(results) == 1 else 1
+    return 0 if all(r.passed for r in results) else 1
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    root: Path = args.runs_dir
+    if not root.is_dir():
+        print(f"no runs in {root}")
+        return 0
+    from kafkalab.cluster.supervision import running_state_dirs
+
+    busy = {p.resolve() for p in running_state_dirs()}
+    runs = sorted((p for p in root.iterdir() if p.is_dir() and ((p / "lab.toml").exists() or (p / "cluster").is_dir())),
+                  key=lambda p: p.stat().st_mtime, reverse=True)
+    by_lab: dict[str, list[Path]] = {}
+    for run in runs:
+        by_lab.setdefault(run.name.rsplit("-", 3)[0], []).append(run)
+    removed = 0
+    cutoff = time.time() - args.older_than * 3600
+    for lab_runs in by_lab.values():
+        for run in lab_runs[args.keep:]:
+            if args.older_than and run.stat().st_mtime > cutoff:
+                continue
+            if (run / "cluster").resolve() in busy:
+                continue  # a run still going on
+            shutil.rmtree(run, ignore_errors=True)
+            removed += 1
+    print(f"removed {removed} runs from {root}")
+    return 0

@@ -1,0 +1,67 @@
+"""Topic operations a fault can do: reassign replicas, elect preferred leaders.
+
+Raising a replication factor needs a partition reassignment, which confluent-kafka's AdminClient lacks;
+Kafka's own Admin API does it, run from the broker jars as a single-file Java program (JDK 11+), so
+nothing beyond the jars already in the cache is needed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from kafkalab.admin import PartitionState
+from kafkalab.dist import Distribution, java_binary
+from kafkalab.errors import KafkalabError
+
+REASSIGN_SOURCE = Path(__file__).with_name("Reassign.java")
+
+
+def plan_replicas(partitions: Sequence[PartitionState], brokers: Sequence[int], rf: int) -> dict[int, list[int]]:
+    """New replica lists with ``rf`` replicas: current replicas kept in order, more added round-robin."""
+    if rf > len(brokers):
+        raise KafkalabError(f"replication factor {rf} needs {rf} live brokers, the cluster has {len(brokers)}")
+    plan: dict[int, list[int]] = {}
+    ordered = sorted(brokers)
+    for p in partitions:
+        replicas = list(p.replicas[:rf])
+        i = p.partition
+        while len(replicas) < rf:
+            candidate = ordered[i % len(ordered)]
+            if candidate not in replicas:
+                replicas.append(candidate)
+            i += 1
+        plan[p.partition] = replicas
+    return plan
+
+
+def reassign(dist: Distribution, bootstrap: str, topic: str, plan: dict[int, list[int]], timeout: float = 90) -> str:
+    """Submit ``plan`` (partition -> replicas); returns the tool's line. Completion shows in the ISR."""
+    args = [f"{p}={','.join(map(str, r))}" for p, r in sorted(plan.items())]
+    cmd = [java_binary(), "-Xmx128m", "-cp", dist.classpath, str(REASSIGN_SOURCE), bootstrap, topic, *args]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise KafkalabError(f"reassigning {topic} took over {timeout:.0f}s: check the brokers") from None
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.splitlines() if "Exception" in ln or "rror" in ln] or ["no output"]
+        raise KafkalabError(f"reassigning {topic} failed: {lines[-1].strip()[:300]}")
+    return done.stdout.strip()
+
+
+def elect_preferred(bootstrap: str, topic: str, partitions: int, timeout: float = 15) -> None:
+    """Ask for the preferred (first) replica to lead every partition of ``topic``."""
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    try:
+        results = client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout).result(timeout)
+    except KafkaException as exc:
+        raise KafkalabError(f"preferred leader election on {topic} failed: {exc.args[0]}") from None
+    for tp, err in results.items():
+        # ELECTION_NOT_NEEDED: already led by its preferred replica
+        if err is not None and err.name() != "ELECTION_NOT_NEEDED":
+            raise KafkalabError(f"preferred leader election on {tp.topic}/{tp.partition} failed: {err.name()}")

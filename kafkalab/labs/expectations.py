@@ -1,0 +1,109 @@
+"""Expectations: ``NAME OP VALUE`` over the metrics of a run, where VALUE is a number or another metric.
+
+Metric names (checked when a lab loads, so a typo is an error and never a silent pass):
+
+- the analysis report: lost, lost_by_brokers, missed_by_consumers, duplicated, redelivered, reordered,
+  recovered, unexpected, attempted, acknowledged, failed, unknown, consumed_rows, distinct_consumed
+- the producer: producer.acked, producer.attempted, producer.failed, producer.failed.ERROR_NAME,
+  producer.stalls, producer.longest_stall_s
+- the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.rebalances
+- a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
+  consumer.N.assign_wait_s (seconds from its start to its first partitions; -1 if it never got any)
+- a group: group.NAME.processed (rows), group.NAME.distinct (distinct records)
+- all consumers: consumers.processed
+- the run: faults.missed
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">=": operator.ge, ">": operator.gt,
+}
+
+
+REPORT_METRICS = (
+    "lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered", "recovered",
+    "unexpected", "attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed",
+)
+_PATTERNS = (
+    *(re.escape(m) for m in REPORT_METRICS),
+    r"producer\.(acked|attempted|failed|stalls|longest_stall_s)",
+    r"producer\.failed\.[A-Z_][A-Z0-9_]*",
+    r"timeline\.(leader_changes|isr_shrinks|isr_expands|rebalances)",
+    r"consumer\.\d+\.(processed|received|partitions|assign_wait_s)",
+    r"group\.[A-Za-z0-9._-]+\.(processed|distinct)",
+    r"consumers\.processed",
+    r"faults\.missed",
+)
+_METRIC = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# the metrics known while the run is under way, for `check` faults
+LIVE_PREFIXES = ("producer.", "consumer.", "consumers.", "group.", "timeline.")
+
+
+def is_metric(name: str) -> bool:
+    return _METRIC.fullmatch(name) is not None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    metric: str
+    op: str
+    value: float | None  # a number, or None when ``other`` names a metric
+    other: str = ""
+    line: int = 0
+
+    @property
+    def text(self) -> str:
+        rhs = self.other or f"{self.value:g}"
+        return f"{self.metric} {self.op} {rhs}"
+
+    def evaluate(self, metrics: Mapping[str, float]) -> tuple[bool, float | None, float | None]:
+        """(held, actual, wanted); a metric the run did not produce counts as 0 for counts."""
+        actual = metrics.get(self.metric, 0.0)
+        wanted = metrics.get(self.other, 0.0) if self.other else self.value
+        assert wanted is not None
+        return OPS[self.op](actual, wanted), actual, wanted
+
+
+def parse_comparison(text: str) -> tuple[str, float | None, str]:
+    """``"> 0"`` -> (">", 0, ""); ``"== acknowledged"`` -> ("==", None, "acknowledged")."""
+    s = text.strip()
+    m = re.fullmatch(r"(<=|>=|==|!=|<|>)\s*(\S+)", s)
+    if not m:
+        raise ValueError(f"{text!r} is not a comparison: write e.g. \"> 0\", \"== 0\" or \"== acknowledged\"")
+    op, rhs = m[1], m[2]
+    if _NUMBER.fullmatch(rhs):
+        return op, float(rhs), ""
+    if not is_metric(rhs):
+        raise ValueError(f"{rhs!r} is neither a number nor a metric name")
+    return op, None, rhs
+
+
+def make_expectation(metric: str, raw: object, line: int = 0) -> Expectation:
+    """From ``metric = "> 0"`` (or ``metric = 0``, meaning ``== 0``)."""
+    if not is_metric(metric):
+        raise ValueError(f"{metric!r} is not a metric: see `kafkalab labs --metrics`")
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise ValueError(f"{raw!r} is not a comparison: write e.g. \"> 0\" or a number")
+    if isinstance(raw, int | float):
+        return Expectation(metric, "==", float(raw), line=line)
+    op, value, other = parse_comparison(raw)
+    return Expectation(metric, op, value, other, line)
+
+
+def parse_check(text: str, line: int = 0) -> Expectation:
+    """``"consumers.processed == 0"`` for a `check` fault: only metrics known during a run."""
+    m = re.fullmatch(r"\s*(\S+)\s*(.+)", text)
+    if not m:
+        raise ValueError(f"{text!r} is not NAME OP VALUE")
+    exp = make_expectation(m[1], m[2], line)
+    if not exp.metric.startswith(LIVE_PREFIXES):
+        raise ValueError(f"{exp.metric} is known only after the run: a check can use {', '.join(LIVE_PREFIXES)}*")
+    return exp

@@ -1,0 +1,276 @@
+"""The fault timeline language: when (``at``), to what (``on``) and what (``do``).
+
+Faults fire one after another, in file order: each waits for its trigger after the previous one fired,
+so ``after 3s`` counts from the previous fault and a condition is looked for only once its turn came.
+
+at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20%`` | ``acked 5000`` |
+     ``consumed 200`` | ``consumed 200 by consumer 1`` | ``assigned consumer 2`` |
+     ``isr T/P < 3`` (one partition) | ``isr T == 3`` (every partition) | ``leader-change T/P`` |
+     ``offline T/P`` | ``online T/P`` | ``preferred T`` (every partition led by its first replica) |
+     ``producer stalled`` | ``producer resumed`` | ``producer finished``
+on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` | ``random follower T/P`` |
+     ``followers T/P`` | ``same`` | ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T``
+do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
+     consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
+     | replicate (``replication_factor``) | elect-preferred;  anything: check (``expect``) | note
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kafkalab.admin import ClusterSnapshot
+from kafkalab.labs.expectations import OPS, parse_check
+
+NODE_ACTIONS = ("stop", "kill", "pause", "resume", "start", "restart")
+CONSUMER_ACTIONS = ("start", "stop", "crash")
+PRODUCER_ACTIONS = ("start", "stop")
+TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred")
+ANY_ACTIONS = ("check", "note")
+CONTROL_WORDS = ("quit", "crash", "wait")
+DEFAULT_TIMEOUT_S = 90.0
+
+_TP = r"(?P<topic>[A-Za-z0-9._-]+)(?:/(?P<partition>\d+))?"
+_OP = r"(?P<op><=|>=|==|!=|<|>)"
+
+
+# ---- triggers --------------------------------------------------------------------------------------
+class RunView(Protocol):
+    """What a trigger looks at: the session exposes this while a run is under way."""
+
+    def elapsed(self) -> float: ...
+    def producer_progress(self) -> tuple[float, int, str]: ...  # (fraction done, acked, state)
+    def consumed(self, local_id: int | None) -> int: ...
+    def assignment(self, local_id: int) -> tuple[int, ...]: ...
+    def snapshot(self) -> ClusterSnapshot | None: ...
+    def events_since(self, since: float, kind: str) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: str
+    value: float = 0.0
+    topic: str = ""
+    partition: int | None = None
+    op: str = ""
+    local_id: int | None = None
+    text: str = ""
+
+    def due(self, view: RunView, fired_prev_at: float) -> bool:
+        """``fired_prev_at``: run-relative seconds when the previous fault fired (0 for the first)."""
+        k = self.kind
+        if k == "start":
+            return True
+        if k == "after":
+            return view.elapsed() - fired_prev_at >= self.value
+        if k == "at":
+            return view.elapsed() >= self.value
+        if k in ("progress", "acked", "producer"):
+            fraction, acked, state = view.producer_progress()
+            if k == "progress":
+                return fraction * 100 >= self.value
+            if k == "acked":
+                return acked >= self.value
+            if self.text == "finished":
+                return state in ("finished", "crashed", "failed")
+            return bool(view.events_since(fired_prev_at, f"producer-{self.text}"))
+        if k == "consumed":
+            return view.consumed(self.local_id) >= self.value
+        if k == "assigned":
+            return bool(view.assignment(self.local_id or 0))
+        if k == "leader-change":
+            return any(e.get("topic") == self.topic and self.partition in (None, e.get("partition"))
+                       for e in view.events_since(fired_prev_at, "leader-change"))
+        snap = view.snapshot()
+        if snap is None or not snap.reachable:
+            return False
+        parts = [p for p in snap.topic(self.topic) if self.partition in (None, p.partition)]
+        if not parts:
+            return False
+        if k == "isr":
+            return all(OPS[self.op](len(p.isr), self.value) for p in parts)
+        if k == "offline":
+            return all(p.leader is None for p in parts)
+        if k == "online":
+            return all(p.leader is not None for p in parts)
+        if k == "preferred":
+            return all(p.replicas and p.leader == p.replicas[0] and len(p.isr) == len(p.replicas) for p in parts)
+        raise AssertionError(k)
+
+
+def parse_trigger(text: str) -> Trigger:
+    s = " ".join(text.strip().split())
+    if s == "start":
+        return Trigger("start", text=s)
+    if m := re.fullmatch(r"(after|at) (\d+(?:\.\d+)?) ?s", s):
+        return Trigger(m[1], float(m[2]), text=s)
+    if m := re.fullmatch(r"progress (\d+(?:\.\d+)?) ?%", s):
+        pct = float(m[1])
+        if not 0 <= pct <= 100:
+            raise ValueError(f"progress {pct:g}% is not within 0..100%")
+        return Trigger("progress", pct, text=s)
+    if m := re.fullmatch(r"acked (\d+)", s):
+        return Trigger("acked", int(m[1]), text=s)
+    if m := re.fullmatch(r"consumed (\d+)(?: by consumer (\d+))?", s):
+        return Trigger("consumed", int(m[1]), local_id=int(m[2]) if m[2] else None, text=s)
+    if m := re.fullmatch(r"assigned consumer (\d+)", s):
+        return Trigger("assigned", local_id=int(m[1]), text=s)
+    if m := re.fullmatch(rf"isr {_TP} ?{_OP} ?(?P<n>\d+)", s):
+        return Trigger("isr", int(m["n"]), m["topic"], _part(m), m["op"], text=s)
+    if m := re.fullmatch(rf"(?P<kind>leader-change|offline|online|preferred) {_TP}", s):
+        return Trigger(m["kind"], 0, m["topic"], _part(m), text=s)
+    if m := re.fullmatch(r"producer (stalled|resumed|finished)", s):
+        return Trigger("producer", text=m[1])
+    raise ValueError(
+        f"{text!r} is not a trigger: write start, 'after 3s', 'at 10s', 'progress 20%', 'acked 5000', "
+        "'consumed 200 [by consumer 1]', 'assigned consumer 2', 'isr T/P < 3', 'leader-change T/P', "
+        "'offline T/P', 'online T/P', 'preferred T' or 'producer stalled|resumed|finished'"
+    )
+
+
+def _part(m: re.Match[str]) -> int | None:
+    return int(m["partition"]) if m["partition"] is not None else None
+
+
+# ---- targets ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    kind: str  # brokers, leader, controller, random-follower, followers, same, zookeeper, producer,
+    #            consumer, consumers, topic, none
+    brokers: tuple[int, ...] = ()
+    topic: str = ""
+    partition: int | None = None
+    local_id: int | None = None
+    text: str = ""
+
+    @property
+    def category(self) -> str:
+        """nodes, producer, consumers, topic or none: which actions apply."""
+        if self.kind in ("producer", "topic", "none"):
+            return self.kind
+        if self.kind in ("consumer", "consumers"):
+            return "consumers"
+        return "nodes"
+
+    def nodes(self, snap: ClusterSnapshot | None, previous: Sequence[str], rng: random.Random) -> list[str]:
+        """The node names (``broker-N``, ``zookeeper``) this target means now; [] when nobody is."""
+        k = self.kind
+        if k == "brokers":
+            return [f"broker-{b}" for b in self.brokers]
+        if k == "zookeeper":
+            return ["zookeeper"]
+        if k == "same":
+            return list(previous)
+        if snap is None or not snap.reachable:
+            return []
+        if k == "controller":
+            return [f"broker-{snap.controller}"] if snap.controller is not None else []
+        part = snap.partition(self.topic, self.partition or 0)
+        if part is None:
+            return []
+        if k == "leader":
+            return [f"broker-{part.leader}"] if part.leader is not None else []
+        followers = [b for b in part.isr if b != part.leader]
+        if k == "followers":
+            return [f"broker-{b}" for b in followers]
+        if k == "random-follower":
+            return [f"broker-{rng.choice(followers)}"] if followers else []
+        raise AssertionError(k)
+
+
+def parse_target(text: str, brokers: int) -> Target:
+    s = " ".join(text.strip().split())
+    if m := re.fullmatch(r"brokers? (\d+(?:, ?\d+)*)", s):
+        ids = tuple(int(x) for x in m[1].replace(" ", "").split(","))
+        bad = [b for b in ids if not 1 <= b <= brokers]
+        if bad:
+            raise ValueError(f"broker {bad[0]} does not exist: this lab has brokers 1..{brokers}")
+        return Target("brokers", brokers=ids, text=s)
+    if s in ("controller", "same", "zookeeper", "producer", "consumers"):
+        return Target(s, text=s)
+    if m := re.fullmatch(r"consumer (\d+)", s):
+        return Target("consumer", local_id=int(m[1]), text=s)
+    if m := re.fullmatch(rf"(?P<kind>leader|random follower|followers) {_TP}", s):
+        return Target(m["kind"].replace(" ", "-"), topic=m["topic"], partition=_part(m) or 0, text=s)
+    if m := re.fullmatch(r"topic ([A-Za-z0-9._-]+)", s):
+        return Target("topic", topic=m[1], text=s)
+    raise ValueError(
+        f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', "
+        "'random follower T/P', 'followers T/P', 'same', 'zookeeper', 'producer', 'consumer N', "
+        "'consumers' or 'topic T'"
+    )
+
+
+# ---- faults ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fault:
+    at: Trigger
+    action: str
+    target: Target
+    word: str = ""  # the control word of `send`
+    configs: Mapping[str, str] = field(default_factory=dict)
+    replication_factor: int = 0
+    expect: str = ""
+    note: str = ""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    line: int = 0
+
+    def describe(self) -> str:
+        what = f"{self.action} {self.word}".strip()
+        on = f" {self.target.text}" if self.target.text else ""
+        return f"{what}{on} at {self.at.text}"
+
+
+def parse_action(text: str, target: Target) -> tuple[str, str]:
+    """(action, control word) for ``do``, checked against what ``on`` names."""
+    s = " ".join(text.strip().split())
+    word = ""
+    if s.startswith("send"):
+        word = s.removeprefix("send").strip()
+        if word not in CONTROL_WORDS:
+            raise ValueError(f"{text!r}: send takes a control word: send {' | send '.join(CONTROL_WORDS)}")
+        s = "send"
+    allowed = {
+        "nodes": NODE_ACTIONS, "producer": PRODUCER_ACTIONS, "consumers": CONSUMER_ACTIONS,
+        "topic": TOPIC_ACTIONS, "none": (),
+    }[target.category] + ANY_ACTIONS
+    if s not in allowed:
+        on = target.text or "nothing"
+        raise ValueError(f"{text!r} cannot be done on {on}: there do one of {', '.join(allowed)}")
+    return s, word
+
+
+def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
+    """A fault from its table (keys already checked); ValueError names the bad field as ``field: why``."""
+    def field_error(name: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+
+    trigger = field_error("at", lambda: parse_trigger(str(raw["at"])))
+    on = raw.get("on")
+    target = field_error("on", lambda: parse_target(str(on), brokers)) if on is not None else Target("none")
+    action, word = field_error("do", lambda: parse_action(str(raw["do"]), target))
+    if action == "check":
+        if not raw.get("expect"):
+            raise ValueError("expect: a check needs expect = \"NAME OP VALUE\"")
+        field_error("expect", lambda: parse_check(str(raw["expect"])))
+    if action == "alter-config" and not raw.get("configs"):
+        raise ValueError("configs: alter-config needs configs = { name = \"value\" }")
+    rf = int(raw.get("replication_factor", 0))
+    if action == "replicate" and not 1 <= rf <= brokers:
+        raise ValueError(f"replication_factor: replicate needs a replication_factor within 1..{brokers}")
+    timeout = float(raw.get("timeout", DEFAULT_TIMEOUT_S))
+    if timeout <= 0:
+        raise ValueError("timeout: must be > 0 seconds")
+    return Fault(
+        at=trigger, action=action, target=target, word=word,
+        configs={str(k): str(v) for k, v in dict(raw.get("configs", {})).items()},
+        replication_factor=rf, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
+        timeout_s=timeout, line=line,
+    )

@@ -1,0 +1,317 @@
+"""Lab files (TOML) to :class:`Lab`, with the file, line and field named in every error.
+
+tomllib gives no positions, so a small scan of the text maps (table, index, key) to line numbers.
+Unknown keys are errors: a misspelt setting must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkalab.clients.options import ConsumerConfig, ProducerConfig
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.expectations import make_expectation
+from kafkalab.labs.faults import Fault, make_fault
+from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, TopicPlan
+
+LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
+            "heal_before_audit"}
+CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped"}
+TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
+CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
+FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout"}
+TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect"}
+_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
+_KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
+
+
+class LineIndex:
+    """Line numbers of table headers and keys, by (table path, array index, key)."""
+
+    def __init__(self, text: str) -> None:
+        self.keys: dict[tuple[str, int, str], int] = {}
+        self.tables: dict[tuple[str, int], int] = {}
+        counts: dict[str, int] = {}
+        table, index = "", 0
+        in_multiline = False
+        for no, line in enumerate(text.splitlines(), start=1):
+            if in_multiline:
+                if line.count('"""') % 2 == 1 or line.count("'''") % 2 == 1:
+                    in_multiline = False
+                continue
+            if m := _HEADER.match(line):
+                table = m[2].replace('"', "").replace(" ", "")
+                if m[1] == "[[":
+                    counts[table] = counts.get(table, -1) + 1
+                index = counts.get(table, 0) if m[1] == "[[" else 0
+                self.tables.setdefault((table, index), no)
+                continue
+            if m := _KEY.match(line):
+                key = m[1].strip("\"'")
+                self.keys.setdefault((table, index, key), no)
+                rest = line[m.end():]
+                if rest.count('"""') % 2 == 1 or rest.count("'''") % 2 == 1:
+                    in_multiline = True
+
+    def line(self, table: str, index: int = 0, key: str | None = None) -> int:
+        if key is not None and (table, index, key) in self.keys:
+            return self.keys[(table, index, key)]
+        return self.tables.get((table, index), 1)
+
+
+class _Reader:
+    """Validation helpers bound to one file: every failure names file:line and the field."""
+
+    def __init__(self, path: Path, index: LineIndex) -> None:
+        self.path = path
+        self.index = index
+
+    def fail(self, table: str, index: int, key: str | None, message: str, array: bool = False) -> KafkalabError:
+        line = self.index.line(table, index, key)
+        where = f"{table}[{index + 1}]" if array else table
+        field = f"{where}.{key}" if key else where
+        return KafkalabError(f"{self.path}:{line}: {field}: {message}")
+
+    def table(self, data: Mapping[str, Any], name: str, required: bool = False) -> dict[str, Any]:
+        value = data.get(name, None)
+        if value is None:
+            if required:
+                raise self.fail(name, 0, None, f"missing: add a [{name}] table")
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail("", 0, name, f"must be a table ([{name}])")
+        return value
+
+    def only(self, data: Mapping[str, Any], allowed: set[str], table: str, index: int = 0,
+             array: bool = False, also: Callable[[str], bool] = lambda _k: False) -> None:
+        for key in data:
+            if key not in allowed and not also(key):
+                known = ", ".join(sorted(allowed))
+                raise self.fail(table, index, key, f"unknown key: known keys are {known}", array)
+
+    def typed(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], table: str,
+              index: int = 0, default: Any = None, array: bool = False) -> Any:
+        if key not in data:
+            if default is None:
+                raise self.fail(table, index, key, "missing", array)
+            return default
+        value = data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            raise self.fail(table, index, key, f"{value!r} is not a {kinds[0].__name__}", array)
+        if not isinstance(value, kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.fail(table, index, key, f"{value!r} is not a {names}", array)
+        return value
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def load_lab(path: Path) -> Lab:
+    """Parse and validate one lab file; KafkalabError (file:line: field: why) on the first problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KafkalabError(f"cannot read lab file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KafkalabError(f"{path}: not valid TOML: {exc}") from None
+    return parse_lab(data, _Reader(path, LineIndex(text)), path)
+
+
+def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab:
+    r.only(data, TOP_KEYS, "")
+    lab = r.table(data, "lab", required=True)
+    r.only(lab, LAB_KEYS, "lab")
+    lab_id = r.typed(lab, "id", str, "lab")
+    if not _ID.fullmatch(lab_id):
+        raise r.fail("lab", 0, "id", f"{lab_id!r}: use lower-case letters, digits and dashes")
+    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
+        raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
+    cluster = _cluster(r, r.table(data, "cluster"))
+    topics = _topics(r, data.get("topic", []), cluster.brokers)
+    producer = _producer(r, r.table(data, "producer"))
+    consumers = _consumers(r, r.table(data, "consumers"), data.get("consumer", []))
+    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name for t in topics}, consumers)
+    expectations = tuple(
+        _wrap(r, "expect", 0, key, lambda k=key, v=value: make_expectation(k, v, r.index.line("expect", 0, k)))
+        for key, value in r.table(data, "expect", required=True).items()
+    )
+    if not expectations:
+        raise r.fail("expect", 0, None, "empty: a lab says what must show, e.g. lost = \"> 0\"")
+    if producer.settings.get("producer.topic", "test-topic") not in {t.name for t in topics}:
+        raise r.fail("producer", 0, "producer.topic", "names no [[topic]] of this lab: add the topic")
+    return Lab(
+        id=lab_id,
+        title=r.typed(lab, "title", str, "lab"),
+        teaches=r.typed(lab, "teaches", str, "lab"),
+        instructions=r.typed(lab, "instructions", str, "lab"),
+        why_deterministic=r.typed(lab, "why", str, "lab"),
+        cluster=cluster, topics=topics, producer=producer, consumers=consumers, faults=faults,
+        expectations=expectations,
+        short=r.typed(lab, "short", bool, "lab", default=False),
+        max_duration_s=float(_positive(r, lab, "max_duration", 150)),
+        drain_s=float(_positive(r, lab, "drain", 20)),
+        audit=r.typed(lab, "audit", bool, "lab", default=True),
+        heal_before_audit=r.typed(lab, "heal_before_audit", bool, "lab", default=True),
+        source=path,
+    )
+
+
+def _positive(r: _Reader, lab: Mapping[str, Any], key: str, default: float) -> float:
+    value = r.typed(lab, key, (int, float), "lab", default=default)
+    if value <= 0:
+        raise r.fail("lab", 0, key, f"{value} must be > 0 (seconds)")
+    return float(value)
+
+
+def _wrap(r: _Reader, table: str, index: int, key: str | None, fn: Callable[[], Any], array: bool = False) -> Any:
+    try:
+        return fn()
+    except (ValueError, KafkalabError) as exc:
+        raise r.fail(table, index, key, str(exc), array) from None
+
+
+def _str_table(r: _Reader, value: Any, table: str, key: str, index: int = 0, array: bool = False) -> dict[str, str]:
+    if not isinstance(value, dict) or any(isinstance(v, dict | list) for v in value.values()):
+        raise r.fail(table, index, key, "must be a table of name = value", array)
+    return {str(k): _setting(v) for k, v in value.items()}
+
+
+def _cluster(r: _Reader, raw: dict[str, Any]) -> ClusterPlan:
+    r.only(raw, CLUSTER_KEYS, "cluster")
+    brokers = r.typed(raw, "brokers", int, "cluster", default=3)
+    if not 1 <= brokers <= 9:
+        raise r.fail("cluster", 0, "brokers", f"{brokers} is out of range: give 1..9")
+    overrides = _str_table(r, raw.get("overrides", {}), "cluster", "overrides")
+    per_broker: dict[int, dict[str, str]] = {}
+    for key, value in dict(raw.get("broker_overrides", {})).items():
+        if not str(key).isdigit() or not 1 <= int(key) <= brokers:
+            raise r.fail("cluster", 0, "broker_overrides", f"{key!r} is not a broker id within 1..{brokers}")
+        per_broker[int(key)] = _str_table(r, value, "cluster", "broker_overrides")
+    stopped = r.typed(raw, "stopped", list, "cluster", default=[])
+    if any(not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= brokers for b in stopped):
+        raise r.fail("cluster", 0, "stopped", f"{stopped!r}: list broker ids within 1..{brokers}")
+    if len(set(stopped)) >= brokers:
+        raise r.fail("cluster", 0, "stopped", "leaves no broker running: keep at least one")
+    return ClusterPlan(brokers, overrides, per_broker, tuple(stopped))
+
+
+def _topics(r: _Reader, raw: Any, brokers: int) -> tuple[TopicPlan, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise r.fail("topic", 0, None, "missing: add at least one [[topic]] with a name", array=True)
+    topics: list[TopicPlan] = []
+    for i, t in enumerate(raw):
+        r.only(t, TOPIC_KEYS, "topic", i, array=True)
+        name = r.typed(t, "name", str, "topic", i, array=True)
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,200}", name) or name.startswith("__"):
+            raise r.fail("topic", i, "name", f"{name!r} is not a usable topic name", array=True)
+        if name in {x.name for x in topics}:
+            raise r.fail("topic", i, "name", f"{name} is defined twice", array=True)
+        partitions = r.typed(t, "partitions", int, "topic", i, default=6, array=True)
+        rf = r.typed(t, "replication_factor", int, "topic", i, default=min(3, brokers), array=True)
+        if partitions < 1:
+            raise r.fail("topic", i, "partitions", "must be >= 1", array=True)
+        if not 1 <= rf <= brokers:
+            raise r.fail("topic", i, "replication_factor", f"{rf} needs 1..{brokers} (the lab's brokers)", array=True)
+        configs = _str_table(r, t.get("configs", {}), "topic", "configs", i, array=True)
+        create = r.typed(t, "create", bool, "topic", i, default=True, array=True)
+        topics.append(TopicPlan(name, partitions, rf, configs, create))
+    return tuple(topics)
+
+
+def _producer(r: _Reader, raw: dict[str, Any]) -> ProducerPlan:
+    r.only(raw, {"start"}, "producer", also=lambda k: k.startswith("producer."))
+    settings = {k: _setting(v) for k, v in raw.items() if k != "start"}
+    _wrap(r, "producer", 0, next(iter(settings), None), lambda: ProducerConfig.from_settings(settings))
+    return ProducerPlan(settings, r.typed(raw, "start", bool, "producer", default=True))
+
+
+def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPlan, ...]:
+    r.only(shared, set(), "consumers", also=lambda k: k.startswith("consumer."))
+    base = {k: _setting(v) for k, v in shared.items()}
+    if not isinstance(raw, list):
+        raise r.fail("consumer", 0, None, "must be [[consumer]] tables", array=True)
+    plans: list[ConsumerPlan] = []
+    for i, c in enumerate(raw):
+        r.only(c, CONSUMER_KEYS, "consumer", i, array=True, also=lambda k: k.startswith("consumer."))
+        local_id = r.typed(c, "local_id", int, "consumer", i, array=True)
+        if local_id < 1:
+            raise r.fail("consumer", i, "local_id", "must be >= 1 (it names the consumer)", array=True)
+        if local_id in {p.local_id for p in plans}:
+            raise r.fail("consumer", i, "local_id", f"{local_id} is used twice", array=True)
+        own = {k: _setting(v) for k, v in c.items() if k.startswith("consumer.")}
+        if "consumer.local-id" in own:
+            raise r.fail("consumer", i, "consumer.local-id", "set local_id instead", array=True)
+        settings = {**base, **own, "consumer.local-id": str(local_id)}
+        _wrap(r, "consumer", i, next(iter(own), None), lambda s=settings: ConsumerConfig.from_settings(s), array=True)
+        plans.append(ConsumerPlan(
+            local_id, settings,
+            start=r.typed(c, "start", bool, "consumer", i, default=True, array=True),
+            wait_assigned=r.typed(c, "wait_assigned", bool, "consumer", i, default=True, array=True),
+        ))
+    return tuple(plans)
+
+
+def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
+            consumers: tuple[ConsumerPlan, ...]) -> tuple[Fault, ...]:
+    if not isinstance(raw, list):
+        raise r.fail("fault", 0, None, "must be [[fault]] tables", array=True)
+    faults: list[Fault] = []
+    ids = {c.local_id for c in consumers}
+    for i, f in enumerate(raw):
+        r.only(f, FAULT_KEYS, "fault", i, array=True)
+        for key in ("at", "do"):
+            r.typed(f, key, str, "fault", i, array=True)
+        line = r.index.line("fault", i)
+        try:
+            fault = make_fault(f, brokers, line)
+        except ValueError as exc:
+            key, _, why = str(exc).partition(": ")
+            raise r.fail("fault", i, key if key in FAULT_KEYS else None, why or str(exc), array=True) from None
+        for key, topic in (("at", fault.at.topic), ("on", fault.target.topic)):
+            if topic and topic not in topics:
+                raise r.fail("fault", i, key, f"topic {topic} is not a [[topic]] of this lab", array=True)
+        for key, local_id in (("at", fault.at.local_id), ("on", fault.target.local_id)):
+            if local_id is not None and local_id not in ids:
+                raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)
+        if fault.target.kind == "same" and not any(x.target.category == "nodes" for x in faults):
+            raise r.fail("fault", i, "on", "'same' needs an earlier fault on a node", array=True)
+        faults.append(fault)
+    return tuple(faults)
+
+
+def lab_dirs() -> list[Path]:
+    """Where catalog labs live: the repository's labs/ (or the package's, when installed)."""
+    here = Path(__file__).resolve().parents[2]
+    return [d for d in (here / "labs", Path(__file__).resolve().parent / "catalog") if d.is_dir()]
+
+
+def catalog() -> list[Path]:
+    """Every lab file of the catalog, in catalog order (the file names start with their number)."""
+    return sorted(p for d in lab_dirs() for p in d.glob("*.toml"))
+
+
+def find_lab(ref: str) -> Path:
+    """A lab by id, catalog number (``3``) or path."""
+    candidate = Path(ref)
+    if candidate.suffix == ".toml" or candidate.exists():
+        if not candidate.is_file():
+            raise KafkalabError(f"lab file {ref} does not exist: give a lab id (kafkalab labs lists them) or a path")
+        return candidate
+    files = catalog()
+    for number, p in enumerate(files, start=1):
+        if ref in (p.stem, str(number), re.sub(r"^\d+-", "", p.stem)):
+            return p
+    raise KafkalabError(f"no lab {ref!r}: `kafkalab labs` lists the catalog, or give a .toml path")

@@ -1,0 +1,92 @@
+"""The numbers expectations are checked against, gathered from the report, the clients and the timeline."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.labs.timeline import Timeline
+
+
+def producer_metrics(stats: ProducerStats | None) -> dict[str, float]:
+    if stats is None:
+        return {}
+    out = {"producer.acked": stats.acked, "producer.attempted": stats.attempted,
+           "producer.failed": stats.failed_total}
+    out |= {f"producer.failed.{name}": count for name, count in stats.failed.items()}
+    return {k: float(v) for k, v in out.items()}
+
+
+def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mapping[int, str]) -> dict[str, float]:
+    """Per consumer (its latest instance; ``processed`` over all its instances), per group, in total."""
+    out: dict[str, float] = {}
+    total = 0
+    for local_id, stats in instances.items():
+        processed = sum(s.processed for s in stats)
+        total += processed
+        latest = stats[-1]
+        out[f"consumer.{local_id}.processed"] = processed
+        out[f"consumer.{local_id}.received"] = sum(s.received for s in stats)
+        out[f"consumer.{local_id}.partitions"] = len(latest.assignment) if latest.state == "running" else 0
+        key = f"group.{groups[local_id]}.processed"
+        out[key] = out.get(key, 0) + processed
+    out["consumers.processed"] = total
+    return out
+
+
+def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[int]) -> dict[str, float]:
+    out: dict[str, float] = {
+        "timeline.leader_changes": timeline.count("leader-change", topics),
+        "timeline.isr_shrinks": timeline.count("isr-shrink", topics),
+        "timeline.isr_expands": timeline.count("isr-expand", topics),
+        "producer.stalls": timeline.count("producer-stalled"),
+    }
+    stalls = [e.get("stalled_s", 0.0) for e in timeline.events("producer-resumed")]
+    out["producer.longest_stall_s"] = max(stalls, default=0.0)
+    assigned = [e for e in timeline.events("consumer-assigned") if e.get("partitions")]
+    per_client: dict[str, int] = {}
+    for e in assigned:
+        per_client[e["source"]] = per_client.get(e["source"], 0) + 1
+    out["timeline.rebalances"] = sum(n - 1 for n in per_client.values())
+    for local_id in consumers:
+        out[f"consumer.{local_id}.assign_wait_s"] = assign_wait(timeline, f"consumer-{local_id}")
+    return out
+
+
+def assign_wait(timeline: Timeline, name: str) -> float:
+    """Seconds from the latest launch of consumer ``name`` to its first partitions; -1 if none came."""
+    launches = [e for e in timeline.events("consumer-launch") if e["source"] == name]
+    if not launches:
+        return -1.0
+    since = launches[-1]["t"]
+    for e in timeline.events("consumer-assigned", since=since):
+        if e["source"] == name and e.get("partitions"):
+            return round(e["t"] - since, 2)
+    return -1.0
+
+
+def report_metrics(report_json: Mapping[str, object]) -> dict[str, float]:
+    from kafkalab.labs.expectations import REPORT_METRICS
+
+    out: dict[str, float] = {}
+    totals = report_json.get("totals") or {}
+    assert isinstance(totals, dict)
+    for name in REPORT_METRICS:
+        value = report_json.get(name, totals.get(name))
+        if isinstance(value, int | float):
+            out[name] = float(value)
+    return out
+
+
+def group_metrics(logs: Mapping[Path, str]) -> dict[str, float]:
+    """``group.G.distinct``: distinct message ids each group processed, read from the consumer logs."""
+    ids: dict[str, set[str]] = {}
+    for path, group in logs.items():
+        seen = ids.setdefault(group, set())
+        with open(path, encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                if row.get("msg_id"):
+                    seen.add(row["msg_id"])
+    return {f"group.{group}.distinct": float(len(seen)) for group, seen in ids.items()}

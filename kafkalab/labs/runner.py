@@ -1,0 +1,100 @@
+"""The headless runner behind `kafkalab run`: a LabSession, its timeline printed, the verdict at the end.
+
+On a terminal a live status line shows the phase, the producer's progress and the elapsed time;
+otherwise plain lines. Exit code: 0 when every expectation held, 1 when one did not, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kafkalab.labs.loader import catalog, load_lab
+from kafkalab.labs.model import Lab
+from kafkalab.labs.session import LabSession, RunResult, SessionEvent
+
+# timeline kinds worth a line while a run goes on
+SHOWN = {"fault", "fault-missed", "fault-failed", "check", "leader-change", "isr-shrink", "isr-expand", "offline",
+         "online", "controller-change", "producer-stalled", "producer-resumed", "producer-error",
+         "producer-blocked", "consumer-assigned", "consumer-revoked", "consumer-lost", "consumer-crashed",
+         "consumer-error", "consumer-launch", "node", "phase"}
+
+
+class HeadlessRun:
+    """Runs one lab once, printing as it goes."""
+
+    def __init__(self, lab: Lab, runs_root: Path, console: Console, seed: int | None = None,
+                 spark: Any = None, ports: tuple[int, list[int]] | None = None) -> None:
+        self.console = console
+        self.session = LabSession(lab, runs_root, seed=seed, spark=spark,
+                                  zk_port=ports[0] if ports else None, broker_ports=ports[1] if ports else None)
+        self.session.add_listener(self._on_event)
+        self._lock = threading.Lock()
+
+    def _on_event(self, event: SessionEvent) -> None:
+        if event.kind == "timeline" and event.data["kind"] in SHOWN:
+            e = event.data
+            with self._lock:
+                self.console.print(f"[dim]{e['t']:7.1f}s[/] {e['kind']:<17} {e['detail']}", highlight=False)
+        elif event.kind == "message" and not self.console.is_terminal:
+            with self._lock:
+                self.console.print(f"        {event.data}", highlight=False)
+
+    def run(self) -> RunResult:
+        lab = self.session.lab
+        self.console.print(f"[bold]{lab.id}[/]: {lab.title}", highlight=False)
+        if not self.console.is_terminal:
+            return self.session.run()
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.console, transient=True) as bar:
+            task = bar.add_task("starting", total=1.0)
+            self.session.start_run()
+            try:
+                while (result := self.session.wait(0.25)) is None:
+                    st = self.session.state()
+                    done = st.producer.progress if st.producer is not None else 0.0
+                    bar.update(task, completed=done, description=f"{st.phase}: {st.message}"[:70])
+            except KeyboardInterrupt:
+                bar.update(task, description="stopping (Ctrl-C)")
+                self.session.stop_run()
+                raise
+        return result
+
+
+def print_result(console: Console, result: RunResult) -> None:
+    table = Table(title=f"{result.lab_id}: {result.outcome}", show_header=True, header_style="bold")
+    table.add_column("expectation")
+    table.add_column("actual", justify="right")
+    table.add_column("")
+    for e in [*result.expectations, *result.checks]:
+        where = f"check at {e.at:g}s: " if e.at is not None else ""
+        table.add_row(where + e.text, "-" if e.actual is None else f"{e.actual:g}",
+                      "[green]held[/]" if e.held else "[red]did not hold[/]")
+    console.print(table)
+    if result.verdict:
+        console.print(f"verdict: {result.verdict}", highlight=False)
+    for failure in result.failures:
+        console.print(f"[red]not shown:[/] {failure}", highlight=False)
+    console.print(f"run files: {result.run_dir} ({result.duration_s:.0f}s)", highlight=False)
+
+
+def write_json(path: Path, results: list[RunResult]) -> None:
+    data = [r.as_dict() for r in results]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n", encoding="utf-8")
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """One row per catalog lab: number, id, title, teaches, short."""
+    rows = []
+    for number, path in enumerate(catalog(), start=1):
+        lab = load_lab(path)
+        rows.append({"number": number, "id": lab.id, "title": lab.title, "teaches": lab.teaches,
+                     "short": lab.short, "path": str(path)})
+    return rows

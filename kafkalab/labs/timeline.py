@@ -1,0 +1,183 @@
+"""The timeline of a run: faults, node states, leader and ISR changes, producer stalls and errors,
+rebalances, each with a timestamp. The console draws it; recordings cite it; expectations count it.
+
+Saved as ``timeline.json``: ``{"lab", "started_at", "events": [{"t", "ts", "kind", "source", "detail", ...}]}``
+with ``t`` in seconds since the run began.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.clients.stats import ClientEvent, ProducerStats
+
+POLL_S = 0.5
+STALL_AFTER_S = 2.0  # no acknowledgment for this long, with records in flight: a stall
+
+Event = dict[str, Any]
+EventListener = Callable[[Event], None]
+# client event kinds renamed on the timeline, so the watcher's own stall detection is not counted twice
+_CLIENT_RENAMES = {"stalled": "blocked", "resumed": "unblocked"}
+
+
+class Timeline:
+    """Thread-safe list of events with listeners (called in the thread that adds the event)."""
+
+    def __init__(self, lab_id: str) -> None:
+        self.lab_id = lab_id
+        self.started_at = time.time()
+        self._events: list[Event] = []
+        self._lock = threading.Lock()
+        self._listeners: list[EventListener] = []
+
+    def add_listener(self, listener: EventListener) -> None:
+        self._listeners.append(listener)
+
+    def restart_clock(self) -> None:
+        self.started_at = time.time()
+
+    def now(self) -> float:
+        return time.time() - self.started_at
+
+    def add(self, kind: str, source: str = "", detail: str = "", ts: float | None = None, **data: Any) -> Event:
+        ts = time.time() if ts is None else ts
+        event: Event = {"t": round(ts - self.started_at, 3), "ts": round(ts, 3), "kind": kind, "source": source,
+                        "detail": detail, **data}
+        with self._lock:
+            self._events.append(event)
+        for listener in list(self._listeners):
+            listener(event)
+        return event
+
+    def add_client_event(self, ev: ClientEvent) -> None:
+        role = "producer" if ev.client.startswith("producer") else "consumer"
+        kind = _CLIENT_RENAMES.get(ev.kind, ev.kind) if role == "producer" else ev.kind
+        self.add(f"{role}-{kind}", ev.client, ev.detail, ts=ev.ts, partitions=list(ev.partitions))
+
+    def events(self, kind: str | None = None, since: float = float("-inf")) -> list[Event]:
+        with self._lock:
+            return [e for e in self._events if (kind is None or e["kind"] == kind) and e["t"] >= since]
+
+    def count(self, kind: str, topics: set[str] | None = None) -> int:
+        return sum(1 for e in self.events(kind) if topics is None or e.get("topic") in topics)
+
+    def leader_changes(self) -> dict[tuple[str, int], int]:
+        counts: dict[tuple[str, int], int] = {}
+        for e in self.events("leader-change"):
+            key = (e["topic"], e["partition"])
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"lab": self.lab_id, "started_at": self.started_at, "events": self.events()}
+
+    def save(self, path: Path) -> Path:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.as_dict(), indent=1), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+
+class ClusterWatch:
+    """Polls the cluster (and the producer's stats) every ``POLL_S`` and writes what changed.
+
+    The next poll starts only after the last one ended, so polls never pile up while brokers are down.
+    """
+
+    def __init__(self, timeline: Timeline, admin: Admin,
+                 producer_stats: Callable[[], ProducerStats | None]) -> None:
+        self.timeline = timeline
+        self.admin = admin
+        self._producer_stats = producer_stats
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.last: ClusterSnapshot | None = None
+        self._parts: dict[tuple[str, int], tuple[int | None, tuple[int, ...]]] = {}
+        self._controller: int | None = None
+        self._acked = -1
+        self._acked_since = time.monotonic()
+        self._stalled = False
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kafkalab-lab-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.poll()
+            self._stop.wait(max(0.05, POLL_S - (time.monotonic() - started)))
+
+    def poll(self) -> None:
+        snap = self.admin.snapshot(offsets=False, internal=True)
+        if snap.reachable:
+            self._diff(snap)
+            self.last = snap
+        self._watch_producer()
+
+    def _diff(self, snap: ClusterSnapshot) -> None:
+        tl = self.timeline
+        if snap.controller is not None and snap.controller != self._controller:
+            if self._controller is not None:
+                tl.add("controller-change", f"broker-{snap.controller}",
+                       f"controller {self._controller} -> {snap.controller}", controller=snap.controller)
+            self._controller = snap.controller
+        for p in snap.partitions:
+            key = (p.topic, p.partition)
+            prev = self._parts.get(key)
+            self._parts[key] = (p.leader, p.isr)
+            if prev is None:
+                continue
+            leader, isr = prev
+            where = {"topic": p.topic, "partition": p.partition, "leader": p.leader, "isr": list(p.isr)}
+            name = f"{p.topic}/{p.partition}"
+            if p.leader != leader:
+                if p.leader is None:
+                    tl.add("offline", name, f"{name} has no leader (was {leader})", **where)
+                elif leader is None:
+                    tl.add("online", name, f"{name} led by {p.leader} again", **where)
+                tl.add("leader-change", name, f"{name} leader {_b(leader)} -> {_b(p.leader)}", previous=leader, **where)
+            gone, came = set(isr) - set(p.isr), set(p.isr) - set(isr)
+            if gone:
+                tl.add("isr-shrink", name, f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}", removed=sorted(gone), **where)
+            if came:
+                tl.add("isr-expand", name, f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}", added=sorted(came), **where)
+
+    def _watch_producer(self) -> None:
+        stats = self._producer_stats()
+        now = time.monotonic()
+        if stats is None:
+            return
+        if stats.acked != self._acked:
+            if self._stalled:
+                self._stalled = False
+                self.timeline.add("producer-resumed", stats.name,
+                                  f"acknowledgments again after {now - self._acked_since:.1f}s",
+                                  stalled_s=round(now - self._acked_since, 2))
+            self._acked, self._acked_since = stats.acked, now
+            return
+        busy = stats.state in ("running", "blocked", "flushing") and stats.in_flight > 0
+        if busy and not self._stalled and now - self._acked_since >= STALL_AFTER_S:
+            self._stalled = True
+            self.timeline.add("producer-stalled", stats.name,
+                              f"no acknowledgment for {STALL_AFTER_S:.0f}s with {stats.in_flight} records in flight",
+                              in_flight=stats.in_flight)
+
+
+def _b(broker: int | None) -> str:
+    return "none" if broker is None else str(broker)
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    return "[" + ",".join(map(str, ids)) + "]"

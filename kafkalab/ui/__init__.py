@@ -1,0 +1,1 @@
+"""The Textual lab console. Only this package imports Textual; the core never does."""

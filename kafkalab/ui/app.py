@@ -1,0 +1,406 @@
+"""The lab console: watch the cluster, break it, run the lab, read the report.
+
+Everything that can block (admin calls, process signals, the run, Spark) happens in a :class:`Source`
+called from thread workers; the app only renders frames and forwards keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.theme import Theme
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster import NodeState
+from kafkalab.ui import bindings
+from kafkalab.ui.broker import BrokerPane
+from kafkalab.ui.consumers import ConsumersTable
+from kafkalab.ui.lab import LabPane
+from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
+from kafkalab.ui.nodepane import NodePane
+from kafkalab.ui.partitions import PartitionsPane, leader_moves
+from kafkalab.ui.producer import ProducerPane
+from kafkalab.ui.results import ResultsPane
+from kafkalab.ui.source import NodesFrame, RunFrame, Source
+from kafkalab.ui.workers import Poller
+from kafkalab.ui.zookeeper import ZooKeeperPane
+
+NODE_POLL_S = 0.5
+ADMIN_POLL_S = 1.0
+RUN_POLL_S = 0.5
+MOVES_IN_A_TOAST = 3
+STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
+               NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
+
+CONTRAST = Theme(
+    name="kafkalab-contrast", primary="#ffff00", secondary="#00ffff", accent="#ff00ff", warning="#ffaf00",
+    error="#ff3030", success="#00ff00", foreground="#ffffff", background="#000000", surface="#000000",
+    panel="#202020", dark=True,
+)
+
+
+class LabConsole(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "kafkalab"
+    BINDINGS = bindings.BINDINGS
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (130, "-wide")]
+
+    def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
+                 keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
+                 screenshot_dir: Path | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.broker_ids = list(broker_ids)
+        self.clock = clock
+        self.boot_source = boot
+        self.presenter = presenter
+        self.screenshot_dir = screenshot_dir or Path.cwd()
+        self.selected: str | None = None
+        self.ready = False
+        self.snapshot: ClusterSnapshot | None = None
+        self.run_frame = RunFrame()
+        self.node_states: dict[str, NodeState] = {}
+        self.last_action = ""
+        self.quitting = False
+        self.register_theme(CONTRAST)
+        if keymap:
+            self.set_keymap(keymap)
+        self.pollers = [
+            Poller(self, "nodes", source.nodes, self.apply_nodes, NODE_POLL_S, self.show_error),
+            Poller(self, "admin", source.snapshot, self.apply_snapshot, ADMIN_POLL_S, self.show_error),
+            Poller(self, "run", source.run, self.apply_run, RUN_POLL_S, self.show_error),
+        ]
+
+    # ---- layout ----------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="topbar")
+        with Horizontal(id="nodes"):
+            yield ZooKeeperPane()
+            for broker_id in self.broker_ids:
+                yield BrokerPane(broker_id)
+        with Horizontal(id="main"):
+            yield PartitionsPane(clock=self.clock)
+            with TabbedContent(id="side", initial="tab-run"):
+                with TabPane("Clients", id="tab-run"), Vertical():
+                    yield ProducerPane()
+                    yield ConsumersTable()
+                with TabPane("Lab", id="tab-lab"):
+                    yield LabPane()
+                with TabPane("Results", id="tab-results"):
+                    yield ResultsPane()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = self.source.title
+        self.set_presenter(self.presenter)
+        self.update_topbar()
+        if self.boot_source:
+            self.run_worker(self._boot, name="boot", thread=True, exit_on_error=False)
+        else:
+            self.ready = True
+        for poller in self.pollers:
+            poller.start()
+
+    def _boot(self) -> None:
+        try:
+            self.source.boot(lambda msg: self.call_from_thread(self.set_action, msg))
+        except Exception as exc:
+            self.call_from_thread(self.show_error, "cluster start", exc)
+            return
+        self.call_from_thread(self._booted)
+
+    def _booted(self) -> None:
+        self.ready = True
+        self.set_action("cluster ready")
+        self.notify("cluster ready", timeout=3)
+        for poller in self.pollers:
+            poller.poll_now()
+
+    # ---- frames ----------------------------------------------------------------------------------
+    def pane(self, name: str) -> NodePane:
+        return self.query_one(f"#node-{name}", NodePane)
+
+    def apply_nodes(self, frame: NodesFrame) -> None:
+        for info in frame.infos:
+            pane = self.pane(info.name)
+            pane.show_info(info)
+            old = self.node_states.get(info.name)
+            if old is not None and old != info.state and info.state in STATE_WORDS:
+                self.notify(f"{info.name} {STATE_WORDS[info.state]}", severity="error"
+                            if info.state in (NodeState.KILLED, NodeState.FAILED) else "information", timeout=4)
+            self.node_states[info.name] = info.state
+        for name, lines in frame.new_log_lines.items():
+            self.pane(name).add_log(lines)
+        zk = self.query_one(ZooKeeperPane)
+        zk.show_connections(frame.zk_connections, len(self.snapshot.brokers) if self.snapshot else 0)
+        if frame.down_requested and not self.quitting:
+            self.notify("`kafkalab cluster down` asked the console to stop")
+            self.shut_down()
+
+    def apply_snapshot(self, snapshot: ClusterSnapshot) -> None:
+        previous = self.snapshot
+        self.query_one(PartitionsPane).show(snapshot)
+        if not snapshot.reachable:
+            for pane in self.query(BrokerPane):
+                pane.show_roles(pane.controller, *self._counts(previous, pane.broker_id), reachable=False)
+            return
+        self.snapshot = snapshot
+        for pane in self.query(BrokerPane):
+            pane.show_roles(snapshot.controller == pane.broker_id, *self._counts(snapshot, pane.broker_id),
+                            reachable=True)
+        if previous is not None and previous.reachable:
+            moves = leader_moves(previous, snapshot)
+            if moves:
+                more = f" (+{len(moves) - MOVES_IN_A_TOAST} more)" if len(moves) > MOVES_IN_A_TOAST else ""
+                self.notify("\n".join(moves[:MOVES_IN_A_TOAST]) + more, title="leaders moved", timeout=5)
+
+    @staticmethod
+    def _counts(snapshot: ClusterSnapshot | None, broker_id: int) -> tuple[int | None, int | None]:
+        if snapshot is None or broker_id not in snapshot.brokers:
+            return None, None
+        return snapshot.leader_counts().get(broker_id, (0, 0))
+
+    def apply_run(self, frame: RunFrame) -> None:
+        previous, self.run_frame = self.run_frame, frame
+        rates = [rate for _t, rate in frame.throughput]
+        self.query_one(ProducerPane).show(frame.producer, frame.settings, rates)
+        self.query_one(ConsumersTable).show(frame.consumers)
+        self.query_one(LabPane).show(frame.lab)
+        self.query_one(ResultsPane).show(frame)
+        if frame.report is not None and frame.report != previous.report:
+            self.notify(frame.report.verdict, title="report ready", timeout=8,
+                        severity="information" if frame.report.ok else "warning")
+            self.action_show_tab("results")
+        if frame.phase != previous.phase:
+            self.update_topbar()
+
+    # ---- status ----------------------------------------------------------------------------------
+    def set_action(self, message: str) -> None:
+        self.last_action = message
+        self.update_topbar()
+
+    def update_topbar(self) -> None:
+        frame = self.run_frame
+        lab = frame.lab.lab_id if frame.lab else "no lab"
+        phase_style = "bold black on green" if frame.live else "bold reverse"
+        line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style),
+                             ("  selected: ", "dim"), (self.selected or "none (press 1..9, 0)", "bold"))
+        if self.last_action:
+            line.append("  » ", style="dim").append(self.last_action, style="italic")
+        self.query_one("#topbar", Static).update(line)
+
+    def show_error(self, where: str, exc: BaseException) -> None:
+        """Errors of workers and actions: a dismissable modal, never the end of the app."""
+        message = str(exc) or type(exc).__name__
+        if isinstance(exc, NotImplementedError):
+            self.notify(message, severity="warning", timeout=5)
+            return
+        if any(isinstance(s, ErrorScreen) and s.message == message for s in self.screen_stack):
+            return
+        self.push_screen(ErrorScreen(f"{where}: {type(exc).__name__}", message))
+
+    def in_thread(self, what: str, call: Callable[[], object], done: str = "") -> None:
+        """Run a source call off the event loop; its error shows in a modal, its success as ``done``."""
+
+        def work() -> None:
+            try:
+                call()
+            except Exception as exc:
+                self.call_from_thread(self.show_error, what, exc)
+                return
+            if done:
+                self.call_from_thread(self.set_action, done)
+            for poller in self.pollers:
+                self.call_from_thread(poller.poll_now)
+
+        self.run_worker(work, name=what, group="actions", thread=True, exit_on_error=False)
+
+    # ---- node actions ----------------------------------------------------------------------------
+    def action_select_node(self, number: int) -> None:
+        name = "zookeeper" if number == 0 else f"broker-{number}"
+        if number != 0 and number not in self.broker_ids:
+            self.notify(f"there is no broker {number}: brokers are {', '.join(map(str, self.broker_ids))}",
+                        severity="warning", timeout=3)
+            return
+        self.selected = name
+        for pane in self.query(NodePane):
+            pane.set_class(pane.node_name == name, "-selected")
+        self.update_topbar()
+
+    def on_broker_pane_act(self, event: BrokerPane.Act) -> None:
+        self.action_select_node(event.broker_id)
+        self.action_node(event.action)
+
+    def action_node(self, action: str) -> None:
+        if self.selected is None:
+            self.notify("pick a node first: 1..9 for a broker, 0 for ZooKeeper", severity="warning", timeout=3)
+            return
+        name = self.selected
+        state = self.node_states.get(name, NodeState.STOPPED)
+        if action == "pause_resume":
+            action = "resume" if state == NodeState.PAUSED else "pause"
+        elif action == "start_restart":
+            action = "restart" if state in (NodeState.RUNNING, NodeState.PAUSED) else "start"
+        last = self.last_isr_of(name) if action in ("stop", "kill") else []
+        if last:
+            shown = ", ".join(last[:6]) + (f" and {len(last) - 6} more" if len(last) > 6 else "")
+            self.push_screen(
+                ConfirmScreen(f"{action.capitalize()} {name}, the last in-sync replica?",
+                              f"{len(last)} partition(s) go offline: {shown}"),
+                lambda yes: self.do_node(name, action) if yes else self.set_action(f"{action} {name} cancelled"),
+            )
+            return
+        self.do_node(name, action)
+
+    def do_node(self, name: str, action: str) -> None:
+        self.set_action(f"{action} → {name}")
+        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, action))
+
+    def last_isr_of(self, name: str) -> list[str]:
+        """Partitions whose only in-sync replica is this broker."""
+        if self.snapshot is None or not name.startswith("broker-"):
+            return []
+        broker_id = int(name.removeprefix("broker-"))
+        return [f"{p.topic}/{p.partition}" for p in self.snapshot.partitions if p.isr == (broker_id,)]
+
+    # ---- run actions -----------------------------------------------------------------------------
+    def action_start_run(self) -> None:
+        self.set_action("starting the run ...")
+        self.in_thread("start run", self.source.start_run, "run started")
+
+    def action_stop_run(self) -> None:
+        self.set_action("stopping the run ...")
+        self.in_thread("stop run", self.source.stop_run, "run stopped")
+
+    def action_reset_lab(self) -> None:
+        def reset(yes: bool | None) -> None:
+            if yes:
+                self.set_action("resetting the lab ...")
+                self.in_thread("reset lab", self.source.reset, "lab reset to a clean state")
+
+        self.push_screen(ConfirmScreen("Reset the lab to a clean state?",
+                                       "The run stops, topics and logs of this lab are recreated."), reset)
+
+    def action_send_control(self, word: str) -> None:
+        self.in_thread(f"send {word}", lambda: self.source.send_control(word), f"sent {word!r} to the consumers")
+
+    def action_edit_setting(self) -> None:
+        def apply(text: str | None) -> None:
+            if not text:
+                return
+            name, sep, value = text.partition("=")
+            if not sep or not name.strip():
+                self.notify(f"{text!r} is not name=value, e.g. producer.acks=all", severity="error")
+                return
+            self.in_thread(f"set {name.strip()}", lambda: self.source.change_setting(name.strip(), value.strip()),
+                           f"{name.strip()} = {value.strip()} for the next run")
+
+        self.push_screen(InputScreen("Change a producer or consumer setting for the next run",
+                                     "producer.acks=all"), apply)
+
+    def action_edit_topic(self) -> None:
+        def apply(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                topic, rf, min_isr = parse_topic_request(text)
+            except ValueError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.in_thread(f"topic {topic}", lambda: self.source.alter_topic(topic, rf, min_isr),
+                           f"topic {topic} updated")
+
+        self.push_screen(InputScreen("Create or alter a topic: NAME [rf=N] [min.isr=N]",
+                                     "test-topic rf=3 min.isr=2"), apply)
+
+    # ---- views -----------------------------------------------------------------------------------
+    def action_show_tab(self, name: str) -> None:
+        if not self.presenter:
+            self.query_one("#side", TabbedContent).active = f"tab-{name}"
+
+    def action_samples(self) -> None:
+        self.push_screen(TextScreen("anomaly samples (message ids)", self.query_one(ResultsPane).samples_text()))
+
+    def action_toggle_presenter(self) -> None:
+        self.set_presenter(not self.presenter)
+
+    def set_presenter(self, on: bool) -> None:
+        self.presenter = on
+        self.screen.set_class(on, "-presenter")
+        self.theme = "kafkalab-contrast" if on else "textual-dark"
+
+    def action_save_svg(self) -> None:
+        name = time.strftime("kafkalab-%Y%m%d-%H%M%S.svg")
+        path = self.save_screenshot(name, str(self.screenshot_dir))
+        self.notify(f"screenshot saved: {path}", timeout=5)
+
+    def help_rows(self) -> list[tuple[str, str, str]]:
+        rows = []
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            if binding.id and binding.id.startswith(("app.", "broker.", "run.", "lab.", "consumer.", "topic.",
+                                                     "view.", "results.")):
+                rows.append((self.get_key_display(binding) or key, binding.description, binding.id))
+        return rows
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.help_rows()))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        seen = set()
+        for _key, active in screen.active_bindings.items():
+            b: Binding = active.binding
+            if b.id and b.id not in seen and not b.id.startswith("broker.select") and b.id != "app.help":
+                seen.add(b.id)
+                yield SystemCommand(b.description, f"key {self.get_key_display(b)} · {b.id}",
+                                    lambda action=b.action: self.call_later(self.run_action, action))
+
+    # ---- quit --------------------------------------------------------------------------------------
+    def action_quit_console(self) -> None:
+        if self.quitting:
+            return
+        if self.run_frame.live:
+            self.push_screen(ConfirmScreen("A run is live. Stop it and quit?",
+                                           "Every process the console started is ended."),
+                             lambda yes: self.shut_down() if yes else None)
+            return
+        self.shut_down()
+
+    def shut_down(self) -> None:
+        """Stop polling, end every process the source started (off the event loop), then exit."""
+        self.quitting = True
+        for poller in self.pollers:
+            poller.stop()
+        self.set_action("stopping every process the console started ...")
+
+        def work() -> None:
+            try:
+                self.source.close()
+            finally:
+                self.call_from_thread(self.exit)
+
+        self.run_worker(work, name="shutdown", thread=True, exit_on_error=False)
+
+
+def parse_topic_request(text: str) -> tuple[str, int | None, int | None]:
+    """'test-topic rf=3 min.isr=2' -> ('test-topic', 3, 2)."""
+    words = text.split()
+    if not words or "=" in words[0]:
+        raise ValueError("start with the topic name, e.g. test-topic rf=3 min.isr=2")
+    values: dict[str, int] = {}
+    for word in words[1:]:
+        key, sep, value = word.partition("=")
+        if key not in ("rf", "min.isr") or not sep or not value.isdigit() or int(value) < 1:
+            raise ValueError(f"{word!r}: give rf=N or min.isr=N with N >= 1")
+        values[key] = int(value)
+    return words[0], values.get("rf"), values.get("min.isr")

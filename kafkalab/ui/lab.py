@@ -1,0 +1,54 @@
+"""The lab pane: the lab's instructions (markdown) and its fault timeline, what is done and what is next."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Markdown, Static
+
+from kafkalab.ui.source import LabView, TimelineStep
+
+NO_LAB = "No lab loaded. Open one with `kafkalab console LAB`; `kafkalab labs` lists them."
+
+
+def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
+    if not steps:
+        return Text("no scripted faults", style="dim")
+    out = Text()
+    next_marked = False
+    for step in steps:
+        if step.done:
+            out.append(" ✔ ", style="bold green").append(step.label, style="dim")
+        elif not next_marked:
+            next_marked = True
+            out.append(" ▶ ", style="bold yellow").append(step.label, style="bold")
+        else:
+            out.append(" · ", style="dim").append(step.label)
+        if step.detail:
+            out.append(f"  {step.detail}", style="italic dim")
+        out.append("\n")
+    out.rstrip()
+    return out
+
+
+class LabPane(VerticalScroll):
+    def __init__(self) -> None:
+        super().__init__(id="lab")
+        self.shown: LabView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="lab-title")
+        yield Static(id="lab-timeline")
+        yield Markdown(NO_LAB, id="lab-instructions")
+
+    def show(self, lab: LabView | None) -> None:
+        if lab == self.shown:
+            return
+        previous, self.shown = self.shown, lab
+        if lab is None:
+            return
+        self.query_one("#lab-title", Static).update(Text.assemble((lab.title, "bold"), (f"  ({lab.lab_id})", "dim")))
+        self.query_one("#lab-timeline", Static).update(timeline_text(lab.steps))
+        if previous is None or previous.instructions != lab.instructions:
+            self.query_one(Markdown).update(lab.instructions)

@@ -1,0 +1,226 @@
+"""The console's source for a lab: a :class:`LabSession`, the object the headless runner drives too.
+
+A lab's cluster exists while a run goes on (the session starts it fresh for every run); between runs the
+node panes show the last run's nodes as they ended.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.analysis import WarmSession
+from kafkalab.clients.control import send_control
+from kafkalab.clients.options import ConsumerConfig, ProducerConfig
+from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.session import LabSession, Phase, SessionState
+from kafkalab.ui.source import (
+    LabView,
+    LogFollower,
+    Marker,
+    NodesFrame,
+    ReportView,
+    RunFrame,
+    TimelineStep,
+    zookeeper_connections,
+)
+
+LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
+FAULT_MARK = {"fired": True, "missed": True, "failed": True}
+THROUGHPUT_POINTS = 600
+
+
+class LabSource:
+    def __init__(self, session: LabSession, spark: WarmSession | None = None) -> None:
+        """``spark`` is the warm session given to ``session`` too: started at boot, stopped by the session."""
+        self.session = session
+        self.spark = spark
+        self.title = f"kafkalab · {session.lab.title}"
+        self._cluster: Cluster | None = None
+        self._admin: Admin | None = None
+        self._server: ControlServer | None = None
+        self._followers: dict[str, LogFollower] = {}
+        self._down = threading.Event()
+        self._lock = threading.Lock()
+        self._throughput: list[tuple[float, float]] = []
+        self._last_acked: tuple[float, int] | None = None
+
+    @property
+    def lab(self) -> Any:
+        return self.session.lab
+
+    def boot(self, progress: Callable[[str], None]) -> None:
+        """Warm Spark in the background so the first report comes quickly; the cluster starts with a run."""
+        if self.spark is not None:
+            self.spark.start()
+        progress(f"lab {self.lab.id} loaded: press g to start a run")
+
+    # ---- cluster tracking ------------------------------------------------------------------------
+    def _track(self) -> Cluster | None:
+        """Follow the session's current cluster: logs, an admin client, the control socket."""
+        cluster = self.session.cluster
+        with self._lock:
+            if cluster is not self._cluster:
+                self._close_server()
+                self._cluster, self._admin = cluster, None
+                self._followers = {n.name: LogFollower(n.log_path) for n in cluster.nodes} if cluster else {}
+            if cluster is not None and self._admin is None and any(
+                    b.state == NodeState.RUNNING for b in cluster.brokers):
+                self._admin = Admin(cluster.bootstrap)
+                write_cluster_file(cluster)
+                self._server = ControlServer(cluster, self._down)
+            if cluster is not None and self._server is not None and not cluster.zookeeper.state.alive:
+                self._close_server()  # the run's teardown stopped the cluster
+        return cluster
+
+    def _close_server(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    def nodes(self) -> NodesFrame:
+        cluster = self._track()
+        if cluster is None or not cluster.nodes:
+            return NodesFrame(())
+        logs = {name: f.new_lines() for name, f in self._followers.items()}
+        zk = cluster.zookeeper
+        conns = zookeeper_connections(zk.port) if zk.state == NodeState.RUNNING else None
+        return NodesFrame(tuple(cluster.infos()), {k: v for k, v in logs.items() if v}, conns, self._down.is_set())
+
+    def snapshot(self) -> ClusterSnapshot:
+        self._track()
+        admin = self._admin
+        if admin is None:
+            what = "no cluster yet: press g to start a run" if self._cluster is None else "cluster starting"
+            return ClusterSnapshot(time.time(), False, error=what)
+        return admin.snapshot()
+
+    def node_action(self, node: str, action: str) -> None:
+        cluster = self.session.cluster
+        if cluster is None:
+            raise KafkalabError("no cluster yet: the lab's cluster starts with the run (press g)")
+        getattr(cluster.node(node), action)()
+
+    # ---- the run ---------------------------------------------------------------------------------
+    def run(self) -> RunFrame:
+        state = self.session.state()
+        self._sample(state)
+        lab = self.lab
+        steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
+                                   else f.state + (f": {f.detail}" if f.detail else "")) for f in state.faults)
+        instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
+                                           if lab.why_deterministic else "")
+        return RunFrame(
+            live=state.phase in LIVE_PHASES, phase=str(state.phase), producer=state.producer,
+            consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
+            markers=self._markers(), lab=LabView(lab.id, lab.title, instructions, steps),
+            report=report_view(state), settings=dict(lab.producer.settings),
+        )
+
+    def _sample(self, state: SessionState) -> None:
+        """Acknowledged records per second over the run, from successive producer snapshots."""
+        if state.producer is None or state.phase == Phase.IDLE:
+            if state.phase in (Phase.IDLE, Phase.STARTING):
+                self._throughput, self._last_acked = [], None
+            return
+        now, acked = state.elapsed_s, state.producer.acked
+        if self._last_acked is not None and now - self._last_acked[0] >= 0.4 and state.phase in LIVE_PHASES:
+            rate = (acked - self._last_acked[1]) / (now - self._last_acked[0])
+            self._throughput = [*self._throughput, (round(now, 2), max(0.0, rate))][-THROUGHPUT_POINTS:]
+            self._last_acked = (now, acked)
+        elif self._last_acked is None:
+            self._last_acked = (now, acked)
+
+    def _markers(self) -> tuple[Marker, ...]:
+        events = self.session.timeline.events()
+        out = [Marker(e["t"], e["detail"], "fault") for e in events if e["kind"] == "fault"]
+        out += [Marker(e["t"], e["detail"], "leader") for e in events if e["kind"] == "leader-change"]
+        return tuple(sorted(out, key=lambda m: m.at_s))
+
+    def start_run(self) -> None:
+        self.session.start_run()
+
+    def stop_run(self) -> None:
+        self.session.stop_run()
+
+    def reset(self) -> None:
+        self.session.reset()
+
+    def send_control(self, word: str) -> None:
+        cluster = self.session.cluster
+        if cluster is None or self.session.phase not in LIVE_PHASES:
+            raise KafkalabError(f"no run is live: {word!r} goes to running consumers (start a run with g)")
+        send_control(cluster.bootstrap, self.lab.topic, word, all_partitions=True)
+
+    def change_setting(self, name: str, value: str) -> None:
+        """A producer.* or consumer.* option for the next run (validated like the command line)."""
+        if self.session.running:
+            raise KafkalabError("settings change between runs: stop the run first (x)")
+        lab = self.lab
+        if name.startswith("producer."):
+            settings = {**lab.producer.settings, name: value}
+            ProducerConfig.from_settings(settings)
+            self.session.lab = replace(lab, producer=replace(lab.producer, settings=settings))
+        elif name.startswith("consumer."):
+            consumers = tuple(replace(c, settings={**c.settings, name: value}) for c in lab.consumers)
+            for c in consumers:
+                ConsumerConfig.from_settings(c.settings)
+            self.session.lab = replace(lab, consumers=consumers)
+        else:
+            raise KafkalabError(f"{name!r} is not a producer.* or consumer.* option: e.g. producer.acks=all")
+
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+        """During a run: min ISR now, on the live topic. Between runs: the lab's topic plan for the next run."""
+        lab = self.lab
+        configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
+        if self.session.running:
+            if replication_factor is not None:
+                raise KafkalabError("the replication factor changes between runs: stop the run first (x)")
+            if self._admin is None:
+                raise KafkalabError("the cluster is not up yet: try again in a moment")
+            self._admin.alter_topic_configs(topic, configs)
+            return
+        if replication_factor is not None and replication_factor > lab.cluster.brokers:
+            raise KafkalabError(f"rf={replication_factor} is more than the lab's {lab.cluster.brokers} brokers")
+        plans = list(lab.topics)
+        for i, plan in enumerate(plans):
+            if plan.name == topic:
+                plans[i] = replace(plan, replication_factor=replication_factor or plan.replication_factor,
+                                   configs={**plan.configs, **configs})
+                break
+        else:
+            from kafkalab.labs.model import TopicPlan
+
+            plans.append(TopicPlan(topic, replication_factor=replication_factor or 1, configs=configs))
+        self.session.lab = replace(lab, topics=tuple(plans))
+
+    def close(self) -> None:
+        """Stop any run (its teardown ends the cluster and clients) and the Spark session."""
+        self.session.close()
+        with self._lock:
+            self._close_server()
+
+
+def report_view(state: SessionState) -> ReportView | None:
+    result = state.result
+    if result is None:
+        return None
+    report = result.report or {}
+    verdict = result.verdict or result.error or result.outcome
+    failures = result.failures
+    if failures and result.outcome != "passed":
+        verdict += f" — {'; '.join(failures[:2])}"
+    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items()
+                                             if k not in ("topic", "partition", "leader_changes")}
+                     for row in report.get("per_partition", [])}
+    totals = {k: int(report.get(k) or 0) for k in ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated",
+                                                   "redelivered", "reordered", "recovered", "unexpected")}
+    samples = {name: tuple(str(s.get("msg_id") or f"{s['topic']}/{s['partition']}@{s['offset']}") for s in found)
+               for name, found in report.get("samples", {}).items()}
+    return ReportView(verdict, result.passed, totals, per_partition, samples)

@@ -1,0 +1,134 @@
+"""Modal screens: confirmations of destructive actions, dismissable errors, the `?` key help, inputs."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Input, Label, Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[Binding]] = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+                Binding("n,escape", "answer(False)", "No", id="confirm.no")]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__(classes="modal")
+        self.question = question
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, classes="question")
+            if self.detail:
+                yield Static(self.detail, classes="detail")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Yes (y)", variant="error", id="yes")
+                yield Button("No (n)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class ErrorScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,enter,space", "dismiss_error", "Dismiss", id="error.dismiss")]
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__(classes="modal")
+        self.title_text = title
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog error-dialog"):
+            yield Label(Text(self.title_text, style="bold red"))
+            with VerticalScroll(classes="error-body"):
+                yield Static(Text(self.message))
+            yield Button("Dismiss (esc)", variant="primary", id="dismiss")
+
+    def on_button_pressed(self, _event: Button.Pressed) -> None:
+        self.dismiss(None)
+
+    def action_dismiss_error(self) -> None:
+        self.dismiss(None)
+
+
+class TextScreen(ModalScreen[None]):
+    """Read-only text (anomaly samples), closed with escape."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q", "close", "Close", id="text.close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__(classes="modal")
+        self.title_text = title
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide-dialog"):
+            yield Label(Text(self.title_text, style="bold"))
+            with VerticalScroll():
+                yield Static(self.text)
+            yield Static(Text("esc closes", style="dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """The keys that work here, from the bindings themselves (ids, keys after the user keymap)."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+        super().__init__(classes="modal")
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide-dialog"):
+            yield Label(Text("Keys (change them in the keymap file by id)", style="bold"))
+            table: DataTable[str] = DataTable(cursor_type="row", id="help-table")
+            yield table
+            yield Static(Text("esc closes · ctrl+p searches every action", style="dim"))
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("key", "action", "id")
+        for row in self.rows:
+            table.add_row(*row)
+        table.focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class InputScreen(ModalScreen[str | None]):
+    """One line of input, e.g. ``producer.acks=all`` or ``test-topic rf=3 min.isr=2``."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
+
+    def __init__(self, prompt: str, placeholder: str = "", value: str = "") -> None:
+        super().__init__(classes="modal")
+        self.prompt = prompt
+        self.placeholder = placeholder
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.prompt)
+            yield Input(value=self.value, placeholder=self.placeholder)
+            yield Static(Text("enter applies · esc cancels", style="dim"))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

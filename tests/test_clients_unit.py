@@ -1,0 +1,126 @@
+"""Clients without a cluster: option rules, payload logs, the seed-format export, the corpus."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from kafkalab.clients.corpus import ValuePicker, corpus_lines
+from kafkalab.clients.options import ConsumerConfig, ProducerConfig, parse_defines
+from kafkalab.clients.payload_log import PayloadLog, log_files, max_seq
+from kafkalab.clients.seed_export import export_seed_format
+from kafkalab.errors import KafkalabError
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+
+
+def test_producer_defaults_follow_the_course_and_set_librdkafka_explicitly() -> None:
+    cfg = ProducerConfig.from_settings({})
+    assert (cfg.topic, cfg.acks, cfg.total, cfg.idempotent, cfg.max_inflight) == ("test-topic", "all", 100, True, 5)
+    conf = cfg.librdkafka()
+    assert conf["linger.ms"] == 0 and conf["batch.size"] == 16384 and conf["enable.idempotence"] is True
+    assert conf["partitioner"] == "murmur2_random" and conf["message.timeout.ms"] == 120000
+    assert conf["bootstrap.servers"] == "127.0.0.1:9092,127.0.0.1:9192,127.0.0.1:9292"
+
+
+@pytest.mark.parametrize(
+    ("settings", "idempotent", "note"),
+    [
+        ({"producer.acks": "1"}, False, "acks != all"),
+        ({"producer.acks": "-1"}, True, None),
+        ({"producer.max-inflight": "6"}, False, "max-inflight > 5"),
+        ({"producer.acks": "0", "producer.idempotent": "false"}, False, None),
+    ],
+)
+def test_idempotence_rule(settings: dict[str, str], idempotent: bool, note: str | None) -> None:
+    cfg = ProducerConfig.from_settings(settings)
+    assert cfg.idempotent is idempotent
+    assert any(note in n for n in cfg.notes) if note else not cfg.notes
+
+
+def test_explicit_idempotence_with_acks_1_is_refused() -> None:
+    with pytest.raises(KafkalabError, match=r"idempotent=true needs producer\.acks=all"):
+        ProducerConfig.from_settings({"producer.acks": "1", "producer.idempotent": "true"})
+
+
+def test_every_bad_name_and_value_is_named_in_one_line() -> None:
+    with pytest.raises(KafkalabError) as info:
+        ProducerConfig.from_settings({
+            "producer.acks": "2", "producer.num-records-per-roll": "-5", "producer.ackz": "1",
+            "consumer.topic": "x", "producer.payload-trunc": "maybe",
+        })
+    text = str(info.value)
+    assert "\n" not in text
+    for part in ("producer.acks=2", "producer.num-records-per-roll=-5 must be >= 1",
+                 "did you mean producer.acks", "consumer.topic is a consumer option", "payload-trunc=maybe"):
+        assert part in text
+
+
+def test_consumer_commit_modes() -> None:
+    assert ConsumerConfig.from_settings({}).auto_commit is True
+    every = ConsumerConfig.from_settings({"consumer.ack-every-x-msgs": "50"})
+    assert (every.auto_commit, every.ack_every) == (False, 50)
+    both = ConsumerConfig.from_settings({"consumer.ack-every-x-msgs": "50", "consumer.ack-after-batch": "true"})
+    assert (both.auto_commit, both.ack_every, both.ack_after_batch) == (False, 0, True)
+    static = {"consumer.instance-id": "a", "consumer.assignment-strategy": "rr"}
+    conf = ConsumerConfig.from_settings(static).librdkafka()
+    assert conf["group.instance.id"] == "a" and conf["partition.assignment.strategy"] == "roundrobin"
+    assert conf["enable.auto.offset.store"] is False and conf["isolation.level"] == "read_uncommitted"
+
+
+def test_parse_defines() -> None:
+    assert parse_defines(["producer.acks=1", "producer.topic=a=b", "producer.acks=0"]) == {
+        "producer.acks": "0", "producer.topic": "a=b"}
+    with pytest.raises(KafkalabError, match="not name=value"):
+        parse_defines(["producer.acks"])
+
+
+def test_payload_log_is_partial_until_closed_and_appends_keep_rows(tmp_path: Path) -> None:
+    path = tmp_path / "producer.csv"
+    log = PayloadLog(path, PRODUCER_COLUMNS)
+    log.writerow(["r:p:0", 0, "t", 1, 5, 0, "acked", "", 1, 'say "hi", then go'])
+    log.flush()
+    assert not path.exists() and log.partial.exists()
+    assert log.close() == path and not log.partial.exists()
+    log = PayloadLog(path, PRODUCER_COLUMNS, truncate=False)  # the course appends by default
+    log.writerow(["r:p:7", 7, "t", 1, 6, 1, "acked", "", 2, "x"])
+    assert log.close(complete=False).name == "producer.csv.partial" and not path.exists()
+    assert log_files(tmp_path, "producer") == [log.partial]
+    with open(log.partial, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["value"] for r in rows] == ['say "hi", then go', "x"]
+    assert max_seq(path) == 7
+
+
+def test_seed_export_merges_instances_and_sorts(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    rows = {
+        "producer.csv": (PRODUCER_COLUMNS, [
+            ["r:p:1", 1, "t", 1, 0, 1, "acked", "", 0, "b, with comma"],
+            ["r:p:0", 0, "t", 0, 0, 0, "acked", "", 0, '"quoted"'],
+            ["r:p:2", 2, "t", 0, -1, 2, "failed", "NOT_ENOUGH_REPLICAS", 0, "lost"],
+        ]),
+        "consumer-1.csv.partial": (
+            CONSUMER_COLUMNS, [["r:p:1", "consumer-1", "t", 1, 0, 1, 0, 0, "b, with comma", "g"]]),
+        "consumer-2.csv": (CONSUMER_COLUMNS, [["r:p:0", "consumer-2", "t", 0, 0, 0, 0, 0, '"quoted"', "g"]]),
+        "audit.csv": (CONSUMER_COLUMNS, [["r:p:9", "audit", "t", 0, 9, 9, 0, 0, "not a consumer", ""]]),
+    }
+    run.mkdir()
+    for name, (columns, data) in rows.items():
+        with open(run / name, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(columns)
+            w.writerows(data)
+    prod, cons, n_prod, n_cons = export_seed_format(run, tmp_path / "seed")
+    expected = 't,0,0,"quoted"\nt,1,1,b, with comma\n'
+    assert prod.read_text() == expected == cons.read_text()
+    assert (n_prod, n_cons) == (2, 2)
+
+
+def test_corpus_has_hundreds_of_lines_with_commas_and_quotes_and_seeded_picks() -> None:
+    lines = corpus_lines()
+    assert len(lines) >= 200 and len(set(lines)) == len(lines)
+    assert sum("," in line for line in lines) > 20 and sum('"' in line for line in lines) > 20
+    a, b = ValuePicker(7), ValuePicker(7)
+    assert [a.next_bytes() for _ in range(50)] == [b.next_bytes() for _ in range(50)]

@@ -1,0 +1,207 @@
+"""The console's behaviour with Pilot on the fake feed: node keys, confirmations, the run, errors, quit."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine
+from dataclasses import replace
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+
+from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster import NodeState
+from kafkalab.ui.app import LabConsole
+from kafkalab.ui.broker import BrokerPane
+from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
+from kafkalab.ui.partitions import PartitionTable
+from tests.test_ui_feed import FakeSource
+
+SIZE = (120, 36)
+
+
+def sync(scenario: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None]:
+    """Run an async Pilot scenario as a plain test (the suite has no asyncio plugin)."""
+
+    @functools.wraps(scenario)
+    def test() -> None:
+        asyncio.run(scenario())
+
+    return test
+
+
+def console(source: FakeSource, **kwargs: object) -> LabConsole:
+    return LabConsole(source, [1, 2, 3], boot=False, **kwargs)  # type: ignore[arg-type]
+
+
+async def settle(pilot: Pilot[None], polls: int = 2) -> None:
+    """Wait until every poller applied ``polls`` more frames."""
+    app = pilot.app
+    assert isinstance(app, LabConsole)
+    wanted = [p.polls + polls for p in app.pollers]
+    for _ in range(200):
+        if all(p.polls >= w for p, w in zip(app.pollers, wanted, strict=True)):
+            await pilot.pause()
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("pollers did not deliver frames within 10 s")
+
+
+def leader_cell(app: LabConsole, key: str) -> str:
+    table = app.query_one(PartitionTable)
+    return table.get_cell(key, "leader").plain.strip()
+
+
+@sync
+async def test_kill_on_leader_changes_badge_and_table_leader() -> None:
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert leader_cell(app, "test-topic/1") == "2"
+        await pilot.press("2", "k")
+        await settle(pilot)
+        pane = app.query_one("#node-broker-2", BrokerPane)
+        assert pane.has_class("-killed") and pane.has_class("-selected")
+        assert "KILLED" in str(pane.query_one(".badge-line", Static).render())
+        assert feed.actions == [("broker-2", "kill")]
+        assert leader_cell(app, "test-topic/1") == "3"
+        assert ("test-topic/1", "leader") in app.query_one(PartitionTable).marks
+
+
+@sync
+async def test_killing_the_last_in_sync_replica_asks_first() -> None:
+    feed = FakeSource()
+    feed.partitions = [replace(p, isr=(3,), leader=3) if p.partition == 0 else p for p in feed.partitions]
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "k")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "test-topic/0" in app.screen.detail
+        await pilot.press("n")
+        await settle(pilot)
+        assert feed.actions == []
+        await pilot.press("k", "y")
+        await settle(pilot)
+        assert feed.actions == [("broker-3", "kill")]
+
+
+@sync
+async def test_pause_key_toggles_and_buttons_act_on_their_broker() -> None:
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("1", "p")
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.click("#node-broker-3 .btn-stop")
+        await settle(pilot)
+        assert feed.actions == [("broker-1", "pause"), ("broker-1", "resume"), ("broker-3", "stop")]
+        assert app.node_states["broker-3"] == NodeState.STOPPED
+
+
+@sync
+async def test_start_and_stop_run_fill_the_results_pane() -> None:
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        assert app.run_frame.live
+        assert "run: running" in str(app.query_one("#topbar", Static).render())
+        await pilot.press("x")
+        await settle(pilot)
+        assert not app.run_frame.live
+        assert app.query_one("#side").active == "tab-results"  # type: ignore[attr-defined]
+        verdict = str(app.query_one("#verdict", Static).render())
+        assert "nothing acknowledged was lost" in verdict
+        table = app.query_one("#per-partition", DataTable)
+        assert table.row_count == 6
+
+
+@sync
+async def test_unreachable_cluster_keeps_last_values_greyed() -> None:
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed.reachable = False
+        await settle(pilot)
+        status = str(app.query_one("#partitions-status", Static).render())
+        assert "UNREACHABLE" in status and "last known values" in status
+        table = app.query_one(PartitionTable)
+        assert table.stale and table.row_count == 6
+        assert leader_cell(app, "test-topic/2") == "3"
+        assert "dim" in str(table.get_cell("test-topic/2", "leader").style)
+
+
+@sync
+async def test_a_failing_poll_shows_a_dismissable_error_and_polling_goes_on() -> None:
+    feed = FakeSource()
+    calls = {"n": 0}
+    real = feed.snapshot
+
+    def flaky() -> ClusterSnapshot:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("admin socket went away")
+        return real()
+
+    feed.snapshot = flaky  # type: ignore[method-assign]
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, 3)
+        assert isinstance(app.screen, ErrorScreen)
+        assert "admin socket went away" in app.screen.message
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, ErrorScreen)
+        assert calls["n"] >= 4
+
+
+@sync
+async def test_help_lists_bindings_by_id_with_user_keymap() -> None:
+    feed = FakeSource()
+    app = console(feed, keymap={"broker.kill": "K"})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        rows = {row[2]: row[0] for row in app.screen.rows}
+        assert rows["broker.kill"] == "K"
+        assert {"broker.stop", "broker.pause", "broker.start", "run.start", "app.quit"} <= set(rows)
+        await pilot.press("escape", "2", "k")
+        await settle(pilot)
+        assert feed.actions == []  # k is no longer kill
+        await pilot.press("K")
+        await settle(pilot)
+        assert feed.actions == [("broker-2", "kill")]
+
+
+@sync
+async def test_quit_during_a_live_run_confirms_and_closes_the_source() -> None:
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert not feed.closed
+        await pilot.press("ctrl+q", "y")
+        for _ in range(100):
+            if feed.closed:
+                break
+            await asyncio.sleep(0.05)
+    assert feed.closed

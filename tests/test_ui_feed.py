@@ -1,0 +1,185 @@
+"""The console's fake feed (used by the Pilot and snapshot tests) and the pure logic of the panes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.ui.app import parse_topic_request
+from kafkalab.ui.chart import columns, render_chart
+from kafkalab.ui.logtail import shorten
+from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
+from kafkalab.ui.source import LabView, Marker, NodesFrame, ReportView, RunFrame, TimelineStep
+
+FROZEN_EPOCH = 1_700_000_000.0  # 2023-11-14, the feed's frozen wall clock
+TOPIC = "test-topic"
+
+
+def node_info(name: str, state: NodeState = NodeState.RUNNING, broker_id: int | None = None) -> NodeInfo:
+    alive = state.alive
+    return NodeInfo(name=name, kind="broker" if broker_id else "zookeeper", broker_id=broker_id,
+                    port=9092 + 100 * (broker_id or 0), state=state,
+                    reason="killed (SIGKILL)" if state == NodeState.KILLED else "ready in 9.1s",
+                    pid=4000 + (broker_id or 0) if alive else None, uptime_s=125.0 if alive else 0.0,
+                    cpu_percent=3.0 if alive else 0.0, rss_bytes=(300 << 20) if alive else 0, restarts=0)
+
+
+class FakeSource:
+    """A deterministic feed: 3 brokers, one 6-partition RF=3 topic; node actions change it like Kafka would
+    (a killed broker leaves every ISR and its leaderships move to the next in-sync replica)."""
+
+    title = "kafkalab (fake feed)"
+
+    def __init__(self, with_run: bool = False) -> None:
+        self.lock = threading.Lock()
+        self.states = {"zookeeper": NodeState.RUNNING, **{f"broker-{b}": NodeState.RUNNING for b in (1, 2, 3)}}
+        self.partitions = [
+            PartitionState(TOPIC, p, leader=p % 3 + 1, replicas=tuple((p + i) % 3 + 1 for i in range(3)),
+                           isr=(1, 2, 3), end_offset=1000 * (p + 1), min_isr=2)
+            for p in range(6)
+        ]
+        self.reachable = True
+        self.actions: list[tuple[str, str]] = []
+        self.closed = False
+        self.run_frame = sample_run() if with_run else RunFrame()
+        self.logs = {"broker-1": ("[2023-11-14 22:13:20,000] INFO [KafkaServer id=1] started "
+                                  "(kafka.server.KafkaServer)",)}
+
+    def boot(self, progress: Callable[[str], None]) -> None:
+        progress("fake cluster ready")
+
+    def nodes(self) -> NodesFrame:
+        with self.lock:
+            infos = tuple(node_info(n, s, None if n == "zookeeper" else int(n[-1])) for n, s in self.states.items())
+            logs, self.logs = self.logs, {}
+        return NodesFrame(infos, logs, zk_connections=3)
+
+    def snapshot(self) -> ClusterSnapshot:
+        with self.lock:
+            if not self.reachable:
+                return ClusterSnapshot(FROZEN_EPOCH + 5, False, error="timed out")
+            alive = tuple(int(n[-1]) for n, s in self.states.items() if n != "zookeeper" and s == NodeState.RUNNING)
+            return ClusterSnapshot(FROZEN_EPOCH, True, controller=alive[0] if alive else None, brokers=alive,
+                                   partitions=tuple(self.partitions))
+
+    def run(self) -> RunFrame:
+        return self.run_frame
+
+    def node_action(self, node: str, action: str) -> None:
+        with self.lock:
+            self.actions.append((node, action))
+            if action in ("kill", "stop"):
+                self.states[node] = NodeState.KILLED if action == "kill" else NodeState.STOPPED
+                self.partitions = [fail_over(p, int(node[-1])) for p in self.partitions]
+            elif action == "pause":
+                self.states[node] = NodeState.PAUSED
+            elif action in ("resume", "start", "restart"):
+                self.states[node] = NodeState.RUNNING
+
+    def start_run(self) -> None:
+        self.run_frame = replace(sample_run(), live=True, phase="running", report=None)
+
+    def stop_run(self) -> None:
+        self.run_frame = replace(sample_run(), live=False, phase="done")
+
+    def reset(self) -> None:
+        self.run_frame = RunFrame()
+
+    def send_control(self, word: str) -> None:
+        self.actions.append(("consumers", word))
+
+    def change_setting(self, name: str, value: str) -> None:
+        self.actions.append((name, value))
+
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+        raise RuntimeError(f"cannot alter {topic}: broker says no")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fail_over(p: PartitionState, gone: int) -> PartitionState:
+    isr = tuple(r for r in p.isr if r != gone)
+    in_order = [r for r in p.replicas if r in isr]  # Kafka elects the first live in-sync replica in order
+    leader = p.leader if p.leader != gone else (in_order[0] if in_order else None)
+    return replace(p, isr=isr, leader=leader)
+
+
+def sample_run() -> RunFrame:
+    producer = ProducerStats(name="producer", state="finished", attempted=500_000, acked=498_796,
+                             failed={"NOT_ENOUGH_REPLICAS": 1_204}, unknown=0, in_flight=0, rate=0.0,
+                             total=500_000)
+    consumer = ConsumerStats(name="consumer", group="test-app", state="running", group_state="stable",
+                             received=498_796, processed=498_796, rate=0.0, assignment=(0, 1, 2, 3, 4, 5),
+                             committed={p: 80_000 for p in range(6)}, lag={p: 0 for p in range(6)}, rebalances=1)
+    series = tuple((t / 2, 20_000.0 if not 12 <= t < 18 else 2_000.0) for t in range(50))
+    lab = LabView("min-isr", "min.insync.replicas with acks=all",
+                  "## Steps\n\n1. Start the run with `g`.\n2. Watch broker 2 stop.\n3. Read the report.",
+                  (TimelineStep("progress 20%: stop broker 2", True), TimelineStep("after 3s: start broker 2", False)))
+    report = ReportView("acks=all, min ISR 2: nothing acknowledged was lost", True,
+                        {"lost": 0, "duplicated": 0, "recovered": 12},
+                        {p: {"recovered": 2} for p in range(6)}, {"recovered": ("run1-producer-17",)})
+    return RunFrame(False, "done", producer, (consumer,), series,
+                    (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", "leader")), lab, report,
+                    {"producer.acks": "all", "producer.idempotent": "true", "producer.max-inflight": "5",
+                     "producer.linger": "0"})
+
+
+# ---- pure logic ------------------------------------------------------------------------------------
+def test_diff_rows_reports_added_removed_and_changed_cells() -> None:
+    old = {"t/0": {"leader": "1", "isr": "1,2"}, "t/1": {"leader": "2", "isr": "2,3"}}
+    new = {"t/0": {"leader": "2", "isr": "2"}, "t/2": {"leader": "3", "isr": "3"}}
+    diff = diff_rows(old, new)
+    assert diff.added == ["t/2"]
+    assert diff.removed == ["t/1"]
+    assert sorted(diff.changed) == [("t/0", "isr"), ("t/0", "leader")]
+
+
+def test_leader_moves_names_partition_and_both_leaders() -> None:
+    feed = FakeSource()
+    before = feed.snapshot()
+    feed.node_action("broker-2", "kill")
+    moves = leader_moves(before, feed.snapshot())
+    assert moves == ["leader of test-topic/1 moved 2 -> 3", "leader of test-topic/4 moved 2 -> 3"]
+
+
+def test_row_of_marks_offline_and_unknown_offsets() -> None:
+    p = PartitionState("t", 3, None, (1, 2), (), None, 1)
+    assert row_key(p) == "t/3"
+    assert row_of(p) == {"partition": "t/3", "leader": "none", "replicas": "1,2", "isr": "",
+                              "end": "?", "status": "offline"}
+
+
+def test_chart_marks_faults_on_their_column() -> None:
+    series = [(float(t), 100.0) for t in range(100)]
+    text = render_chart(series, [Marker(50.0, "kill broker 2")], width=58, height=8).plain
+    rows = text.splitlines()
+    marker_row = rows[5]
+    assert marker_row.index("1") == 8 + 25  # axis width + half of the 50-column plot
+    assert "1 kill broker 2 @50s" in rows[-1]
+    assert columns([(0.0, 1.0), (0.0, 3.0), (9.9, 5.0)], 10, 10.0)[0] == 2.0
+
+
+def test_shorten_drops_date_and_logger() -> None:
+    line = "[2023-11-14 22:13:20,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)"
+    assert shorten(line) == "22:13:20 INFO [KafkaServer id=1] started"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("test-topic", ("test-topic", None, None)),
+    ("t rf=3 min.isr=2", ("t", 3, 2)),
+])
+def test_parse_topic_request(text: str, expected: tuple[str, int | None, int | None]) -> None:
+    assert parse_topic_request(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "rf=3", "t rf=0", "t foo=1", "t rf=x"])
+def test_parse_topic_request_rejects_bad_input(text: str) -> None:
+    with pytest.raises(ValueError, match=r"topic name|rf=N"):
+        parse_topic_request(text)
