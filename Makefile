@@ -22,7 +22,7 @@ lab: setup
 
 test: setup
 	$(BIN)/ruff check kafkalab tests benchmarks
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	KAFKALAB=$(BIN)/kafkalab bash scripts/with-docker-engine.sh $(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

@@ -19,6 +19,7 @@ from kafkalab.cluster.process import reap_marked_processes
 from kafkalab.errors import KafkalabError
 
 TEST_STATE_ROOT = Path(tempfile.gettempdir()) / f"kafkalab-tests-{os.getpid()}"
+pytest_plugins = ["tests.docker_fixtures"]  # the docker backend's engine, image and cluster
 
 
 def free_ports(n: int) -> list[int]:
@@ -66,6 +67,10 @@ _topic_ids = itertools.count()
 
 @pytest.fixture
 def topic_factory(cluster: Cluster, admin: Admin, request: pytest.FixtureRequest) -> Callable[..., str]:
+    return topic_factory_for(cluster, admin, request)
+
+
+def topic_factory_for(cluster: Cluster, admin: Admin, request: pytest.FixtureRequest) -> Callable[..., str]:
     """Create a uniquely named topic with every partition led; returns its name."""
 
     def create(partitions: int = 6, replication_factor: int = 3, configs: dict[str, str] | None = None) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.admin import Admin
+from kafkalab.cli import main
 from kafkalab.clients.audit import audit_topic
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.control import send_control
@@ -332,11 +333,13 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (["producer.acks=2"], "producer.acks=2 is not one of 0, 1, all, -1"),
     (["producer.num-records-per-roll=-3"], "producer.num-records-per-roll=-3 must be >= 1"),
 ])
-def test_cli_bad_options_one_line_exit_2(tmp_path: Path, defines: list[str], message: str) -> None:
-    out = _cli("produce", *(a for d in defines for a in ("-D", d)), cwd=tmp_path)
-    assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [f"kafkalab: error: {out.stderr.split('error: ', 1)[1].strip()}"]
-    assert message in out.stderr
+def test_cli_bad_options_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        defines: list[str], message: str) -> None:
+    code = main(["produce", "--log-dir", str(tmp_path), *(a for d in defines for a in ("-D", d))])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and err.startswith("kafkalab: error: ")
+    assert message in err
     assert not any(tmp_path.rglob("*.csv*"))
 
 

@@ -13,7 +13,7 @@ from tests.helpers import wait_until
 
 pytestmark = pytest.mark.cluster
 
-BACKENDS = ["local"]
+BACKENDS = ["local", "docker"]
 
 
 def isr_holds(admin: Admin, topic: str, check: Callable[[tuple[int, ...]], bool]) -> bool:

@@ -33,7 +33,8 @@ def sync(scenario: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None
 
 
 def console(source: FakeSource, **kwargs: object) -> LabConsole:
-    return LabConsole(source, [1, 2, 3], boot=False, **kwargs)  # type: ignore[arg-type]
+    return LabConsole(source, [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
+                      **kwargs)
 
 
 async def settle(pilot: Pilot[None], polls: int = 2) -> None:
@@ -41,12 +42,12 @@ async def settle(pilot: Pilot[None], polls: int = 2) -> None:
     app = pilot.app
     assert isinstance(app, LabConsole)
     wanted = [p.polls + polls for p in app.pollers]
-    for _ in range(200):
+    for _ in range(1200):  # generous: the machine may be busy
         if all(p.polls >= w for p, w in zip(app.pollers, wanted, strict=True)):
             await pilot.pause()
             return
         await asyncio.sleep(0.05)
-    raise AssertionError("pollers did not deliver frames within 10 s")
+    raise AssertionError("pollers did not deliver frames within 60 s")
 
 
 def leader_cell(app: LabConsole, key: str) -> str:

@@ -44,10 +44,7 @@ def analyze(
     audit_files = check_files("audit", audit_logs or [])
     reject_repeats([*files, *consumer_files, *audit_files])
     run = detect_run(files)
-    if isinstance(session, WarmSession):
-        spark = session.get()
-    else:
-        spark = session or start_session(master)
+    spark = session.get() if isinstance(session, WarmSession) else session or start_session(master)
     result = classify(spark, [f.path for f in files], [f.path for f in consumer_files],
                       [f.path for f in audit_files], run)
     if result.foreign_runs:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.analysis.inputs import InputFile
-from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, Sample
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, Sample
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

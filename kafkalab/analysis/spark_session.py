@@ -128,3 +128,22 @@ class WarmSession:
         if self._session is not None:
             self._session.stop()
             self._session = None
+
+
+def stop_jvm(session: SparkSession) -> None:
+    """Stop the session and end the JVM this process launched for it (tests leave no JVM behind)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    session.stop()
+    proc = getattr(gateway, "proc", None)
+    if gateway is not None:
+        gateway.shutdown()
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except Exception:
+            proc.kill()
+    SparkContext._gateway = None
+    SparkContext._jvm = None

@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "kafkalab.cli.client_cmds",
     "kafkalab.cli.docker_cmds",
     "kafkalab.cli.lab_cmds",
+    "kafkalab.cli.diff_cmd",
 ]
 
 

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer as _RdConsumer
 
 from kafkalab.clients.corpus import corpus_lines
 from kafkalab.clients.payload_log import PayloadLog, consumed_row, csv_field
-from kafkalab.clients.preflight import check_topic, quiet
+from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import AUDIT_CONSUMER, CONSUMER_COLUMNS
 
@@ -26,7 +26,7 @@ def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.
                 progress: Progress | None = None) -> tuple[Path, int]:
     """Read ``topic`` in full into ``log_dir/audit.csv``; returns (path, records)."""
     partitions = check_topic(bootstrap, topic)
-    consumer = _RdConsumer(quiet({
+    consumer = _RdConsumer(base_conf({
         "bootstrap.servers": bootstrap, "group.id": "kafkalab-audit", "enable.auto.commit": False,
         "enable.auto.offset.store": False, "isolation.level": "read_uncommitted",
         "enable.partition.eof": True,

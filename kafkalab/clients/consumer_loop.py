@@ -26,7 +26,7 @@ from kafkalab.clients.control import CRASH, QUIT, WAIT
 from kafkalab.clients.corpus import corpus_lines
 from kafkalab.clients.options import ConsumerConfig
 from kafkalab.clients.payload_log import PayloadLog, consumed_row, csv_field
-from kafkalab.clients.preflight import check_topic, quiet
+from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.clients.stats import RateMeter
 from kafkalab.logformat import CONSUMER_COLUMNS
 
@@ -127,7 +127,7 @@ class ConsumerLoop:
         cfg = self.cfg
         check_topic(cfg.bootstrap, cfg.topic)
         self._log = PayloadLog(self.log_path, CONSUMER_COLUMNS, truncate=cfg.payload_trunc)
-        conf = quiet(cfg.librdkafka())
+        conf = base_conf(cfg.librdkafka())
         conf.update(on_commit=self._on_commit, error_cb=self._on_error)
         consumer = _RdConsumer(conf)
         consumer.subscribe([cfg.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as _RdProducer
 
-from kafkalab.clients.preflight import check_topic, quiet
+from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.errors import KafkalabError
 
 CONTROL_WORDS = ("quit", "crash", "wait")
@@ -18,7 +18,7 @@ def send_control(bootstrap: str, topic: str, word: str, all_partitions: bool = F
     if word not in CONTROL_WORDS:
         raise KafkalabError(f"{word!r} is not a control word: use one of {', '.join(CONTROL_WORDS)}")
     partitions = check_topic(bootstrap, topic)
-    producer = _RdProducer(quiet({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
+    producer = _RdProducer(base_conf({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
                                   "acks": "all", "linger.ms": 0}))
     errors: list[KafkaError] = []
 

@@ -18,7 +18,7 @@ from confluent_kafka import Producer as _RdProducer
 from kafkalab.clients.corpus import ValuePicker, corpus_lines
 from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
 from kafkalab.clients.payload_log import PayloadLog, csv_field, max_seq
-from kafkalab.clients.preflight import check_topic, quiet
+from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.clients.stats import ClientEvent, EventCallback, ProducerStats, RateMeter
 from kafkalab.logformat import MSG_ID_HEADER, PRODUCER_COLUMNS
 
@@ -121,7 +121,7 @@ class Producer:
             check_topic(cfg.bootstrap, cfg.topic)
             first_seq = 0 if cfg.payload_trunc else max_seq(self.log_path) + 1
             self._log = PayloadLog(self.log_path, PRODUCER_COLUMNS, truncate=cfg.payload_trunc)
-            conf = quiet(cfg.librdkafka())
+            conf = base_conf(cfg.librdkafka())
             conf["error_cb"] = self._on_global_error
             rd = _RdProducer(conf)
         except Exception as exc:  # reported through stats/events; the CLI turns it into one line

@@ -8,6 +8,7 @@ removes those of one state dir and nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -121,10 +122,8 @@ class DockerProcess:
             code = int(self._container.wait()["StatusCode"])
         except (DockerException, RequestException):
             code = -9  # removed under us (reap): it did not exit by itself
-        try:
+        with contextlib.suppress(DockerException, RequestException):  # reap may have removed it already
             self._container.remove(force=True)
-        except (DockerException, RequestException):
-            pass  # already removed by reap
         self._exit_code = code
 
     @property
@@ -233,10 +232,8 @@ class DockerBackend:
         return DockerProcess(container, stdout_path)
 
     def _remove(self, name: str) -> None:
-        try:
+        with contextlib.suppress(NotFound):
             self._client.containers.get(name).remove(force=True)
-        except NotFound:
-            pass
 
     def containers(self, state_dir: Path) -> list[Container]:
         return list(self._client.containers.list(all=True, filters={"label": f"{LABEL_STATE_DIR}={state_dir}"}))

@@ -6,7 +6,8 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
   recovered, unexpected, attempted, acknowledged, failed, unknown, consumed_rows, distinct_consumed
 - the producer: producer.acked, producer.attempted, producer.failed, producer.failed.ERROR_NAME,
   producer.stalls, producer.longest_stall_s
-- the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.rebalances
+- the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.offline
+  (partitions gone offline), timeline.rebalances
 - a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
   consumer.N.assign_wait_s (seconds from its start to its first partitions; -1 if it never got any)
 - a group: group.NAME.processed (rows), group.NAME.distinct (distinct records)
@@ -35,7 +36,7 @@ _PATTERNS = (
     *(re.escape(m) for m in REPORT_METRICS),
     r"producer\.(acked|attempted|failed|stalls|longest_stall_s)",
     r"producer\.failed\.[A-Z_][A-Z0-9_]*",
-    r"timeline\.(leader_changes|isr_shrinks|isr_expands|rebalances)",
+    r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances)",
     r"consumer\.\d+\.(processed|received|partitions|assign_wait_s)",
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct)",
     r"consumers\.processed",

@@ -7,9 +7,10 @@ at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20
      ``consumed 200`` | ``consumed 200 by consumer 1`` | ``assigned consumer 2`` |
      ``isr T/P < 3`` (one partition) | ``isr T == 3`` (every partition) | ``leader-change T/P`` |
      ``offline T/P`` | ``online T/P`` | ``preferred T`` (every partition led by its first replica) |
-     ``producer stalled`` | ``producer resumed`` | ``producer finished``
+     ``producer stalled`` | ``producer resumed`` | ``producer finished`` | ``brokers >= 3`` (live brokers)
 on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` | ``random follower T/P`` |
-     ``followers T/P`` | ``same`` | ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T``
+     ``followers T/P`` | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
+     ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T``
 do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
      consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
      | replicate (``replication_factor``) | elect-preferred;  anything: check (``expect``) | note
@@ -88,6 +89,8 @@ class Trigger:
         snap = view.snapshot()
         if snap is None or not snap.reachable:
             return False
+        if k == "brokers":
+            return OPS[self.op](len(snap.brokers), self.value)
         parts = [p for p in snap.topic(self.topic) if self.partition in (None, p.partition)]
         if not parts:
             return False
@@ -123,12 +126,14 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger("isr", int(m["n"]), m["topic"], _part(m), m["op"], text=s)
     if m := re.fullmatch(rf"(?P<kind>leader-change|offline|online|preferred) {_TP}", s):
         return Trigger(m["kind"], 0, m["topic"], _part(m), text=s)
+    if m := re.fullmatch(rf"brokers ?{_OP} ?(?P<n>\d+)", s):
+        return Trigger("brokers", int(m["n"]), op=m["op"], text=s)
     if m := re.fullmatch(r"producer (stalled|resumed|finished)", s):
         return Trigger("producer", text=m[1])
     raise ValueError(
         f"{text!r} is not a trigger: write start, 'after 3s', 'at 10s', 'progress 20%', 'acked 5000', "
         "'consumed 200 [by consumer 1]', 'assigned consumer 2', 'isr T/P < 3', 'leader-change T/P', "
-        "'offline T/P', 'online T/P', 'preferred T' or 'producer stalled|resumed|finished'"
+        "'offline T/P', 'online T/P', 'preferred T', 'brokers >= 3' or 'producer stalled|resumed|finished'"
     )
 
 
@@ -156,9 +161,17 @@ class Target:
             return "consumers"
         return "nodes"
 
-    def nodes(self, snap: ClusterSnapshot | None, previous: Sequence[str], rng: random.Random) -> list[str]:
-        """The node names (``broker-N``, ``zookeeper``) this target means now; [] when nobody is."""
+    def nodes(self, snap: ClusterSnapshot | None, previous: Sequence[str], rng: random.Random,
+              states: Mapping[str, str]) -> list[str]:
+        """The node names (``broker-N``, ``zookeeper``) this target means now; [] when nobody is.
+
+        ``states``: node name -> state (paused, stopped, killed, ...), for ``paused`` and ``down``.
+        """
         k = self.kind
+        if k == "paused":
+            return [n for n, s in states.items() if s == "paused"]
+        if k == "down":
+            return [n for n, s in states.items() if s in ("stopped", "killed", "failed")]
         if k == "brokers":
             return [f"broker-{b}" for b in self.brokers]
         if k == "zookeeper":
@@ -190,7 +203,7 @@ def parse_target(text: str, brokers: int) -> Target:
         if bad:
             raise ValueError(f"broker {bad[0]} does not exist: this lab has brokers 1..{brokers}")
         return Target("brokers", brokers=ids, text=s)
-    if s in ("controller", "same", "zookeeper", "producer", "consumers"):
+    if s in ("controller", "same", "zookeeper", "producer", "consumers", "paused", "down"):
         return Target(s, text=s)
     if m := re.fullmatch(r"consumer (\d+)", s):
         return Target("consumer", local_id=int(m[1]), text=s)
@@ -200,7 +213,7 @@ def parse_target(text: str, brokers: int) -> Target:
         return Target("topic", topic=m[1], text=s)
     raise ValueError(
         f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', "
-        "'random follower T/P', 'followers T/P', 'same', 'zookeeper', 'producer', 'consumer N', "
+        "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'producer', 'consumer N', "
         "'consumers' or 'topic T'"
     )
 

@@ -41,6 +41,7 @@ def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[i
         "timeline.leader_changes": timeline.count("leader-change", topics),
         "timeline.isr_shrinks": timeline.count("isr-shrink", topics),
         "timeline.isr_expands": timeline.count("isr-expand", topics),
+        "timeline.offline": timeline.count("offline", topics),
         "producer.stalls": timeline.count("producer-stalled"),
     }
     stalls = [e.get("stalled_s", 0.0) for e in timeline.events("producer-resumed")]

@@ -38,8 +38,8 @@ class HeadlessRun:
         self._lock = threading.Lock()
 
     def _on_event(self, event: SessionEvent) -> None:
-        if event.kind == "timeline" and event.data["kind"] in SHOWN:
-            e = event.data
+        e = event.data
+        if event.kind == "timeline" and e["kind"] in SHOWN and not str(e.get("topic", "")).startswith("__"):
             with self._lock:
                 self.console.print(f"[dim]{e['t']:7.1f}s[/] {e['kind']:<17} {e['detail']}", highlight=False)
         elif event.kind == "message" and not self.console.is_terminal:

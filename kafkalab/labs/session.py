@@ -201,6 +201,7 @@ class LabSession:
         self._checks: list[ExpectationResult] = []
         self._rng = random.Random(self.seed)
         self._run_started = 0.0
+        self._before_drain: dict[str, float] = {}
         self.result: RunResult | None = None
 
     # ---- public API ------------------------------------------------------------------------------
@@ -325,6 +326,7 @@ class LabSession:
             self._set_phase(Phase.RUNNING)
             self._run_faults()
             self._wait_producer()
+            self._before_drain = self.live_metrics()
             self._set_phase(Phase.DRAINING)
             self._drain()
             report = self._audit_and_analyze()
@@ -483,8 +485,13 @@ class LabSession:
         if action == "check":
             return self._check(fault)
         if target.category == "nodes":
-            snap = self.admin.snapshot(offsets=False) if target.kind not in ("brokers", "zookeeper", "same") else None
-            names = target.nodes(snap, previous_nodes, self._rng)
+            snap = None
+            if target.kind in ("leader", "controller", "random-follower", "followers"):
+                snap = self.admin.snapshot(offsets=False)
+                if not snap.reachable and self._watch is not None:
+                    snap = self._watch.last  # a paused broker can make a fresh snapshot fail
+            states = {n.name: str(n.state) for n in self.cluster.nodes}
+            names = target.nodes(snap, previous_nodes, self._rng, states)
             if not names:
                 raise KafkalabError(f"{target.text} names no node right now")
             for name in names:
@@ -629,7 +636,9 @@ class LabSession:
 
     def _judge(self, result: RunResult, report: dict[str, Any]) -> RunResult:
         assert self.run_dir is not None
-        values = self.live_metrics() | metrics.report_metrics(report)
+        # a consumer's partitions are those it held when the producer was done (draining closes them all)
+        held = {k: v for k, v in self._before_drain.items() if k.endswith(".partitions")}
+        values = self.live_metrics() | held | metrics.report_metrics(report)
         values["faults.missed"] = float(sum(f.state in ("missed", "failed") for f in self._fault_status))
         if any(e.metric.startswith("group.") or e.other.startswith("group.") for e in self.lab.expectations):
             logs = {p: self.lab.consumer(int(p.name.split("-")[1].split(".")[0])).group

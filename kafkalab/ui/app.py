@@ -56,7 +56,8 @@ class LabConsole(App[None]):
 
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
                  keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
-                 screenshot_dir: Path | None = None) -> None:
+                 screenshot_dir: Path | None = None, poll_s: float | None = None) -> None:
+        """``poll_s`` overrides every poll interval (tests poll fast; the defaults suit a person)."""
         super().__init__()
         self.source = source
         self.broker_ids = list(broker_ids)
@@ -75,9 +76,9 @@ class LabConsole(App[None]):
         if keymap:
             self.set_keymap(keymap)
         self.pollers = [
-            Poller(self, "nodes", source.nodes, self.apply_nodes, NODE_POLL_S, self.show_error),
-            Poller(self, "admin", source.snapshot, self.apply_snapshot, ADMIN_POLL_S, self.show_error),
-            Poller(self, "run", source.run, self.apply_run, RUN_POLL_S, self.show_error),
+            Poller(self, "nodes", source.nodes, self.apply_nodes, poll_s or NODE_POLL_S, self.show_error),
+            Poller(self, "admin", source.snapshot, self.apply_snapshot, poll_s or ADMIN_POLL_S, self.show_error),
+            Poller(self, "run", source.run, self.apply_run, poll_s or RUN_POLL_S, self.show_error),
         ]
 
     # ---- layout ----------------------------------------------------------------------------------

@@ -1,0 +1,185 @@
+"""Client benchmarks: kafkalab's producer and consumer (with payload logs) against Kafka's own
+ProducerPerformance and ConsumerPerformance (kafka-tools 3.9.2), on one 3-broker lab cluster.
+
+    .venv/bin/python benchmarks/bench_clients.py [--records 500000] [--runs 3]
+
+Producer: acks=all, idempotent, linger 0, batch 16384 (the course's defaults) for both, Kafka's tool at
+kafkalab's average record size. Consumer: both read the topic kafkalab's producer wrote; the rate counts
+from the first assignment to the last record (group join excluded on both sides). kafka-tools and its
+closure are fetched with mvn (assets/pom-tools.xml) into the cache dir when missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.benchutil import summary, write_results
+from kafkalab import KAFKA_VERSION, dist
+from kafkalab.admin import Admin
+from kafkalab.clients.consumer_loop import ConsumerLoop
+from kafkalab.clients.corpus import ValuePicker
+from kafkalab.clients.options import ConsumerConfig
+from kafkalab.clients.producer import Producer
+from kafkalab.cluster import Cluster, ClusterSpec
+from kafkalab.cluster.ports import free_port
+from kafkalab.paths import assets_dir, cache_root
+
+PARTITIONS = 6
+
+
+def tools_classpath() -> str:
+    """kafka-tools and its runtime closure, resolved once into the cache dir."""
+    target = cache_root() / f"kafka-tools-{KAFKA_VERSION}"
+    if not (target / ".complete").exists():
+        mvn = shutil.which("mvn")
+        if not mvn:
+            sys.exit("mvn not found on PATH: needed once to fetch kafka-tools for this benchmark")
+        print(f"fetching kafka-tools {KAFKA_VERSION} into {target} ...", flush=True)
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run([mvn, "-B", "-q", "-f", str(assets_dir() / "pom-tools.xml"), "dependency:copy-dependencies",
+                        "-DincludeScope=runtime", f"-DoutputDirectory={target / 'libs'}",
+                        f"-Dkafka.version={KAFKA_VERSION}"], check=True)
+        (target / ".complete").write_text(KAFKA_VERSION + "\n")
+    return str(target / "libs" / "*")
+
+
+def run_java(classpath: str, main: str, args: list[str]) -> str:
+    out = subprocess.run([dist.java_binary(), "-Xmx512m", "-cp", classpath, main, *args],
+                         capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise RuntimeError(f"{main} failed: {out.stderr[-2000:]}")
+    return out.stdout
+
+
+def ours_produce(bootstrap: str, topic: str, records: int, log_dir: Path) -> float:
+    producer = Producer({"producer.topic": topic, "producer.num-records-per-roll": str(records)},
+                        log_dir, "bench", bootstrap, seed=1)
+    began = time.perf_counter()
+    producer.start()
+    producer.join()
+    elapsed = time.perf_counter() - began
+    stats = producer.stats()
+    if stats.acked != records:
+        raise RuntimeError(f"kafkalab producer acked {stats.acked} of {records}: {stats.error or stats.failed}")
+    return records / elapsed
+
+
+def java_produce(classpath: str, bootstrap: str, topic: str, records: int, size: int) -> float:
+    out = run_java(classpath, "org.apache.kafka.tools.ProducerPerformance", [
+        "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "enable.idempotence=true",
+        "linger.ms=0", "batch.size=16384", "max.in.flight.requests.per.connection=5",
+    ])
+    final = [line for line in out.splitlines() if f"{records} records sent" in line]
+    match = re.search(r"records sent, ([\d.]+) records/sec", final[-1] if final else "")
+    if not match:
+        raise RuntimeError(f"unexpected ProducerPerformance output: {out[-500:]}")
+    return float(match.group(1))
+
+
+def ours_consume(bootstrap: str, topic: str, records: int, log_dir: Path) -> float:
+    """Records/s of the consumer loop, from its first assignment to the last record processed."""
+    assigned: list[float] = []
+
+    def sink(item: dict[str, object]) -> None:
+        if item.get("kind") == "assigned" and not assigned:
+            assigned.append(time.perf_counter())
+
+    config = ConsumerConfig.from_settings({
+        "bootstrap.server": bootstrap, "consumer.topic": topic, "consumer.group-id": f"bench-{uuid.uuid4().hex[:8]}",
+        "consumer.auto-offset-reset": "earliest", "consumer.payload-trunc": "true"})
+    loop = ConsumerLoop(config, log_dir, sink)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    while loop.processed < records:
+        if not thread.is_alive():
+            raise RuntimeError(f"kafkalab consumer ended after {loop.processed} of {records} records")
+        time.sleep(0.005)
+    done = time.perf_counter()
+    loop.stop_requested.set()
+    thread.join()
+    return records / (done - assigned[0])
+
+
+def java_consume(classpath: str, bootstrap: str, topic: str, records: int) -> float:
+    out = run_java(classpath, "org.apache.kafka.tools.ConsumerPerformance", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records),
+        "--group", f"bench-java-{uuid.uuid4().hex[:8]}", "--timeout", "60000",
+    ])
+    lines = [line for line in out.splitlines() if line.strip()]
+    header = [h.strip() for h in lines[-2].split(",")]
+    values = [v.strip() for v in lines[-1].split(",")]
+    return float(values[header.index("fetch.nMsg.sec")])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    classpath = tools_classpath()
+    size = ValuePicker(1).average_size()
+    root = Path(tempfile.mkdtemp(prefix="kafkalab-bench-clients-"))
+    ports = [free_port() for _ in range(4)]
+    spec = ClusterSpec(root / "cluster", brokers=3, zk_port=ports[0], broker_ports=ports[1:], free_ports=True)
+    samples: dict[str, list[float]] = {"ours_produce": [], "java_produce": [], "ours_consume": [], "java_consume": []}
+    try:
+        with Cluster(spec, dist.locate()) as cluster:
+            cluster.start(timeout=180, progress=lambda m: print(m, flush=True))
+            admin = Admin(cluster.bootstrap, timeout_s=10)
+            for run in range(args.runs):
+                ours_topic, java_topic = f"bench-ours-{run}", f"bench-java-{run}"
+                for topic in (ours_topic, java_topic):
+                    admin.create_topic(topic, PARTITIONS, 3, timeout_s=60)
+                steps = [
+                    ("ours_produce", lambda t=ours_topic, r=run: ours_produce(
+                        cluster.bootstrap, t, args.records, root / f"logs-{r}")),
+                    ("java_produce", lambda t=java_topic: java_produce(classpath, cluster.bootstrap, t,
+                                                                       args.records, size)),
+                ]
+                for name, step in steps if run % 2 == 0 else reversed(steps):
+                    samples[name].append(step())
+                    print(f"run {run + 1}/{args.runs} {name}: {samples[name][-1]:,.0f} msg/s", flush=True)
+                steps = [
+                    ("ours_consume", lambda t=ours_topic, r=run: ours_consume(
+                        cluster.bootstrap, t, args.records, root / f"logs-{r}")),
+                    ("java_consume", lambda t=ours_topic: java_consume(classpath, cluster.bootstrap, t,
+                                                                       args.records)),
+                ]
+                for name, step in steps if run % 2 == 0 else reversed(steps):
+                    samples[name].append(step())
+                    print(f"run {run + 1}/{args.runs} {name}: {samples[name][-1]:,.0f} msg/s", flush=True)
+                for topic in (ours_topic, java_topic):
+                    admin.delete_topic(topic)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    results = {name: summary(values) for name, values in samples.items()}
+    ratios = {
+        "producer_vs_ProducerPerformance": round(results["ours_produce"]["median"]
+                                                 / results["java_produce"]["median"], 3),
+        "consumer_vs_ConsumerPerformance": round(results["ours_consume"]["median"]
+                                                 / results["java_consume"]["median"], 3),
+    }
+    path = write_results("clients", {
+        "records": args.records, "record_size_bytes": size, "partitions": PARTITIONS, "replication_factor": 3,
+        "producer_settings": "acks=all, idempotent, linger.ms=0, batch.size=16384, max.in.flight=5",
+        "msg_per_s": results, "ratio_of_medians": ratios, "goal": ">= 1.0 for both ratios",
+    })
+    print(f"producer {ratios['producer_vs_ProducerPerformance']}x, consumer "
+          f"{ratios['consumer_vs_ConsumerPerformance']}x of Kafka's tools; {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Docker backend beside the local one, same run: cold start to ready, SIGKILL failover, image preparation.
+
+    bash scripts/with-docker-engine.sh .venv/bin/python benchmarks/bench_docker.py [--runs 3]
+
+Each run starts a fresh cluster (ZooKeeper + 3 brokers) per backend in a new state dir on free ports,
+creates a 6-partition topic with replication factor 3, then SIGKILLs partition 0's leader and times the
+election of a new one. Runs alternate between the backends so both see the same machine load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_cluster import new_leader, spec
+from benchmarks.benchutil import summary, write_results
+from kafkalab import dist
+from kafkalab.admin import Admin
+from kafkalab.cluster import Cluster
+from kafkalab.cluster.docker_backend import DockerBackend, connect_engine
+from kafkalab.cluster.process import Backend, LocalBackend
+from kafkalab.docker_image import DEFAULT_IMAGE, ensure_image
+
+BACKENDS = ("local", "docker")
+
+
+def one_run(root: Path, backend: Backend) -> dict[str, float]:
+    t0 = time.monotonic()
+    with Cluster(spec(root, {}), dist.locate(), backend=backend) as cluster:
+        cluster.start(timeout=240)
+        admin = Admin(cluster.bootstrap, timeout_s=1.0)
+        admin.create_topic("bench", partitions=6, replication_factor=3, configs={"min.insync.replicas": "2"})
+        cold_start = time.monotonic() - t0
+        leader = admin.snapshot().partition("bench", 0).leader
+        cluster.node(leader).kill()
+        failover = new_leader(admin, "bench", [0], leader)
+    return {"cold_start_s": cold_start, "sigkill_failover_s": failover}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--image", default=DEFAULT_IMAGE)
+    args = parser.parse_args()
+    client = connect_engine(timeout=600)
+    started = time.monotonic()
+    prepared = ensure_image(client, args.image, progress=print)
+    image = {"image": args.image, "how": prepared, "seconds": round(time.monotonic() - started, 1)}
+    print(f"image {args.image}: {prepared} in {image['seconds']}s", flush=True)
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in BACKENDS}
+    with tempfile.TemporaryDirectory(prefix="kafkalab-bench-") as tmp:
+        for i in range(args.runs):
+            for name in BACKENDS:
+                backend = DockerBackend(args.image) if name == "docker" else LocalBackend()
+                samples[name].append(one_run(Path(tmp), backend))
+                print(f"run {i + 1} {name}: {samples[name][-1]}", flush=True)
+    results = {
+        name: {key: summary([r[key] for r in runs]) for key in ("cold_start_s", "sigkill_failover_s")}
+        for name, runs in samples.items()
+    }
+    results["image_preparation"] = image
+    results["engine"] = client.version().get("Version")
+    print(write_results("docker", results))
+    for key in ("cold_start_s", "sigkill_failover_s"):
+        print(f"{key:22s} " + "  ".join(f"{name} median {results[name][key]['median']}" for name in BACKENDS))
+
+
+if __name__ == "__main__":
+    main()

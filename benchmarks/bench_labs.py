@@ -1,0 +1,96 @@
+"""Every catalog lab run N times headless: how often its lesson showed, median and worst duration.
+
+    .venv/bin/python benchmarks/bench_labs.py [--runs 10] [--labs acks-0,leader-failover] [--seed 1]
+
+One Spark session is kept warm for all runs, as the console does. Each run has its own fresh cluster on
+free ports. Results go to benchmarks/results/labs.json; run directories to a temporary dir (removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.benchutil import write_results
+from kafkalab.analysis import WarmSession
+from kafkalab.cluster.ports import free_port
+from kafkalab.labs import LabSession, catalog, load_lab
+
+GOAL_S = 120.0
+
+
+def ports(n: int) -> tuple[int, list[int]]:
+    chosen: set[int] = set()
+    while len(chosen) < n + 1:
+        chosen.add(free_port())
+    first, *rest = sorted(chosen)
+    return first, rest
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="runs per lab (default 10)")
+    parser.add_argument("--labs", default="", help="comma-separated lab ids (default: the whole catalog)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", type=Path, default=None, help="keep run directories here")
+    args = parser.parse_args()
+    labs = [load_lab(p) for p in catalog()]
+    if args.labs:
+        wanted = args.labs.split(",")
+        labs = [lab for lab in labs if lab.id in wanted]
+    console = Console(stderr=True)
+    spark = WarmSession().start()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-labs-"))
+    results: dict[str, dict[str, object]] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task("labs", total=len(labs) * args.runs)
+            for lab in labs:
+                durations: list[float] = []
+                shown = 0
+                failures: list[list[str]] = []
+                for i in range(args.runs):
+                    bar.update(task, description=f"{lab.id} run {i + 1}/{args.runs}")
+                    zk, brokers = ports(lab.cluster.brokers)
+                    session = LabSession(lab, root, seed=args.seed + i, spark=spark, zk_port=zk,
+                                         broker_ports=brokers)
+                    started = time.monotonic()
+                    result = session.run()
+                    durations.append(time.monotonic() - started)
+                    if result.passed:
+                        shown += 1
+                    else:
+                        failures.append(result.failures)
+                    if args.keep is None:
+                        shutil.rmtree(result.run_dir, ignore_errors=True)
+                    bar.advance(task)
+                results[lab.id] = {
+                    "title": lab.title, "runs": args.runs, "lesson_shown": shown,
+                    "median_s": round(statistics.median(durations), 1), "worst_s": round(max(durations), 1),
+                    "under_goal": max(durations) <= GOAL_S, "durations_s": [round(d, 1) for d in durations],
+                    "failures": failures,
+                }
+                console.print(f"{lab.id}: {shown}/{args.runs} shown, median {results[lab.id]['median_s']}s, "
+                              f"worst {results[lab.id]['worst_s']}s", highlight=False)
+    finally:
+        spark.stop()
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    path = write_results("labs", {"runs_per_lab": args.runs, "goal_s": GOAL_S, "labs": results})
+    console.print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

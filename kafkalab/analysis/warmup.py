@@ -1,0 +1,32 @@
+"""A tiny analysis run on a fresh session, so the JVM has compiled the job before the first real run."""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafkalab.analysis.job import classify
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def warm_up(session: SparkSession, rows: int = 200) -> None:
+    """Classify ``rows`` generated sends (with a loss, a duplicate and a redelivery) and throw it away."""
+    with tempfile.TemporaryDirectory(prefix="kafkalab-warmup-") as tmp:
+        root = Path(tmp)
+        producer, consumer, audit = root / "p.csv", root / "c.csv", root / "a.csv"
+        sends = [(f"warm:p:{i}", i, "t", i % 2, i // 2, f"k{i}", "acked", "", 0, "v") for i in range(rows)]
+        held = [(s[0], "audit", "t", s[3], s[4], s[5], 0, 0, "v", "") for s in sends[1:]]
+        held.append((sends[2][0], "audit", "t", 0, rows, "k2", 0, 0, "v", ""))
+        processed = [(*h[:1], "c", *h[2:9], "g") for h in held[1:]] + [(*held[3][:1], "c", *held[3][2:9], "g")]
+        for path, columns, data in ((producer, PRODUCER_COLUMNS, sends), (consumer, CONSUMER_COLUMNS, processed),
+                                    (audit, CONSUMER_COLUMNS, held)):
+            with path.open("w", newline="") as fh:
+                writer = csv.writer(fh, lineterminator="\n")
+                writer.writerow(columns)
+                writer.writerows(data)
+        classify(session, [producer], [consumer], [audit], "warm")

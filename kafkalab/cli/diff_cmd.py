@@ -1,0 +1,104 @@
+"""``kafkalab diff``: classify a run's anomalies from its producer, consumer and audit logs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from kafkalab.analysis import analyze
+from kafkalab.analysis.job import CLASSES
+from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession
+from kafkalab.errors import KafkalabError
+
+FAIL_ON_CHOICES = (*CLASSES, "malformed")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "diff", help="what was lost, duplicated, redelivered or reordered, per partition (Spark)",
+        description="Compare a run's producer logs with its consumer logs (and, with --audit, with what the "
+                    "brokers hold) and classify every anomaly per partition.",
+    )
+    p.add_argument("--producer", nargs="+", type=Path, required=True, metavar="LOG", help="producer log(s)")
+    p.add_argument("--consumer", nargs="+", type=Path, required=True, metavar="LOG", help="consumer log(s)")
+    p.add_argument("--audit", nargs="+", type=Path, default=[], metavar="LOG",
+                   help="audit log(s) from `kafkalab audit`: splits lost into lost by brokers / missed by consumers")
+    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the report as JSON ('-': stdout)")
+    p.add_argument("--spark-master", default=DEFAULT_MASTER, metavar="URL",
+                   help=f"Spark master (default {DEFAULT_MASTER}; e.g. spark://host:7077 for a cluster)")
+    p.add_argument("--fail-on", default="", metavar="CLASSES",
+                   help="comma-separated classes (e.g. lost,duplicated; or malformed): exit 1 when any is non-zero")
+    p.set_defaults(func=cmd_diff)
+
+
+def parse_fail_on(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAIL_ON_CHOICES]
+    if unknown:
+        raise KafkalabError(f"--fail-on: unknown class {', '.join(unknown)}; choose from {', '.join(FAIL_ON_CHOICES)}")
+    return names
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    fail_on = parse_fail_on(args.fail_on)
+    to_stdout = args.json is not None and str(args.json) == "-"
+    console = Console(stderr=to_stdout, highlight=False)
+    # Spark starts once analyze() has checked the inputs, so bad input fails at once
+    warm = WarmSession(args.spark_master, warmup=False)
+    with spark_progress(warm, console):
+        report = analyze(args.producer, args.consumer, args.audit, session=warm)
+    if to_stdout:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        report.print(console)
+        if args.json is not None:
+            report.write_json(args.json)
+            console.print(f"[dim]report written to {args.json}[/]")
+    failing = report.nonzero(fail_on)
+    if failing:
+        console.print(f"[bold red]failing on: {', '.join(failing)}[/]")
+        return 1
+    return 0
+
+
+@contextmanager
+def spark_progress(warm: WarmSession, console: Console, interval: float = 0.25) -> Iterator[None]:
+    """While the body runs: "starting Spark", then a bar of the job's Spark tasks done over those known."""
+    done = threading.Event()
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                        TextColumn("{task.completed}/{task.total} tasks"), TimeElapsedColumn(), TimeRemainingColumn(),
+                        console=console, transient=True)
+    seen: dict[int, tuple[int, int]] = {}
+
+    def poll() -> None:
+        task = progress.add_task("starting Spark", total=None)
+        while not warm.ready:
+            if done.wait(interval):
+                return
+        tracker = warm.get().sparkContext.statusTracker()
+        progress.update(task, description="analysing")
+        while not done.wait(interval):
+            for stage_id in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage_id)
+                if info is not None:
+                    seen[stage_id] = (info.numCompletedTasks, info.numTasks)
+            if seen:
+                progress.update(task, completed=sum(c for c, _ in seen.values()),
+                                total=sum(t for _, t in seen.values()))
+
+    poller = threading.Thread(target=poll, name="kafkalab-spark-progress", daemon=True)
+    with progress:
+        poller.start()
+        try:
+            yield
+        finally:
+            done.set()
+            poller.join()

@@ -1,0 +1,227 @@
+"""The Spark classifier against the plain-Python reference, on generated runs with every class injected."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from kafkalab.analysis import WarmSession, analyze
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS
+from kafkalab.analysis.spark_session import start_session, stop_jvm
+from kafkalab.errors import KafkalabError
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+from tests.analysis_reference import reference
+from tests.analysis_scenarios import RUN, Scenario, Send, scenarios, write_scenario
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    session = start_session("local[2]", {"spark.sql.shuffle.partitions": "2"})
+    yield session
+    stop_jvm(session)
+
+
+def spark_counts(report) -> dict[tuple[str, int], Counter]:
+    return {(row.topic, row.partition): Counter({k: v for k, v in row.counts.items() if v})
+            for row in report.per_partition}
+
+
+def check_against_reference(spark, written, audit: bool) -> None:
+    report = analyze(written.producer_logs, written.consumer_logs, written.audit_logs, session=spark)
+    expected, bad = reference(written.producer_logs, written.consumer_logs, written.audit_logs, RUN)
+    expected = {k: Counter({n: v for n, v in c.items() if v}) for k, c in expected.items()}
+    got = {k: v for k, v in spark_counts(report).items() if v or k in expected}
+    assert got == expected
+    assert {f.kind: 0 for f in report.inputs} | {
+        kind: sum(f.malformed for f in report.inputs if f.kind == kind) for kind in bad if bad[kind]
+    } == {f.kind: bad[f.kind] for f in report.inputs}
+    for f in report.inputs:
+        assert f.malformed_lines == written.garbage_lines.get(f.path, [])
+    for name in AUDIT_CLASSES:
+        assert (report.classes[name] is None) == (not audit)
+    return report
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(scenario=scenarios())
+def test_spark_matches_reference_per_partition(spark, tmp_path_factory, scenario: Scenario) -> None:
+    written = write_scenario(scenario, tmp_path_factory.mktemp("run"))
+    report = check_against_reference(spark, written, scenario.audit)
+    # and the reference finds what was injected
+    inj = written.injected
+    assert report.classes["lost"] == inj["missed"] + inj["broker_lost"] + inj["acks0_lost"]
+    assert report.classes["duplicated"] == inj["duplicated"]
+    assert report.classes["redelivered"] == inj["redelivered"]
+    assert report.classes["recovered"] == inj["recovered_failed"] + (inj["recovered_unknown"] if scenario.audit else 0)
+    assert report.classes["unexpected"] == scenario.foreign_rows + scenario.no_id_rows
+    if scenario.audit:
+        assert report.classes["missed_by_consumers"] == inj["missed"]
+        assert report.classes["lost_by_brokers"] == inj["broker_lost"] + inj["acks0_lost"]
+
+
+def test_every_class_at_once_with_samples(spark, tmp_path: Path) -> None:
+    fates = ["ok", "missed", "broker_lost", "acks0_ok", "acks0_lost", "duplicated", "redelivered",
+             "recovered_failed", "recovered_unknown", "failed", "unknown", "failed_no_partition"]
+    sends = [Send("p1", "t1", i % 2, fate) for i, fate in enumerate(fates * 3)]
+    sends += [Send("p2", "t1", 0, "ok"), Send("p2", "t1", 0, "reordered")] * 2
+    written = write_scenario(Scenario(sends, second_group=True, foreign_rows=2, no_id_rows=1), tmp_path)
+    report = check_against_reference(spark, written, audit=True)
+    assert all(report.classes[name] > 0 for name in CLASSES), report.classes
+    assert report.totals["attempted"] == len(sends)
+    assert set(report.samples) == set(CLASSES)
+    consumed = {row[0] for p in written.consumer_logs for row in csv.reader(p.open())}
+    for sample in report.samples["lost"]:
+        assert sample.msg_id is not None and sample.msg_id not in consumed
+    assert any(s.msg_id is None for s in report.samples["unexpected"])  # the row without an id
+    assert report.verdict.startswith(f"{report.classes['lost_by_brokers']} acknowledged records never reached")
+
+
+def test_separate_groups_each_reading_everything_is_not_redelivery(spark, tmp_path: Path) -> None:
+    sends = [Send("p1", "t1", 0, "ok") for _ in range(5)]
+    written = write_scenario(Scenario(sends, second_group=True), tmp_path)
+    report = analyze(written.producer_logs, written.consumer_logs, session=spark)
+    assert report.totals["consumed_rows"] == 10
+    assert {name: report.classes[name] for name in CLASSES if name not in AUDIT_CLASSES} == dict.fromkeys(
+        [n for n in CLASSES if n not in AUDIT_CLASSES], 0)
+    assert report.verdict.startswith("no anomaly")
+
+
+def test_leader_changes_show_per_partition(spark, tmp_path: Path) -> None:
+    written = write_scenario(Scenario([Send("p1", "t1", p, "ok") for p in (0, 1)]), tmp_path)
+    report = analyze(written.producer_logs, written.consumer_logs, session=spark,
+                     leader_changes={("t1", 1): 3})
+    assert [(r.partition, r.leader_changes) for r in report.per_partition] == [(0, 0), (1, 3)]
+    assert report.to_json()["per_partition"][1]["leader_changes"] == 3
+
+
+def test_json_has_the_stable_keys(spark, tmp_path: Path) -> None:
+    written = write_scenario(Scenario([Send("p1", "t1", 0, "missed"), Send("p1", "t1", 0, "ok")]), tmp_path)
+    data = analyze(written.producer_logs, written.consumer_logs, written.audit_logs, session=spark).to_json()
+    for key in (*CLASSES, "per_partition", "samples", "verdict", "inputs", "elapsed_s", "totals"):
+        assert key in data
+    assert data["lost"] == data["missed_by_consumers"] == 1
+    assert set(data["totals"]) == set(TOTALS)
+    assert data["samples"]["lost"] == [{"msg_id": f"{RUN}:p1:0", "topic": "t1", "partition": 0, "offset": 0}]
+
+
+def test_warm_session_is_reused(spark, tmp_path: Path) -> None:
+    warm = WarmSession("local[2]").start()
+    assert warm.get(timeout=300) is spark  # the process's one session, joined
+    written = write_scenario(Scenario([Send("p1", "t1", 0, "ok")]), tmp_path)
+    assert analyze(written.producer_logs, written.consumer_logs, session=warm).totals["consumed_rows"] == 1
+
+
+# bad input: one clear error, before or after Spark
+
+
+def write_log(path: Path, columns: tuple[str, ...], rows: list[tuple]) -> Path:
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    return path
+
+
+def producer_row(msg_id: str, offset: int = 0) -> tuple:
+    return (msg_id, 0, "t1", 0, offset, "k", "acked", "", 0, "v")
+
+
+def test_missing_and_empty_files_are_refused(tmp_path: Path) -> None:
+    good = write_log(tmp_path / "c.csv", CONSUMER_COLUMNS, [])
+    with pytest.raises(KafkalabError, match=r"producer log .*nope.csv does not exist"):
+        analyze([tmp_path / "nope.csv"], [good])
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(KafkalabError, match=r"empty.csv is empty"):
+        analyze([tmp_path / "empty.csv"], [good])
+
+
+def test_a_header_not_of_the_contract_is_refused(tmp_path: Path) -> None:
+    consumer = write_log(tmp_path / "c.csv", CONSUMER_COLUMNS, [])
+    with pytest.raises(KafkalabError, match=r"does not start with the producer header"):
+        analyze([consumer], [consumer])
+
+
+def test_the_same_file_twice_is_refused(tmp_path: Path) -> None:
+    producer = write_log(tmp_path / "p.csv", PRODUCER_COLUMNS, [producer_row("r1:p1:0")])
+    consumer = write_log(tmp_path / "c.csv", CONSUMER_COLUMNS, [])
+    with pytest.raises(KafkalabError, match=r"given twice"):
+        analyze([producer, producer], [consumer])
+
+
+def test_producer_logs_of_two_runs_are_refused_naming_them(tmp_path: Path) -> None:
+    a = write_log(tmp_path / "a.csv", PRODUCER_COLUMNS, [producer_row("runA:p1:0")])
+    b = write_log(tmp_path / "b.csv", PRODUCER_COLUMNS, [producer_row("runB:p2:0")])
+    consumer = write_log(tmp_path / "c.csv", CONSUMER_COLUMNS, [])
+    with pytest.raises(KafkalabError, match=r"different runs are mixed: runA .*, runB"):
+        analyze([a, b], [consumer])
+
+
+def test_one_file_mixing_runs_is_refused_after_the_job(spark, tmp_path: Path) -> None:
+    mixed = write_log(tmp_path / "p.csv", PRODUCER_COLUMNS,
+                      [producer_row("runA:p1:0"), producer_row("runA:p1:1", 1), producer_row("runB:p1:0", 2)])
+    consumer = write_log(tmp_path / "c.csv", CONSUMER_COLUMNS, [])
+    with pytest.raises(KafkalabError, match=r"different runs are mixed: runA, runB"):
+        analyze([mixed], [consumer], session=spark)
+
+
+def test_a_producer_log_given_under_two_names_is_refused(spark, tmp_path: Path) -> None:
+    rows = [producer_row("r1:p1:0")]
+    a = write_log(tmp_path / "a.csv", PRODUCER_COLUMNS, rows)
+    b = write_log(tmp_path / "b.csv", PRODUCER_COLUMNS, rows)
+    consumer = write_log(tmp_path / "c.csv", CONSUMER_COLUMNS, [])
+    with pytest.raises(KafkalabError, match=r"1 message ids appear in more than one producer row"):
+        analyze([a, b], [consumer], session=spark)
+
+
+def test_malformed_lines_are_counted_with_file_and_line(spark, tmp_path: Path) -> None:
+    producer = write_log(tmp_path / "p.csv", PRODUCER_COLUMNS, [producer_row("r1:p1:0"), producer_row("r1:p1:1", 1)])
+    consumer = tmp_path / "c.csv"
+    consumer.write_text(",".join(CONSUMER_COLUMNS) + "\n"
+                        "r1:p1:0,c1,t1,0,0,k,0,0,v,g\n"
+                        "this line is not a record\n"
+                        "r1:p1:1,c1,t1,zero,1,k,0,0,v,g\n"
+                        "r1:p1:1,c1,t1,0,1,k,0,0,v,g,one too many\n")
+    report = analyze([producer], [consumer], session=spark)
+    assert report.malformed == 3
+    files = {f["kind"]: f for f in report.to_json()["inputs"]["files"]}
+    assert files["consumer"]["malformed_lines"] == [3, 4, 5]
+    assert files["producer"]["malformed"] == 0
+    assert report.classes["lost"] == 1  # r1:p1:1 was only seen on malformed lines
+    assert report.nonzero(["malformed", "duplicated"]) == ["malformed"]
+
+
+def test_cli_diff_fail_on_and_json(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kafkalab.cli import main
+
+    written = write_scenario(Scenario([Send("p1", "t1", 0, "duplicated"), Send("p1", "t1", 0, "ok")]), tmp_path)
+    args = ["diff", "--producer", *map(str, written.producer_logs), "--consumer", *map(str, written.consumer_logs),
+            "--audit", *map(str, written.audit_logs), "--spark-master", "local[2]"]
+    out = tmp_path / "report.json"
+    assert main([*args, "--json", str(out), "--fail-on", "lost"]) == 0
+    assert main([*args, "--fail-on", "lost,duplicated"]) == 1
+    assert "failing on: duplicated" in capsys.readouterr().out
+    import json
+
+    assert json.loads(out.read_text())["duplicated"] == 1
+    assert main([*args, "--fail-on", "nonsense"]) == 2
+    assert "kafkalab: error: --fail-on: unknown class nonsense" in capsys.readouterr().err
+
+
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkalab", "diff", "--producer", str(tmp_path / "missing.csv"),
+         "--consumer", str(tmp_path / "missing2.csv")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert proc.stderr.startswith("kafkalab: error: producer log") and "does not exist" in proc.stderr

@@ -1,0 +1,181 @@
+"""The docker backend: containers as nodes, host network, same paths, labels, stats, logs, reaping, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster.docker_backend import (
+    LABEL_NODE,
+    LABEL_STATE_DIR,
+    DockerBackend,
+    bind_mounts,
+    connect_engine,
+    container_name,
+    memory_in_use,
+)
+from kafkalab.cluster.process import node_marker
+from kafkalab.docker_image import mmdebstrap_command
+from kafkalab.errors import KafkalabError
+from tests.conftest import TEST_STATE_ROOT
+from tests.docker_fixtures import DOCKER_IMAGE
+from tests.helpers import wait_until
+from tests.test_cli_cluster import assert_one_line_error, kafkalab
+
+NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+
+
+# ---- without an engine -----------------------------------------------------------------------------
+def test_mounts_jars_read_only_and_the_node_dir_read_write_at_their_host_paths(tmp_path: Path) -> None:
+    node_dir = tmp_path / "state" / "broker-1"
+    argv = ["java", "-Xmx64m", node_marker(tmp_path / "state", "broker-1"), "-cp", "/opt/kafka/libs/*",
+            "kafka.Kafka", str(node_dir / "server.properties")]
+    assert bind_mounts(argv) == {
+        "/opt/kafka/libs": {"bind": "/opt/kafka/libs", "mode": "ro"},
+        str(node_dir): {"bind": str(node_dir), "mode": "rw"},
+    }
+
+
+def test_container_names_differ_per_state_dir_and_node(tmp_path: Path) -> None:
+    names = {container_name(tmp_path / d, n) for d in ("a", "b") for n in ("zookeeper", "broker-1")}
+    assert len(names) == 4 and all(n.startswith("kafkalab-") for n in names)
+    assert container_name(tmp_path / "a", "broker-1") == container_name(tmp_path / "a", "broker-1")
+
+
+@pytest.mark.parametrize(("memory", "expected"), [
+    ({"usage": 300, "stats": {"total_inactive_file": 100}}, 200),  # cgroup v1
+    ({"usage": 300, "stats": {"inactive_file": 50}}, 250),  # cgroup v2
+    ({}, 0),  # an exited container
+])
+def test_memory_is_usage_less_inactive_page_cache(memory: dict[str, object], expected: int) -> None:
+    assert memory_in_use(memory) == expected
+
+
+def test_image_is_debian_minbase_with_a_headless_jre(tmp_path: Path) -> None:
+    cmd = mmdebstrap_command(tmp_path / "rootfs.tar")
+    assert "--variant=minbase" in cmd and "--include=openjdk-17-jre-headless" in cmd
+    assert cmd[-3:] == ["bookworm", str(tmp_path / "rootfs.tar"), "http://deb.debian.org/debian"]
+
+
+def test_unreachable_engine_is_one_line_naming_the_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE["DOCKER_HOST"])
+    with pytest.raises(KafkalabError, match=r"^Docker engine not reachable at unix:///nonexistent/docker.sock: "
+                                            r"start Docker or use --backend local$"):
+        connect_engine()
+
+
+def test_cluster_up_without_engine_exits_2_and_starts_nothing(tmp_path: Path) -> None:
+    result = kafkalab("cluster", "up", "--backend", "docker", "--free-ports", "--state-dir", str(tmp_path / "s"),
+                      env=NO_ENGINE)
+    assert_one_line_error(result, "Docker engine not reachable", "--backend local")
+    result = kafkalab("docker", "build-image", env=NO_ENGINE)
+    assert_one_line_error(result, "Docker engine not reachable")
+
+
+# ---- with an engine ----------------------------------------------------------------------------------
+def launch_probe(backend: DockerBackend, state_dir: Path, name: str, script: str) -> tuple[object, Path]:
+    """A shell in the image as a node of ``state_dir`` (the marker is the shell's $0)."""
+    node_dir = state_dir / name
+    (node_dir / "logs").mkdir(parents=True, exist_ok=True)
+    stdout = node_dir / "logs" / "stdout.log"
+    return backend.launch(name, ["sh", "-c", script, node_marker(state_dir, name)], stdout), stdout
+
+
+@pytest.mark.docker
+def test_missing_image_is_one_line_naming_the_fix(docker_client: docker.DockerClient) -> None:
+    with pytest.raises(KafkalabError, match=r"image kafkalab/no-such-image:0 not found .*kafkalab docker build-image"):
+        DockerBackend("kafkalab/no-such-image:0")
+
+
+@pytest.mark.docker
+def test_log_stream_reaches_the_stdout_file_and_exit_code_is_kept(docker_client: docker.DockerClient) -> None:
+    state_dir = TEST_STATE_ROOT / "docker-probe"
+    backend = DockerBackend(DOCKER_IMAGE)
+    try:
+        proc, stdout = launch_probe(backend, state_dir, "probe", "java -version; echo uid=$(id -u); exit 3")
+        wait_until(lambda: proc.poll() is not None, 60, what="the probe container to exit")
+        assert proc.poll() == 3
+        text = stdout.read_text()
+        assert "openjdk version \"17" in text and f"uid={os.getuid()}" in text
+        wait_until(lambda: not backend.containers(state_dir), 30, what="the exited container removed")
+    finally:
+        backend.reap(state_dir)
+        backend.close()
+
+
+@pytest.mark.docker
+def test_reap_removes_only_the_containers_of_its_state_dir(docker_client: docker.DockerClient) -> None:
+    mine, other = TEST_STATE_ROOT / "docker-reap-a", TEST_STATE_ROOT / "docker-reap-b"
+    backend = DockerBackend(DOCKER_IMAGE)
+    stranger = docker_client.containers.run(DOCKER_IMAGE, ["sleep", "300"], detach=True, network_mode="host")
+    try:
+        launch_probe(backend, mine, "zookeeper", "sleep 300")
+        launch_probe(backend, mine, "broker-1", "sleep 300")
+        launch_probe(backend, other, "broker-1", "sleep 300")
+        ended = backend.reap(mine)
+        assert sorted(ended) == sorted(f"container {container_name(mine, n)}" for n in ("zookeeper", "broker-1"))
+        assert not backend.containers(mine)
+        assert [c.labels[LABEL_NODE] for c in backend.containers(other)] == ["broker-1"]
+        stranger.reload()
+        assert stranger.status == "running"
+    finally:
+        backend.reap(mine)
+        backend.reap(other)
+        backend.close()
+        stranger.remove(force=True)
+
+
+@pytest.mark.docker
+def test_nodes_run_in_labelled_host_network_containers_with_stats(
+    docker_cluster: Cluster, docker_client: docker.DockerClient
+) -> None:
+    containers = {c.labels[LABEL_NODE]: c for c in docker_client.containers.list(
+        filters={"label": f"{LABEL_STATE_DIR}={docker_cluster.state_dir}"})}
+    assert set(containers) == {"zookeeper", "broker-1", "broker-2", "broker-3"}
+    for name, container in containers.items():
+        host = container.attrs["HostConfig"]
+        assert host["NetworkMode"] == "host"
+        node_dir = str(docker_cluster.spec.node_dir(name))
+        mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
+        assert mounts[node_dir]["Source"] == node_dir and mounts[node_dir]["RW"]
+        assert mounts[str(docker_cluster.dist.libs)]["RW"] is False
+    for node in docker_cluster.nodes:
+        node.info()  # the first stats sample: CPU percent is measured between two calls
+    time.sleep(1.5)
+    infos = {i.name: i for i in docker_cluster.infos() if i.state == NodeState.RUNNING}
+    assert infos, "no node running"
+    for info in infos.values():
+        assert info.pid and info.rss_bytes > 10 * 2**20, info
+    assert any(i.cpu_percent > 0 for i in infos.values())
+    assert any("started (kafka.server.KafkaServer)" in line for line in docker_cluster.node(1).log_tail(2000))
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_cli_drives_a_docker_cluster_through_the_control_socket(
+    tmp_path: Path, docker_client: docker.DockerClient
+) -> None:
+    state = TEST_STATE_ROOT / "cli-docker"
+    env = {"KAFKALAB_STATE": str(tmp_path)}
+    up = kafkalab("cluster", "up", "--backend", "docker", "--image", DOCKER_IMAGE, "--detach", "--brokers", "1",
+                  "--free-ports", "--state-dir", str(state), env=env, timeout=240)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state), env=env).stdout)
+        assert [n["state"] for n in status["nodes"]] == ["running", "running"]
+        labelled = {"label": f"{LABEL_STATE_DIR}={state}"}
+        assert len(docker_client.containers.list(filters=labelled)) == 2
+        killed = kafkalab("broker", "kill", "1", "--wait", "--state-dir", str(state), env=env)
+        assert killed.returncode == 0 and "killed" in killed.stdout, killed.stdout + killed.stderr
+        wait_until(lambda: len(docker_client.containers.list(all=True, filters=labelled)) == 1, 30,
+                   what="the killed broker's container gone")
+    finally:
+        down = kafkalab("cluster", "down", "--state-dir", str(state), env=env)
+    assert down.returncode == 0, down.stderr
+    assert not docker_client.containers.list(all=True, filters={"label": f"{LABEL_STATE_DIR}={state}"})

@@ -1,0 +1,197 @@
+"""Lab files, the fault language and expectations: parsing and validation, no cluster needed."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.cli import main
+from kafkalab.errors import KafkalabError
+from kafkalab.labs import catalog, load_lab
+from kafkalab.labs.actions import plan_replicas
+from kafkalab.labs.expectations import make_expectation, parse_check
+from kafkalab.labs.faults import parse_target, parse_trigger
+from kafkalab.labs.metrics import timeline_metrics
+from kafkalab.labs.timeline import Timeline
+
+MINIMAL = """\
+[lab]
+id = "demo"
+title = "Demo"
+teaches = "nothing"
+why = "because"
+instructions = "do it"
+
+[[topic]]
+name = "test-topic"
+
+[producer]
+"producer.acks" = "1"
+
+[[consumer]]
+local_id = 1
+
+[[fault]]
+at = "progress 20%"
+do = "kill"
+on = "leader test-topic/1"
+
+[expect]
+lost = "> 0"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "demo.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(KafkalabError) as info:
+        load_lab(write(tmp_path, text))
+    return str(info.value)
+
+
+def test_minimal_lab_loads(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, MINIMAL))
+    assert lab.id == "demo"
+    assert lab.topics[0].partitions == 6 and lab.topics[0].replication_factor == 3
+    assert lab.consumers[0].settings["consumer.local-id"] == "1"
+    fault = lab.faults[0]
+    assert (fault.at.kind, fault.at.value, fault.action) == ("progress", 20.0, "kill")
+    assert (fault.target.kind, fault.target.topic, fault.target.partition) == ("leader", "test-topic", 1)
+    assert lab.expectations[0].text == "lost > 0"
+
+
+def test_unknown_key_names_line_and_field(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace('do = "kill"', 'do = "kill"\nwhen = "now"'))
+    assert "demo.toml:20: fault[1].when: unknown key" in msg
+
+
+def test_bad_trigger_names_line_and_field(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace('"progress 20%"', '"progress 120%"'))
+    assert "demo.toml:18: fault[1].at:" in msg and "0..100" in msg
+
+
+def test_action_must_fit_target(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace('do = "kill"', 'do = "crash"'))
+    assert "fault[1].do" in msg and "cannot be done on leader test-topic/1" in msg
+
+
+def test_unknown_course_option_is_refused_with_line(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace('"producer.acks" = "1"', '"producer.akcs" = "1"'))
+    assert "demo.toml:12: producer" in msg and "producer.akcs" in msg
+
+
+def test_bad_expectation_metric_is_refused(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace('lost = "> 0"', 'lsot = "> 0"'))
+    assert "demo.toml:23: expect.lsot" in msg
+
+
+def test_fault_on_unknown_topic_or_consumer(tmp_path: Path) -> None:
+    text = MINIMAL.replace("leader test-topic/1", "leader other/1")
+    assert "topic other is not a [[topic]]" in error_of(tmp_path, text)
+    text = MINIMAL.replace('do = "kill"\non = "leader test-topic/1"', 'do = "crash"\non = "consumer 7"')
+    assert "consumer 7 is not a [[consumer]]" in error_of(tmp_path, text)
+
+
+def test_broker_out_of_range_and_same_without_node(tmp_path: Path) -> None:
+    assert "broker 5 does not exist" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "broker 5"))
+    assert "'same' needs an earlier fault" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "same"))
+
+
+def test_toml_syntax_error_and_id_mismatch(tmp_path: Path) -> None:
+    assert "not valid TOML" in error_of(tmp_path, MINIMAL.replace('title = "Demo"', "title = Demo"))
+    with pytest.raises(KafkalabError, match="differs from the file name"):
+        load_lab(write(tmp_path, MINIMAL, name="07-other.toml"))
+
+
+def test_triggers_parse() -> None:
+    assert parse_trigger("after 3s").value == 3.0
+    t = parse_trigger("isr test-topic/0 < 3")
+    assert (t.kind, t.topic, t.partition, t.op, t.value) == ("isr", "test-topic", 0, "<", 3)
+    assert parse_trigger("isr test-topic == 3").partition is None
+    assert parse_trigger("consumed 200 by consumer 2").local_id == 2
+    assert parse_trigger("leader-change test-topic/4").partition == 4
+    assert parse_trigger("producer stalled").text == "stalled"
+    assert parse_trigger("brokers >= 3").op == ">="
+    for bad in ("soon", "after three seconds", "isr test-topic/0 ~ 3"):
+        with pytest.raises(ValueError):
+            parse_trigger(bad)
+
+
+def snapshot() -> ClusterSnapshot:
+    parts = (PartitionState("t", 0, 2, (2, 3, 1), (1, 2, 3)), PartitionState("t", 1, None, (1,), ()))
+    return ClusterSnapshot(0.0, True, controller=3, brokers=(1, 2, 3), partitions=parts)
+
+
+def test_targets_resolve_against_a_snapshot() -> None:
+    snap, rng = snapshot(), random.Random(1)
+    states = {"broker-1": "running", "broker-2": "paused", "broker-3": "killed", "zookeeper": "running"}
+    assert parse_target("leader t/0", 3).nodes(snap, [], rng, states) == ["broker-2"]
+    assert parse_target("controller", 3).nodes(snap, [], rng, states) == ["broker-3"]
+    assert parse_target("followers t/0", 3).nodes(snap, [], rng, states) == ["broker-1", "broker-3"]
+    assert parse_target("random follower t/0", 3).nodes(snap, [], rng, states)[0] in ("broker-1", "broker-3")
+    assert parse_target("leader t/1", 3).nodes(snap, [], rng, states) == []  # offline: nobody
+    assert parse_target("same", 3).nodes(None, ["broker-2"], rng, states) == ["broker-2"]
+    assert parse_target("paused", 3).nodes(None, [], rng, states) == ["broker-2"]
+    assert parse_target("down", 3).nodes(None, [], rng, states) == ["broker-3"]
+    assert parse_target("brokers 1, 3", 3).brokers == (1, 3)
+
+
+def test_expectations_compare_numbers_and_metrics() -> None:
+    exp = make_expectation("group.g1.distinct", "== acknowledged")
+    assert exp.evaluate({"group.g1.distinct": 10, "acknowledged": 10})[0]
+    assert not exp.evaluate({"group.g1.distinct": 9, "acknowledged": 10})[0]
+    assert make_expectation("lost", 0).evaluate({"lost": 0})[0]
+    assert not make_expectation("lost", "> 0").evaluate({})[0]
+    with pytest.raises(ValueError, match="known only after the run"):
+        parse_check("lost == 0")
+    assert parse_check("consumers.processed == 0").metric == "consumers.processed"
+
+
+def test_plan_replicas_keeps_current_and_adds_round_robin() -> None:
+    parts = [PartitionState("t", p, 1, (1,), (1,)) for p in range(3)]
+    plan = plan_replicas(parts, [1, 2, 3], 3)
+    assert all(sorted(r) == [1, 2, 3] and r[0] == 1 for r in plan.values())
+    with pytest.raises(KafkalabError):
+        plan_replicas(parts, [1, 2], 3)
+
+
+def test_timeline_metrics_count_changes_and_assign_wait() -> None:
+    tl = Timeline("x")
+    tl.add("leader-change", "t/0", topic="t", partition=0)
+    tl.add("leader-change", "o/0", topic="__consumer_offsets", partition=0)
+    tl.add("consumer-launch", "consumer-1")
+    tl.add("consumer-assigned", "consumer-1", partitions=[0, 1])
+    values = timeline_metrics(tl, {"t"}, [1, 2])
+    assert values["timeline.leader_changes"] == 1
+    assert 0 <= values["consumer.1.assign_wait_s"] < 1
+    assert values["consumer.2.assign_wait_s"] == -1
+
+
+def test_every_catalog_lab_validates() -> None:
+    labs = [load_lab(p) for p in catalog()]
+    assert len(labs) >= 13
+    assert len({lab.id for lab in labs}) == len(labs)
+    for lab in labs:
+        assert lab.why_deterministic and lab.instructions.strip()
+
+
+def test_cli_refuses_invalid_lab_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, MINIMAL.replace('"progress 20%"', '"whenever"'))
+    assert main(["run", str(path), "--headless", "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kafkalab: error: ") and "fault[1].at" in err
+    assert not (tmp_path / "runs").exists()  # refused before anything started
+
+
+def test_cli_lists_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["labs"]) == 0
+    out = capsys.readouterr().out
+    assert "acks-0" in out and "leader-failover" in out

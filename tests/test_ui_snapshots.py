@@ -1,0 +1,85 @@
+"""Snapshot tests of the console's main layouts: fake feed, frozen clock, fixed sizes.
+
+Update the SVGs after a deliberate change with `pytest tests/test_ui_snapshots.py --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+from textual.pilot import Pilot
+
+from kafkalab.ui.app import LabConsole
+from tests.test_ui_app import settle
+from tests.test_ui_feed import FakeSource
+
+
+@pytest.fixture(autouse=True)
+def utc() -> Iterator[None]:
+    """The table's 'updated HH:MM:SS' comes from the feed's frozen epoch, shown in local time: pin it."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if old is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
+def app(feed: FakeSource | None = None, presenter: bool = False) -> LabConsole:
+    console = LabConsole(feed or FakeSource(), [1, 2, 3], boot=False, poll_s=0.2, clock=lambda: 0.0,
+                         presenter=presenter)
+    console.animation_level = "none"  # a tab underline caught mid-slide would differ run to run
+    return console
+
+
+async def ready(pilot: Pilot[None]) -> None:
+    await settle(pilot, 2)
+    pilot.app.clear_notifications()
+    await pilot.pause()
+
+
+def test_smallest_supported_size_100x30(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(), terminal_size=(100, 30), run_before=ready)
+
+
+def test_full_screen_with_results_after_a_run(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot[None]) -> None:
+        await ready(pilot)
+        await pilot.press("2", "v")
+        await ready(pilot)
+
+    assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(160, 48), run_before=run_before)
+
+
+def test_broker_down_leaders_moved_and_marked(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    feed = FakeSource()
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await ready(pilot)
+        await pilot.press("2", "k")
+        await ready(pilot)
+
+    assert snap_compare(app(feed), terminal_size=(120, 36), run_before=run_before)
+    assert feed.actions == [("broker-2", "kill")]
+
+
+def test_presenter_mode_with_a_broker_down(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    feed = FakeSource()
+    feed.node_action("broker-3", "stop")
+
+    assert snap_compare(app(feed, presenter=True), terminal_size=(120, 36), run_before=ready)
+
+
+def test_lab_tab_shows_instructions_and_timeline(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot[None]) -> None:
+        await ready(pilot)
+        await pilot.press("l")
+        await pilot.pause()
+
+    assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(140, 40), run_before=run_before)
