@@ -43,6 +43,7 @@ RATES = {
     "reordered": 0.5,    # written before the producer's previous send in its partition
 }
 UNEXPECTED_PER_MILLE = 0.1
+AUDIT_ONLY = ("lost_by_brokers", "missed_by_consumers")  # classes that need the audit log
 TIMEOUT_ERROR = 'KafkaError{code=_MSG_TIMED_OUT,val=-192,str="Local: Message timed out"}'
 
 # a record in the topic: [msg_id, key, value, times processed, seq, producer index, swappable, offset]

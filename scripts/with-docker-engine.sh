@@ -76,7 +76,7 @@ if ! engine_reachable; then
     trap 'exit 130' INT TERM
     install_missing && start_private || say "no Docker engine: the docker tests will be skipped"
   else
-    say "no Docker engine reachable and not root on Linux: the docker tests will be skipped"
+    say "no Docker engine reachable, and a private one needs root on Linux without KAFKALAB_PRIVATE_DOCKERD=0: the docker tests will be skipped"
   fi
 fi
 

@@ -54,13 +54,17 @@ def docker_cluster(distribution: dist.Distribution, docker_client: docker.Docker
         c.shutdown(graceful=False)
 
 
+@pytest.fixture(scope="session")
+def docker_admin(docker_cluster: Cluster) -> Admin:
+    return Admin(docker_cluster.bootstrap, timeout_s=5.0)  # the cluster may have just started on a busy machine
+
+
 @pytest.fixture
 def docker_engine(
-    docker_cluster: Cluster, request: pytest.FixtureRequest
+    docker_cluster: Cluster, docker_admin: Admin, request: pytest.FixtureRequest
 ) -> tuple[Cluster, Admin, Callable[..., str]]:
     """(cluster, admin, topic_factory) of the docker backend, for the engine tests parametrised by backend."""
-    admin = Admin(docker_cluster.bootstrap, timeout_s=2.0)
-    return docker_cluster, admin, topic_factory_for(docker_cluster, admin, request)
+    return docker_cluster, docker_admin, topic_factory_for(docker_cluster, docker_admin, request)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,20 +12,13 @@ from hypothesis import HealthCheck, given, settings
 
 from kafkalab.analysis import WarmSession, analyze
 from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS
-from kafkalab.analysis.spark_session import start_session, stop_jvm
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+from tests.analysis_fixtures import spark_fixture  # noqa: F401 - the shared `spark` fixture
 from tests.analysis_reference import reference
 from tests.analysis_scenarios import RUN, Scenario, Send, scenarios, write_scenario
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    session = start_session("local[2]", {"spark.sql.shuffle.partitions": "2"})
-    yield session
-    stop_jvm(session)
 
 
 def spark_counts(report) -> dict[tuple[str, int], Counter]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import docker
 import pytest
 
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster.control import read_cluster_file
 from kafkalab.cluster.docker_backend import (
     LABEL_NODE,
     LABEL_STATE_DIR,
@@ -18,9 +20,11 @@ from kafkalab.cluster.docker_backend import (
     bind_mounts,
     connect_engine,
     container_name,
+    cpu_percent,
     memory_in_use,
 )
 from kafkalab.cluster.process import node_marker
+from kafkalab.cluster.supervision import is_driven
 from kafkalab.docker_image import mmdebstrap_command
 from kafkalab.errors import KafkalabError
 from tests.conftest import TEST_STATE_ROOT
@@ -55,6 +59,13 @@ def test_container_names_differ_per_state_dir_and_node(tmp_path: Path) -> None:
 ])
 def test_memory_is_usage_less_inactive_page_cache(memory: dict[str, object], expected: int) -> None:
     assert memory_in_use(memory) == expected
+
+
+def test_cpu_percent_is_the_share_of_system_time_between_two_samples_times_cpus() -> None:
+    stats = {"cpu_stats": {"cpu_usage": {"total_usage": 1_500}, "system_cpu_usage": 12_000, "online_cpus": 2},
+             "precpu_stats": {"cpu_usage": {"total_usage": 500}, "system_cpu_usage": 10_000}}
+    assert cpu_percent(stats) == 100.0  # 1000 of 2000 system ticks on a 2-CPU machine: one full CPU
+    assert cpu_percent({**stats, "precpu_stats": {}}) == 0.0  # the stream's first sample has no predecessor
 
 
 def test_image_is_debian_minbase_with_a_headless_jre(tmp_path: Path) -> None:
@@ -145,9 +156,7 @@ def test_nodes_run_in_labelled_host_network_containers_with_stats(
         mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
         assert mounts[node_dir]["Source"] == node_dir and mounts[node_dir]["RW"]
         assert mounts[str(docker_cluster.dist.libs)]["RW"] is False
-    for node in docker_cluster.nodes:
-        node.info()  # the first stats sample: CPU percent is measured between two calls
-    time.sleep(1.5)
+    time.sleep(2.5)  # the stats stream's second sample carries the first CPU figure
     infos = {i.name: i for i in docker_cluster.infos() if i.state == NodeState.RUNNING}
     assert infos, "no node running"
     for info in infos.values():
@@ -158,24 +167,36 @@ def test_nodes_run_in_labelled_host_network_containers_with_stats(
 
 @pytest.mark.docker
 @pytest.mark.cluster
-def test_cli_drives_a_docker_cluster_through_the_control_socket(
+def test_cli_drives_a_docker_cluster_and_the_next_start_reaps_a_crashed_run(
     tmp_path: Path, docker_client: docker.DockerClient
 ) -> None:
     state = TEST_STATE_ROOT / "cli-docker"
     env = {"KAFKALAB_STATE": str(tmp_path)}
-    up = kafkalab("cluster", "up", "--backend", "docker", "--image", DOCKER_IMAGE, "--detach", "--brokers", "1",
-                  "--free-ports", "--state-dir", str(state), env=env, timeout=240)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
+    labelled = {"label": f"{LABEL_STATE_DIR}={state}"}
+
+    def up() -> None:
+        result = kafkalab("cluster", "up", "--backend", "docker", "--image", DOCKER_IMAGE, "--detach", "--brokers",
+                          "1", "--free-ports", "--state-dir", str(state), env=env, timeout=240)
+        assert result.returncode == 0, result.stdout + result.stderr
         status = json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state), env=env).stdout)
         assert [n["state"] for n in status["nodes"]] == ["running", "running"]
-        labelled = {"label": f"{LABEL_STATE_DIR}={state}"}
+
+    try:
+        up()
         assert len(docker_client.containers.list(filters=labelled)) == 2
         killed = kafkalab("broker", "kill", "1", "--wait", "--state-dir", str(state), env=env)
         assert killed.returncode == 0 and "killed" in killed.stdout, killed.stdout + killed.stderr
         wait_until(lambda: len(docker_client.containers.list(all=True, filters=labelled)) == 1, 30,
                    what="the killed broker's container gone")
+        os.kill(int(read_cluster_file(state)["owner_pid"]), signal.SIGKILL)  # kafkalab crashes
+        wait_until(lambda: not is_driven(state), 30, what="the crashed owner's lock released")
+        up()  # the next start ends the crashed run's ZooKeeper container, then starts afresh
+        assert f"ended leftovers of a crashed run: container {container_name(state, 'zookeeper')}" in (
+            state / "owner.log").read_text()
     finally:
-        down = kafkalab("cluster", "down", "--state-dir", str(state), env=env)
-    assert down.returncode == 0, down.stderr
-    assert not docker_client.containers.list(all=True, filters={"label": f"{LABEL_STATE_DIR}={state}"})
+        down = kafkalab("cluster", "down", "--state-dir", str(state), env=env) if is_driven(state) else None
+        leftovers = docker_client.containers.list(all=True, filters=labelled)
+        for container in leftovers:
+            container.remove(force=True)
+    assert down is not None and down.returncode == 0, down and down.stderr
+    assert not leftovers

@@ -58,7 +58,7 @@ def analyze(
             locate_malformed([f for f in inputs if f.kind == kind])
     changes = leader_changes or {}
     rows = [PartitionRow(p.topic, p.partition, _audit_aware(p.counts, bool(audit_files)),
-                         changes.get((p.topic, p.partition)) if leader_changes is not None else None)
+                         changes.get((p.topic, p.partition), 0) if leader_changes is not None else None)
             for p in result.partitions]
     totals = {name: sum(r.counts.get(name) or 0 for r in rows) for name in TOTALS}
     classes = {name: sum(r.counts.get(name) or 0 for r in rows) for name in CLASSES}

@@ -95,6 +95,18 @@ def read_log(session: SparkSession, paths: Sequence[Path], columns: Sequence[str
     )
 
 
+def _msg_id_parts(msg_id: Column) -> tuple[Column, Column, Column, Column]:
+    """(run, producer, seq text, well-formed) of ``run:producer:seq``, without a regex split per row."""
+    from pyspark.sql import functions as F
+
+    run = F.substring_index(msg_id, ":", 1)
+    producer = F.substring_index(F.substring_index(msg_id, ":", 2), ":", -1)
+    seq = F.substring_index(msg_id, ":", -1)
+    colons = F.length(msg_id) - F.length(F.replace(msg_id, F.lit(":"), F.lit("")))
+    ok = (colons == 2) & (run != "") & (producer != "") & seq.rlike("^[0-9]+$")
+    return run, producer, seq, ok
+
+
 def _key_columns(df: DataFrame, src: int, good: Column, key: Column) -> DataFrame:
     """Project a log to the shuffled row shape; bad rows collapse onto one key per source."""
     from pyspark.sql import functions as F
@@ -117,17 +129,16 @@ def _key_columns(df: DataFrame, src: int, good: Column, key: Column) -> DataFram
 def _producer_rows(df: DataFrame, run: str | None) -> DataFrame:
     from pyspark.sql import functions as F
 
-    parts = F.split(F.col("msg_id"), ":")
+    _run, _producer, _seq, well_formed = _msg_id_parts(F.col("msg_id"))
     status_code = F.when(F.col("status") == "acked", 0).when(F.col("status") == "failed", 1).when(
         F.col("status") == "unknown", 2)
     df = df.withColumn("status_code", status_code)
     good = (
         F.col("_corrupt").isNull() & F.col("msg_id").isNotNull() & F.col("topic").isNotNull()
-        & F.col("partition").isNotNull() & F.col("status_code").isNotNull()
-        & (F.size(parts) == 3) & (parts[0] != "") & (parts[1] != "") & parts[2].rlike("^[0-9]+$")
+        & F.col("partition").isNotNull() & F.col("status_code").isNotNull() & well_formed
     )
     rows = _key_columns(df, SRC_PRODUCER, good, F.col("msg_id"))
-    foreign = F.split(F.col("key"), ":")[0] != F.lit(run) if run is not None else F.lit(False)
+    foreign = F.substring_index(F.col("key"), ":", 1) != F.lit(run) if run is not None else F.lit(False)
     rows = rows.withColumn("foreign", (F.col("src") == SRC_PRODUCER) & foreign)
     # a producer row of another run travels with its run in the topic column, so the error can name it
     is_foreign = F.col("foreign")
@@ -135,7 +146,7 @@ def _producer_rows(df: DataFrame, run: str | None) -> DataFrame:
         F.when(is_foreign, F.lit(FOREIGN_KEY)).otherwise(F.col("key")).alias("key"),
         F.when(is_foreign, F.lit(SRC_FOREIGN).cast("byte")).otherwise(F.col("src")).alias("src"),
         "grp",
-        F.when(is_foreign, F.split(F.col("key"), ":")[0]).otherwise(F.col("topic")).alias("topic"),
+        F.when(is_foreign, F.substring_index(F.col("key"), ":", 1)).otherwise(F.col("topic")).alias("topic"),
         *[F.when(is_foreign, F.lit(None)).otherwise(F.col(c)).alias(c) for c in ("partition", "offset")],
         "status",
     )
@@ -152,6 +163,12 @@ def _reader_rows(df: DataFrame, src: int) -> DataFrame:
     return _key_columns(df, src, good, key)
 
 
+def _shuffle_partitions(session: SparkSession, paths: Sequence[Path]) -> int:
+    """Two tasks per core, more when the logs are big, so no task's hash maps outgrow its memory."""
+    size = sum(p.stat().st_size for p in paths)
+    return max(2 * session.sparkContext.defaultParallelism, size // (96 * 1024 * 1024) + 1)
+
+
 def _sum_if(cond: Column, value: Column | int = 1) -> Column:
     from pyspark.sql import functions as F
 
@@ -165,12 +182,13 @@ def classify(session: SparkSession, producer_logs: Sequence[Path], consumer_logs
     from pyspark.sql import functions as F
 
     with_audit = bool(audit_logs)
+    session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")  # see spark_conf()
     raw = _producer_rows(read_log(session, producer_logs, PRODUCER_COLUMNS), run)
     if consumer_logs:
         raw = raw.unionByName(_reader_rows(read_log(session, consumer_logs, CONSUMER_COLUMNS), SRC_CONSUMER))
     if with_audit:
         raw = raw.unionByName(_reader_rows(read_log(session, audit_logs, CONSUMER_COLUMNS), SRC_AUDIT))
-    shuffled = raw.repartition("key")
+    shuffled = raw.repartition(_shuffle_partitions(session, [*producer_logs, *consumer_logs, *audit_logs]), "key")
     src = F.col("src")
 
     # (key, source, group, position): how often each group processed each position
@@ -273,12 +291,12 @@ def _reordered_facts(positions: DataFrame, run: str, window_cls: Any) -> DataFra
     from pyspark.sql import functions as F
 
     c = F.col
-    parts = F.split(c("key"), ":")
+    key_run, producer, seq_text, well_formed = _msg_id_parts(c("key"))
     seq = F.when(
         ((c("c_rows") > 0) | (c("a_rows") > 0)) & (F.coalesce(c("p_status"), F.lit(0)) < 100)
-        & (F.size(parts) == 3) & (parts[0] == run) & parts[2].rlike("^[0-9]+$"),
-        parts[2].cast("long"))
-    pairs = positions.select("key", "topic", "partition", "offset", parts[1].alias("producer"),
+        & well_formed & (key_run == run),
+        seq_text.cast("long"))
+    pairs = positions.select("key", "topic", "partition", "offset", producer.alias("producer"),
                              seq.alias("seq")).where(c("seq").isNotNull())
     order = window_cls.partitionBy("topic", "partition", "producer").orderBy("offset", "seq")
     steps = pairs.withColumn("prev_seq", F.lag("seq").over(order)).where(c("seq") < c("prev_seq"))

@@ -32,7 +32,8 @@ def spark_conf(master: str) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.adaptive.coalescePartitions.enabled": "true",
         "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024),
-        "spark.sql.csv.parser.columnPruning.enabled": "true",
+        # with pruning, a line with too many or too few fields is not flagged as malformed
+        "spark.sql.csv.parser.columnPruning.enabled": "false",
         "spark.driver.memory": os.environ.get("KAFKALAB_SPARK_DRIVER_MEMORY", "2g"),
         "spark.sql.session.timeZone": "UTC",
         "spark.log.level": "ERROR",
@@ -135,6 +136,8 @@ def stop_jvm(session: SparkSession) -> None:
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
+    if gateway is None:
+        return
     session.stop()
     proc = getattr(gateway, "proc", None)
     if gateway is not None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def warm_up(session: SparkSession, rows: int = 200) -> None:
+def warm_up(session: SparkSession, rows: int = 20_000) -> None:
     """Classify ``rows`` generated sends (with a loss, a duplicate and a redelivery) and throw it away."""
     with tempfile.TemporaryDirectory(prefix="kafkalab-warmup-") as tmp:
         root = Path(tmp)

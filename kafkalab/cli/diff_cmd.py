@@ -75,7 +75,7 @@ def spark_progress(warm: WarmSession, console: Console, interval: float = 0.25) 
     done = threading.Event()
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                         TextColumn("{task.completed}/{task.total} tasks"), TimeElapsedColumn(), TimeRemainingColumn(),
-                        console=console, transient=True)
+                        console=console, transient=True, disable=not console.is_terminal)
     seen: dict[int, tuple[int, int]] = {}
 
     def poll() -> None:

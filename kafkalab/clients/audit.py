@@ -57,6 +57,7 @@ def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: Payl
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
     pending = dict(ends)  # partition -> end offset still to reach
     read = 0
+    head = f",{AUDIT_CONSUMER},{topic},"
     deadline = time.monotonic() + timeout
     while pending:
         if time.monotonic() > deadline:
@@ -73,7 +74,7 @@ def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: Payl
                 continue
             if p not in pending or m.offset() >= pending[p]:
                 continue
-            log.write(consumed_row(m, AUDIT_CONSUMER, "", quoted))
+            log.write(consumed_row(m, head, "", quoted))
             read += 1
             if m.offset() + 1 >= pending[p]:
                 pending.pop(p)

@@ -108,19 +108,22 @@ def key_text(key: bytes | None) -> str:
     return csv_field(key.decode("utf-8", "replace"))
 
 
-def consumed_row(m: Message, consumer: str, group_field: str, quoted: dict[bytes, str]) -> str:
-    """One consumer-log line (CONSUMER_COLUMNS) for a fetched record; ``quoted`` caches value fields."""
+def consumed_row(m: Message, head: str, group_field: str, quoted: dict[bytes, str]) -> str:
+    """One consumer-log line (CONSUMER_COLUMNS) for a fetched record. ``head`` is ``",consumer,topic,"``
+    and ``quoted`` caches value fields: this runs once per record, so it calls as little as it can."""
     mid = ""
     headers = m.headers()
     if headers:
-        for name, value in headers:
-            if name == MSG_ID_HEADER:
-                mid = value.decode() if value else ""
-                break
+        name, value = headers[0]
+        if name != MSG_ID_HEADER:
+            value = next((v for n, v in headers if n == MSG_ID_HEADER), None)
+        mid = value.decode() if value else ""
     raw = m.value()
     text = "" if raw is None else quoted.get(raw)
     if text is None:
         text = csv_field(raw.decode("utf-8", "replace"))  # type: ignore[union-attr]
+    key = m.key()
+    key_field = str(int.from_bytes(key, "big", signed=True)) if key is not None and len(key) == 4 else key_text(key)
     epoch = m.leader_epoch()
-    return (f"{mid},{consumer},{m.topic()},{m.partition()},{m.offset()},{key_text(m.key())},"
-            f"{-1 if epoch is None else epoch},{m.timestamp()[1]},{text},{group_field}\n")
+    return (f"{mid}{head}{m.partition()},{m.offset()},{key_field},{-1 if epoch is None else epoch},"
+            f"{m.timestamp()[1]},{text},{group_field}\n")

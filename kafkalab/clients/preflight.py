@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -21,26 +22,32 @@ def base_conf(conf: dict[str, Any]) -> dict[str, Any]:
     return {**conf, "socket.nagle.disable": True, "logger": LIBRDKAFKA_LOGGER}
 
 
-def check_topic(bootstrap: str, topic: str, timeout: float = 5.0) -> int:
+def check_topic(bootstrap: str, topic: str, timeout: float = 5.0, grace: float = 3.0) -> int:
     """The partition count of ``topic``; raises KafkalabError when the cluster or the topic is missing.
 
     Asks as the Java clients do (topic auto-creation allowed), so a cluster with
-    auto.create.topics.enable=true creates the topic here.
+    auto.create.topics.enable=true creates the topic here. A topic missing from the metadata is asked
+    for again for ``grace`` seconds: a topic just created takes a moment to reach every broker.
     """
     probe = _RdProducer(base_conf({"bootstrap.servers": bootstrap, "allow.auto.create.topics": True}))
+    deadline = time.monotonic() + grace
     try:
-        meta = probe.list_topics(topic=topic, timeout=timeout)
-    except KafkaException as exc:
-        raise KafkalabError(
-            f"cannot reach the Kafka cluster at {bootstrap} ({exc.args[0].name()}): start it "
-            "(kafkalab cluster up) or give the right -D bootstrap.server=host:port"
-        ) from None
+        while True:
+            try:
+                meta = probe.list_topics(topic=topic, timeout=timeout)
+            except KafkaException as exc:
+                raise KafkalabError(
+                    f"cannot reach the Kafka cluster at {bootstrap} ({exc.args[0].name()}): start it "
+                    "(kafkalab cluster up) or give the right -D bootstrap.server=host:port"
+                ) from None
+            info = meta.topics.get(topic)
+            if info is not None and info.error is None and info.partitions:
+                return len(info.partitions)
+            if time.monotonic() > deadline:
+                raise KafkalabError(
+                    f"topic {topic} does not exist and the cluster does not create topics on first use: "
+                    "create it first, or name an existing topic"
+                )
+            time.sleep(0.2)
     finally:
         probe.flush(0)
-    info = meta.topics.get(topic)
-    if info is None or info.error is not None or not info.partitions:
-        raise KafkalabError(
-            f"topic {topic} does not exist and the cluster does not create topics on first use: "
-            "create it first, or name an existing topic"
-        )
-    return len(info.partitions)

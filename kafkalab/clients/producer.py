@@ -50,6 +50,8 @@ class Producer:
         self.name = self.config.name
         self.run_id = run_id
         self.log_path = Path(log_dir) / f"{self.name}.csv"
+        self._prefix = f"{run_id}:{self.name}:"  # message ids are {run}:{producer}:{seq}
+        self._topic = self.config.topic
         self._on_event = on_event
         self._picker = ValuePicker(seed)
         self._quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
@@ -150,8 +152,7 @@ class Producer:
         log, meter = self._log, self._meter
         assert log is not None
         topic, stop = cfg.topic, self._stop
-        prefix = self._prefix = f"{self.run_id}:{self.name}:"
-        self._topic = topic
+        prefix = self._prefix
         on_delivery = self._on_delivery
         keys = [y.to_bytes(4, "big", signed=True) for y in range(cfg.records_per_roll)]
         next_value = self._picker.next_bytes

@@ -86,9 +86,15 @@ def bind_mounts(argv: list[str]) -> dict[str, dict[str, str]]:
     return mounts
 
 
+_STATE_MISMATCH = ("is not running", "is not paused", "is already paused", "is paused")
+
+
 def _ignore_gone(exc: APIError) -> None:
-    """A control sent to a container that has exited (or is not paused) is a no-op, as for a process."""
-    if isinstance(exc, NotFound) or exc.status_code == 409:
+    """A control sent to a container that has exited (or is not paused) is a no-op, as a signal would be.
+
+    Engines answer such a request with 404, 409 or (20.10 for unpause) 500 and a message.
+    """
+    if isinstance(exc, NotFound) or exc.status_code == 409 or any(m in str(exc.explanation) for m in _STATE_MISMATCH):
         return
     raise exc
 
@@ -100,11 +106,9 @@ class DockerProcess:
         self._container = container
         self._pid: int | None = container.attrs.get("State", {}).get("Pid") or None
         self._exit_code: int | None = None
-        self._last_cpu: tuple[int, int] | None = None
-        self._follower = threading.Thread(
-            target=self._follow, args=(stdout_path,), name=f"kafkalab-{container.name}", daemon=True
-        )
-        self._follower.start()
+        self._usage: tuple[float, int] = (0.0, 0)
+        for target, args in ((self._follow, (stdout_path,)), (self._sample, ())):
+            threading.Thread(target=target, args=args, name=f"kafkalab-{container.name}", daemon=True).start()
 
     @property
     def name(self) -> str:
@@ -157,24 +161,27 @@ class DockerProcess:
     def resume(self) -> None:
         self._control("unpause")
 
-    def usage(self) -> tuple[float, int]:
-        """CPU percent since the last call and memory less page cache, from the engine's stats API."""
-        if self._exit_code is not None:
-            return 0.0, 0
+    def _sample(self) -> None:
+        """Keep the latest sample of the engine's stats stream (one a second) for :meth:`usage`."""
         try:
-            stats = self._container.stats(stream=False, one_shot=True)
+            for stats in self._container.stats(stream=True, decode=True):
+                self._usage = cpu_percent(stats), memory_in_use(stats.get("memory_stats") or {})
         except (DockerException, RequestException):
-            return 0.0, 0
-        return self._cpu_percent(stats.get("cpu_stats") or {}), memory_in_use(stats.get("memory_stats") or {})
+            pass  # the container is gone
+        self._usage = (0.0, 0)
 
-    def _cpu_percent(self, cpu: dict[str, Any]) -> float:
-        total = int((cpu.get("cpu_usage") or {}).get("total_usage") or 0)
-        system = int(cpu.get("system_cpu_usage") or 0)
-        cpus = int(cpu.get("online_cpus") or len((cpu.get("cpu_usage") or {}).get("percpu_usage") or []) or 1)
-        last, self._last_cpu = self._last_cpu, (total, system)
-        if last is None or system <= last[1]:
-            return 0.0
-        return max(0.0, (total - last[0]) / (system - last[1]) * cpus * 100.0)
+    def usage(self) -> tuple[float, int]:
+        """CPU percent over the last second and memory less page cache, as `docker stats` shows them."""
+        return self._usage if self._exit_code is None else (0.0, 0)
+
+
+def cpu_percent(stats: dict[str, Any]) -> float:
+    """CPU use between the sample and the one before it, in percent of one CPU (as `docker stats`)."""
+    now, before = stats.get("cpu_stats") or {}, stats.get("precpu_stats") or {}
+    used = (now.get("cpu_usage") or {}).get("total_usage", 0) - (before.get("cpu_usage") or {}).get("total_usage", 0)
+    elapsed = now.get("system_cpu_usage", 0) - before.get("system_cpu_usage", 0)
+    cpus = now.get("online_cpus") or len((now.get("cpu_usage") or {}).get("percpu_usage") or []) or 1
+    return max(0.0, used / elapsed * cpus * 100.0) if elapsed > 0 and before.get("system_cpu_usage") else 0.0
 
 
 def memory_in_use(memory: dict[str, Any]) -> int:

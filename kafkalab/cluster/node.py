@@ -201,7 +201,9 @@ class Node:
                 self.start()
         else:
             problem = self.last_problem()
-            if self.state == NodeState.STARTING and _NODE_EXISTS.search(problem) and self._attempts < START_RETRIES:
+            # the NodeExists exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception")
+            old_session = _NODE_EXISTS.search(self._read_since(self.log_path, self._log_offset))
+            if self.state == NodeState.STARTING and old_session and self._attempts < START_RETRIES:
                 self._schedule_start(time.monotonic() + 1.0, keep_attempts=True)
                 self.reason = f"its old ZooKeeper session is still alive: retrying (try {self._attempts + 1})"
                 return

@@ -181,7 +181,7 @@ class LabConsole(App[None]):
             self.notify(frame.report.verdict, title="report ready", timeout=8,
                         severity="information" if frame.report.ok else "warning")
             self.action_show_tab("results")
-        if frame.phase != previous.phase:
+        if (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
 
     # ---- status ----------------------------------------------------------------------------------

@@ -127,13 +127,20 @@ class LogFollower:
         return tuple(lines[-LOG_LINES_KEPT:])
 
 
+ZK_ASK_EVERY_S = 5.0  # each `cons` writes a line to ZooKeeper's log: ask rarely
+_zk_asked: dict[int, tuple[float, int | None]] = {}
+
+
 def zookeeper_connections(port: int) -> int | None:
-    """How many clients ZooKeeper serves (brokers and controllers), from its `cons` four-letter word."""
+    """How many clients ZooKeeper serves (the brokers), from its `cons` four-letter word, cached a while."""
+    asked_at, count = _zk_asked.get(port, (0.0, None))
+    if time.monotonic() - asked_at < ZK_ASK_EVERY_S:
+        return count
     text = zookeeper_command(port, "cons", timeout=0.3)
-    if not text:
-        return None
     lines = [ln for ln in text.splitlines() if ln.strip().startswith("/")]
-    return max(0, len(lines) - 1)  # minus the `cons` connection itself
+    count = max(0, len(lines) - 1) if text else None  # minus the `cons` connection itself
+    _zk_asked[port] = (time.monotonic(), count)
+    return count
 
 
 class ClusterSource:

@@ -87,8 +87,8 @@ class Poller(Generic[T]):
                 self._apply(result)
         except Exception as exc:  # a render bug shows as an error, the console keeps going
             self._on_error(self.name, exc)
-        finally:
-            self._arm(self.interval)
+        finally:  # a steady cadence: the time the poll took counts toward the interval
+            self._arm(max(0.05, self.interval - self.last_elapsed_s))
 
     def _failed(self, exc: BaseException) -> None:
         self._busy = False

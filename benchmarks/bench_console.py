@@ -1,0 +1,182 @@
+"""Console responsiveness, measured on the real `kafkalab console` in tmux with a real cluster.
+
+- startup: `kafkalab console` to every badge RUNNING, minus the same cluster's own start (Cluster.start());
+- key to visible reaction: a broker number key until the screen says it is selected (idle and during a run
+  of --records records), median and p95;
+- new leader: after a kill of the leader, the time from this script's own admin client seeing the new
+  leader to the console's table showing it, in admin refreshes (1 s each);
+- the console process's CPU while idle and while the producer runs.
+
+    .venv/bin/python benchmarks/bench_console.py [--records 500000] [--samples 20]
+
+Writes benchmarks/results/console.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from kafkalab import dist
+from kafkalab.admin import Admin
+from kafkalab.cluster import Cluster, ClusterSpec
+from kafkalab.cluster.control import read_cluster_file
+from kafkalab.cluster.process import reap_marked_processes
+from kafkalab.ui.app import ADMIN_POLL_S
+
+KAFKALAB = Path(sys.executable).with_name("kafkalab")
+RESULTS = Path(__file__).resolve().parent / "results" / "console.json"
+TOPIC = "bench-console"
+
+
+class Screen:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True).stdout
+
+    def text(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "c")
+
+    def wait(self, check: object, timeout: float, step: float = 0.005) -> float:
+        """Seconds until check(screen) holds."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if check(self.text()):  # type: ignore[operator]
+                return time.monotonic() - started
+            time.sleep(step)
+        raise TimeoutError(f"screen condition not met in {timeout}s:\n{self.text()}")
+
+
+def leader_on_screen(screen: str, key: str) -> str | None:
+    m = re.search(rf"{re.escape(key)}\s+(\d+|none)\s", screen)
+    return m.group(1) if m else None
+
+
+def key_latencies(screen: Screen, samples: int) -> list[float]:
+    out = []
+    for i in range(samples):
+        broker = str(i % 3 + 1)
+        started = time.monotonic()
+        screen.tmux("send-keys", "-t", "c", broker)
+        screen.wait(lambda s, b=broker: f"selected: broker-{b}" in s, 10, step=0.002)
+        out.append((time.monotonic() - started) * 1000)
+        time.sleep(0.1)
+    return out
+
+
+def cpu_of(pid: int, seconds: float) -> float:
+    proc = psutil.Process(pid)
+    proc.cpu_percent(None)
+    time.sleep(seconds)
+    return proc.cpu_percent(None)
+
+
+def summary(ms: list[float]) -> dict[str, float]:
+    ordered = sorted(ms)
+    return {"median_ms": round(statistics.median(ordered), 1),
+            "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 1), "n": len(ordered)}
+
+
+def cluster_own_start(root: Path) -> float:
+    spec = ClusterSpec(state_dir=root / "plain", brokers=3, free_ports=True)
+    started = time.monotonic()
+    with Cluster(spec, dist.locate()) as cluster:
+        cluster.start()
+        return time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--samples", type=int, default=20)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="kafkalab-bench-console-"))
+    state_dir = root / "console"
+    screen = Screen(f"kafkalab-bench-{os.getpid()}")
+    producer: subprocess.Popen[bytes] | None = None
+    try:
+        plain_start = cluster_own_start(root)
+        started = time.monotonic()
+        screen.tmux("new-session", "-d", "-s", "c", "-x", "140", "-y", "40",
+                    f"{KAFKALAB} console --no-lab --free-ports --state-dir {state_dir}")
+        screen.wait(lambda s: s.count("RUNNING") == 4 and "cluster ready" in s, 240, step=0.05)
+        console_start = time.monotonic() - started
+        console_pid = next(p.pid for p in psutil.process_iter(["cmdline"])
+                           if str(state_dir) in " ".join(p.info["cmdline"] or []) and "console" in p.info["cmdline"])
+        bootstrap = read_cluster_file(state_dir)["bootstrap"]
+        admin = Admin(bootstrap, timeout_s=2)
+        admin.create_topic(TOPIC, 6, 3, {"min.insync.replicas": "2"}, timeout_s=60)
+        screen.wait(lambda s: (leader_on_screen(s, f"{TOPIC}/0") or "none") != "none", 30, step=0.05)
+        idle_cpu = cpu_of(console_pid, 10)
+        idle_keys = key_latencies(screen, args.samples)
+
+        producer = subprocess.Popen(
+            [str(KAFKALAB), "produce", f"-Dbootstrap.server={bootstrap}", f"-Dproducer.topic={TOPIC}",
+             f"-Dproducer.num-records-per-roll={args.records}", "-Dproducer.num-rolls=1", "-Dproducer.acks=all",
+             "--log-dir", str(root / "logs")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3)
+        live_cpu = cpu_of(console_pid, 10)
+        live_keys = key_latencies(screen, args.samples)
+
+        old = admin.snapshot(offsets=False).partition(TOPIC, 0)
+        assert old is not None and old.leader is not None
+        screen.tmux("send-keys", "-t", "c", str(old.leader), "k")
+        killed = time.monotonic()
+        admin_seen = screen_seen = None
+        while time.monotonic() - killed < 120 and (admin_seen is None or screen_seen is None):
+            if admin_seen is None:
+                p = admin.snapshot(offsets=False).partition(TOPIC, 0)
+                if p is not None and p.leader not in (None, old.leader):
+                    admin_seen = time.monotonic()
+            if screen_seen is None and leader_on_screen(screen.text(), f"{TOPIC}/0") not in (
+                    str(old.leader), "none", None):
+                screen_seen = time.monotonic()
+            time.sleep(0.05)
+        assert admin_seen is not None and screen_seen is not None, "no new leader within 120 s"
+        lag = screen_seen - admin_seen
+        result = {
+            "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)},
+            "records": args.records,
+            "startup": {"cluster_own_start_s": round(plain_start, 2), "console_ready_s": round(console_start, 2),
+                        "beyond_cluster_s": round(console_start - plain_start, 2)},
+            "key_to_visible_idle": summary(idle_keys),
+            "key_to_visible_live_run": summary(live_keys),
+            "new_leader": {"admin_first_s_after_kill": round(admin_seen - killed, 2),
+                           "console_after_admin_s": round(lag, 2),
+                           "within_one_refresh": lag <= ADMIN_POLL_S + 0.5,
+                           "admin_refresh_s": ADMIN_POLL_S},
+            "console_cpu_percent": {"idle": round(idle_cpu, 1), "live_run": round(live_cpu, 1)},
+        }
+        screen.tmux("send-keys", "-t", "c", "C-q")
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+        return 0
+    finally:
+        if producer is not None and producer.poll() is None:
+            producer.kill()
+            producer.wait()
+        deadline = time.monotonic() + 60
+        while screen.tmux("list-sessions") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        screen.tmux("kill-server")
+        reap_marked_processes(state_dir)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The report model, verdict and table, without Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from kafkalab.analysis.inputs import InputFile, check_files, is_malformed
+from kafkalab.analysis.job import CLASSES, TOTALS, Sample
+from kafkalab.analysis.report import PartitionRow, Report
+from kafkalab.analysis.verdict import CLEAN, verdict
+from kafkalab.logformat import PRODUCER_COLUMNS
+
+
+def make_report(classes: dict[str, int | None], audit: bool = False) -> Report:
+    counts = {**dict.fromkeys(TOTALS, 10), **classes}
+    row = PartitionRow("t", 0, counts, leader_changes=2)
+    return Report(run="r1", totals=dict.fromkeys(TOTALS, 10), classes=classes, per_partition=[row],
+                  samples={"lost": [Sample("r1:p:3", "t", 0, -1)]}, verdict=verdict(classes),
+                  inputs=[InputFile(Path("p.csv"), "producer", 100, malformed=2, malformed_lines=[4, 9])],
+                  elapsed_s=1.25, spark_master="local[2]", audit=audit)
+
+
+def test_verdict_names_the_most_serious_lesson_first() -> None:
+    classes = dict.fromkeys(CLASSES, 0) | {"lost": 1204, "lost_by_brokers": 1204, "duplicated": 3}
+    line = verdict(classes)
+    assert line.startswith("1,204 acknowledged records never reached the log")
+    assert line.endswith("; also 3 duplicated")
+    assert "lost," not in line  # the split says it better than the total
+    assert verdict(dict.fromkeys(CLASSES, 0)) == CLEAN
+    no_audit = dict.fromkeys(CLASSES, 0) | {"lost": 5, "lost_by_brokers": None, "missed_by_consumers": None}
+    assert verdict(no_audit).startswith("5 acknowledged records were never processed (give an audit log")
+
+
+def test_json_keys_and_fail_on() -> None:
+    classes = dict.fromkeys(CLASSES, 0) | {"lost_by_brokers": None, "missed_by_consumers": None, "duplicated": 2}
+    data = json.loads(json.dumps(make_report(classes).to_json()))
+    assert {*CLASSES, "per_partition", "samples", "verdict", "inputs", "elapsed_s", "totals"} <= set(data)
+    assert data["lost_by_brokers"] is None and data["duplicated"] == 2
+    assert data["per_partition"][0]["leader_changes"] == 2
+    assert data["inputs"]["files"][0]["malformed_lines"] == [4, 9] and data["inputs"]["malformed"] == 2
+    report = make_report(classes)
+    assert report.nonzero(["lost", "duplicated", "malformed"]) == ["duplicated", "malformed"]
+
+
+def test_table_shows_partitions_totals_and_missing_audit_columns() -> None:
+    console = Console(record=True, width=160)
+    make_report(dict.fromkeys(CLASSES, 0) | {"lost": 7}, audit=True).print(console)
+    text = console.export_text()
+    assert "t-0" in text and "total" in text and "leader" in text
+    assert "brokers" in text  # the audit split has its columns
+    assert "p.csv: 2 malformed line(s), skipped: 4, 9" in text
+
+
+def test_header_and_line_checks(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(",".join(PRODUCER_COLUMNS) + "\n")
+    assert check_files("producer", [path])[0].size_bytes > 0
+    assert not is_malformed("producer", "r1:p:0,0,t,0,5,k,acked,,0,\"a, b\"")
+    assert is_malformed("producer", "r1:p:0,0,t,0,5,k,sent,,0,v")  # not a status of the contract
+    assert is_malformed("producer", "r1:p,0,t,0,5,k,acked,,0,v")  # not run:producer:seq
+    assert is_malformed("consumer", "r1:p:0,c,t,0,,k,0,0,v,g")  # no offset
+    assert not is_malformed("consumer", ",c,t,0,3,k,,,v,g")  # no message id is a record, just unexpected
