@@ -15,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import summary, write_results  # noqa: E402
-from kafkalab import dist  # noqa: E402
-from kafkalab.admin import Admin  # noqa: E402
-from kafkalab.cluster import Cluster, ClusterSpec, NodeState  # noqa: E402
-from kafkalab.cluster.ports import free_port  # noqa: E402
+from benchmarks.benchutil import summary, write_results
+from kafkalab import dist
+from kafkalab.admin import Admin
+from kafkalab.cluster import Cluster, ClusterSpec, NodeState
+from kafkalab.cluster.ports import free_port
 
 # Kafka's own values for every setting the demo profile changes.
 KAFKA_DEFAULTS = {

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -239,11 +239,18 @@ class Admin:
     ) -> None:
         topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                          config={k: str(v) for k, v in (configs or {}).items()})
-        fut = self._client.create_topics([topic], request_timeout=timeout_s)[name]
-        try:
-            fut.result(timeout=timeout_s)
-        except KafkaException as exc:
-            raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            fut = self._client.create_topics([topic], request_timeout=timeout_s)[name]
+            try:
+                fut.result(timeout=timeout_s)
+                break
+            except KafkaException as exc:
+                # Right after the controller moved, a broker may still answer NOT_CONTROLLER: ask again.
+                retriable = exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.NOT_CONTROLLER
+                if not retriable or time.monotonic() > deadline:
+                    raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
+                time.sleep(0.5)
         if wait_leaders:
             self.wait_for_leaders(name, partitions, timeout_s)
 

@@ -54,6 +54,7 @@ class ConsumerLoop:
         self.assignment: set[int] = set()
         self.committed: dict[int, int] = {}
         self.lag: dict[int, int] = {}
+        self._lag_checked_at = 0.0
         self.member_id = ""
         self.state = "starting"
         self._seen = 0
@@ -175,17 +176,30 @@ class ConsumerLoop:
         return []
 
     def _update_lag(self, consumer: _RdConsumer) -> None:
-        if not self.assignment:
+        """Lag against the leaders' real high watermarks, asked at most twice a second.
+
+        The cached watermark comes from this consumer's own fetches: after a leader change it is stale
+        until the next fetch succeeds, and a stale zero lag would let a lab's drain end too early.
+        """
+        now = time.monotonic()
+        if not self.assignment or now - self._lag_checked_at < 0.5:
             return
+        self._lag_checked_at = now
         tps = [TopicPartition(self.cfg.topic, p) for p in sorted(self.assignment)]
         try:
             positions = consumer.position(tps)
         except KafkaException:
             return
         for tp in positions:
-            _low, high = consumer.get_watermark_offsets(tp, cached=True)
+            try:
+                _low, high = consumer.get_watermark_offsets(tp, timeout=1.0, cached=False)
+            except KafkaException:
+                self.lag.pop(tp.partition, None)  # unknown while the partition has no reachable leader
+                continue
             if high >= 0 and tp.offset != OFFSET_INVALID and tp.offset >= 0:
                 self.lag[tp.partition] = max(0, high - tp.offset)
+            else:
+                self.lag.pop(tp.partition, None)
 
     def _process(self, consumer: _RdConsumer, batch: list[Message]) -> bool:
         """Process one polled batch; True when a `quit` record asks to close."""
@@ -292,6 +306,8 @@ def _json_sink() -> Sink:
 
 
 def main() -> int:
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides how this consumer ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     spec = json.loads(sys.stdin.readline())
     sink = _json_sink()
     config = ConsumerConfig.from_settings(spec["settings"])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -243,15 +244,29 @@ class LabSession:
         return self.result
 
     def run(self) -> RunResult:
-        """start_run + wait; Ctrl-C stops the run cleanly and re-raises."""
+        """start_run + wait; Ctrl-C (SIGINT) or SIGTERM stops the run cleanly, then KeyboardInterrupt is raised."""
+        interrupted = threading.Event()
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            def on_signal(_signum: int, _frame: object) -> None:
+                interrupted.set()
+                self._abort.set()
+            previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         self.start_run()
         try:
             while (result := self.wait(0.2)) is None:
                 pass
-            return result
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a handler installed later (Spark's) raises instead
+            interrupted.set()
             self.stop_run()
-            raise
+            result = self.result
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        assert result is not None
+        return result
 
     def stop_run(self, timeout: float = 90.0) -> None:
         """End the run early: clients closed, nodes stopped, everything written so far kept."""
@@ -339,7 +354,10 @@ class LabSession:
         except Exception as exc:  # reported in the result; the console must not crash on it
             result.error = f"{type(exc).__name__}: {exc}"
         finally:
-            self._teardown()
+            try:
+                self._teardown()
+            except Exception as exc:
+                result.error = result.error or f"teardown: {type(exc).__name__}: {exc}"
         result.faults = [FaultStatus(**vars(f)) for f in self._fault_status]
         result.checks = list(self._checks)
         result.duration_s = time.monotonic() - started
@@ -592,7 +610,9 @@ class LabSession:
             processed = sum(s.processed for s in stats)
             if processed != last:
                 last, quiet_since = processed, time.monotonic()
-            caught_up = all(s.total_lag == 0 and s.assignment for s in stats if s.state == "running")
+            caught_up = all(  # every assigned partition's lag known and zero
+                s.assignment and set(s.assignment) <= set(s.lag) and s.total_lag == 0
+                for s in stats if s.state == "running")
             if caught_up and time.monotonic() - quiet_since >= 1.0:
                 break
             self._sleep(0.25)
