@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka import Producer
 
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, NodeState
@@ -85,15 +86,23 @@ def test_paused_follower_leaves_isr_and_returns_on_resume(engine) -> None:
     topic = topic_factory(partitions=1, replication_factor=3)
     snapshot = admin.snapshot()
     p = snapshot.partition(topic, 0)
-    # not the controller: a controller elected after a paused one does not shrink the ISR of an idle partition
     follower = next(r for r in p.replicas if r not in (p.leader, snapshot.controller))
     cluster.node(follower).pause()
     assert cluster.node(follower).state == NodeState.PAUSED
+    # A follower that has everything counts as caught up however long it is silent: keep writing, so the
+    # paused one falls behind and the leader drops it after replica.lag.time.max.ms.
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "log_level": 0})
+
+    def out_of_isr() -> bool:
+        producer.produce(topic, b"tick")
+        producer.poll(0)
+        return isr_holds(admin, topic, lambda isr: follower not in isr)
+
     try:
-        wait_until(lambda: isr_holds(admin, topic, lambda isr: follower not in isr), 30,
-                   what=f"broker {follower} out of the ISR")
+        wait_until(out_of_isr, 40, interval=0.2, what=f"broker {follower} out of the ISR")
     finally:
         cluster.node(follower).resume()
+        producer.flush(10)
     wait_until(lambda: cluster.node(follower).state == NodeState.RUNNING, 90, what="the follower running again")
     wait_until(lambda: isr_holds(admin, topic, lambda isr: follower in isr), 60,
                what=f"broker {follower} back in the ISR")
