@@ -83,12 +83,12 @@ def main() -> int:
                 }
                 console.print(f"{lab.id}: {shown}/{args.runs} shown, median {results[lab.id]['median_s']}s, "
                               f"worst {results[lab.id]['worst_s']}s", highlight=False)
-    finally:
+    finally:  # an interrupted benchmark still records the labs it finished
         spark.stop()
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-    path = write_results("labs", {"runs_per_lab": args.runs, "goal_s": GOAL_S, "labs": results})
-    console.print(f"results: {path}")
+        path = write_results("labs", {"runs_per_lab": args.runs, "goal_s": GOAL_S, "labs": results})
+        console.print(f"results: {path}")
     return 0
 
 

@@ -93,13 +93,21 @@ def test_paused_follower_leaves_isr_and_returns_on_resume(engine) -> None:
     # paused one falls behind and the leader drops it after replica.lag.time.max.ms.
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "log_level": 0})
 
+    seen: list[object] = []
+
     def out_of_isr() -> bool:
         producer.produce(topic, b"tick")
         producer.poll(0)
-        return isr_holds(admin, topic, lambda isr: follower not in isr)
+        snap = admin.snapshot(offsets=False)
+        part = snap.partition(topic, 0)
+        seen[:] = [snap.error or (part.leader, part.isr) if part else "no partition"]
+        return part is not None and follower not in part.isr
 
     try:
-        wait_until(out_of_isr, 40, interval=0.2, what=f"broker {follower} out of the ISR")
+        try:
+            wait_until(out_of_isr, 60, interval=0.2, what=f"broker {follower} out of the ISR")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen (leader, ISR) or error: {seen}") from None
     finally:
         cluster.node(follower).resume()
         producer.flush(10)
