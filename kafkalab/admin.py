@@ -75,6 +75,7 @@ class ClusterSnapshot:
     partitions: tuple[PartitionState, ...] = ()
     error: str = ""
     elapsed_s: float = 0.0
+    answered_by: int | None = None  # the broker whose metadata this is (brokers' caches can differ briefly)
 
     def topic(self, name: str) -> list[PartitionState]:
         return [p for p in self.partitions if p.topic == name]
@@ -174,6 +175,7 @@ class Admin:
         return ClusterSnapshot(
             taken_at=time.time(), reachable=True, controller=controller,
             brokers=tuple(sorted(md.brokers)), partitions=tuple(parts), elapsed_s=time.monotonic() - started,
+            answered_by=md.orig_broker_id if md.orig_broker_id >= 0 else None,
         )
 
     def _metadata(self) -> Any:

@@ -93,21 +93,23 @@ def test_paused_follower_leaves_isr_and_returns_on_resume(engine) -> None:
     # paused one falls behind and the leader drops it after replica.lag.time.max.ms.
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "log_level": 0})
 
-    seen: list[object] = []
+    seen: dict[str, int] = {}  # every distinct observation and how often: a failure says what happened
 
     def out_of_isr() -> bool:
         producer.produce(topic, b"tick")
         producer.poll(0)
         snap = admin.snapshot(offsets=False)
         part = snap.partition(topic, 0)
-        seen[:] = [snap.error or (part.leader, part.isr) if part else "no partition"]
+        what = snap.error or (f"leader {part.leader} isr {part.isr}" if part else "topic missing")
+        key = f"{what} (metadata of broker {snap.answered_by})"
+        seen[key] = seen.get(key, 0) + 1
         return part is not None and follower not in part.isr
 
     try:
         try:
             wait_until(out_of_isr, 60, interval=0.2, what=f"broker {follower} out of the ISR")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; last seen (leader, ISR) or error: {seen}") from None
+            raise AssertionError(f"{exc}; paused broker {follower}; observed: {seen}") from None
     finally:
         cluster.node(follower).resume()
         producer.flush(10)

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka import Consumer as _RdConsumer
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from kafkalab.clients.control import CRASH, QUIT, WAIT
 from kafkalab.clients.corpus import corpus_lines
@@ -54,7 +54,6 @@ class ConsumerLoop:
         self.assignment: set[int] = set()
         self.committed: dict[int, int] = {}
         self.lag: dict[int, int] = {}
-        self._lag_checked_at = 0.0
         self.member_id = ""
         self.state = "starting"
         self._seen = 0
@@ -134,19 +133,25 @@ class ConsumerLoop:
         check_topic(cfg.bootstrap, cfg.topic)
         self._log = PayloadLog(self.log_path, CONSUMER_COLUMNS, truncate=cfg.payload_trunc)
         conf = base_conf(cfg.librdkafka())
-        conf.update(on_commit=self._on_commit, error_cb=self._on_error)
-        consumer = _RdConsumer(conf)
+        consumer = _RdConsumer({**conf, "on_commit": self._on_commit, "error_cb": self._on_error})
         consumer.subscribe([cfg.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                            on_lost=self._on_lost)
         for note in cfg.notes:
             self.event("note", note)
         self.state = "running"
         self.event("started", f"group {cfg.group_id} on {cfg.topic}")
-        while not self.stop_requested.is_set():
-            batch = self._poll(consumer)
-            self._update_lag(consumer)
-            if batch and self._process(consumer, batch):
-                break
+        lag_done = threading.Event()
+        lag_thread = threading.Thread(target=self._watch_lag, args=(conf, lag_done), name="kafkalab-lag",
+                                      daemon=True)
+        lag_thread.start()
+        try:
+            while not self.stop_requested.is_set():
+                batch = self._poll(consumer)
+                if batch and self._process(consumer, batch):
+                    break
+        finally:
+            lag_done.set()
+            lag_thread.join()
         self.state = "closing"
         consumer.close()  # commits stored offsets when auto-commit is on; leaves the group
         self.group_state = "left"
@@ -175,31 +180,43 @@ class ConsumerLoop:
                 return good
         return []
 
-    def _update_lag(self, consumer: _RdConsumer) -> None:
-        """Lag against the leaders' real high watermarks, asked at most twice a second.
+    def _watch_lag(self, conf: dict[str, Any], done: threading.Event) -> None:
+        """Lag against the leaders' real high watermarks, twice a second, beside the poll loop.
 
-        The cached watermark comes from this consumer's own fetches: after a leader change it is stale
-        until the next fetch succeeds, and a stale zero lag would let a lab's drain end too early.
+        A client of its own asks: confluent-kafka serializes calls on one consumer, so a query from here
+        would wait for the poll loop, and on the loop's own connections it would queue behind the fetch
+        long-poll. The position is the loop's (next offset after the last poll), read before the
+        watermark, so the lag can only be overstated, never understated, and a lab's drain cannot end
+        early. A partition not yet polled starts at the group's committed offset, else where
+        auto.offset.reset puts it.
         """
-        now = time.monotonic()
-        if not self.assignment or now - self._lag_checked_at < 0.5:
-            return
-        self._lag_checked_at = now
-        tps = [TopicPartition(self.cfg.topic, p) for p in sorted(self.assignment)]
+        side = {k: v for k, v in conf.items() if k != "group.instance.id"}
+        marks = _RdConsumer({**side, "enable.auto.commit": False})  # never subscribes: not a group member
         try:
-            positions = consumer.position(tps)
-        except KafkaException:
-            return
-        for tp in positions:
-            try:
-                _low, high = consumer.get_watermark_offsets(tp, timeout=1.0, cached=False)
-            except KafkaException:
-                self.lag.pop(tp.partition, None)  # unknown while the partition has no reachable leader
-                continue
-            if high >= 0 and tp.offset != OFFSET_INVALID and tp.offset >= 0:
-                self.lag[tp.partition] = max(0, high - tp.offset)
-            else:
-                self.lag.pop(tp.partition, None)
+            while not done.wait(_STATS_EVERY_S):
+                positions = dict(self._position)
+                for p in sorted(tuple(self.assignment)):
+                    lag = self._lag_of(marks, p, positions.get(p))
+                    if p not in self.assignment:
+                        continue  # revoked meanwhile
+                    if lag is None:
+                        self.lag.pop(p, None)
+                    else:
+                        self.lag[p] = lag
+        finally:
+            marks.close()
+
+    def _lag_of(self, marks: _RdConsumer, partition: int, position: int | None) -> int | None:
+        tp = TopicPartition(self.cfg.topic, partition)
+        try:
+            low, high = marks.get_watermark_offsets(tp, timeout=1.0, cached=False) or (-1, -1)
+            if position is None:
+                committed = marks.committed([tp], timeout=1.0)[0].offset
+                reset_to = low if self.cfg.auto_offset_reset == "earliest" else high
+                position = committed if committed >= 0 else reset_to
+        except (KafkaException, RuntimeError):
+            return None  # no reachable leader or coordinator right now
+        return max(0, high - position) if high >= 0 and position >= 0 else None
 
     def _process(self, consumer: _RdConsumer, batch: list[Message]) -> bool:
         """Process one polled batch; True when a `quit` record asks to close."""
