@@ -128,19 +128,23 @@ class TopicDescription:
                 "partitions": [p.as_dict() for p in self.partitions]}
 
 
+def _admin_client(bootstrap: str) -> AdminClient:
+    return AdminClient({
+        "bootstrap.servers": bootstrap,
+        "socket.connection.setup.timeout.ms": 1000,
+        "reconnect.backoff.max.ms": 1000,
+        "log_level": 0,
+        "logger": _SilentLogger(),
+    })
+
+
 class Admin:
     """A long-lived admin client for one cluster."""
 
     def __init__(self, bootstrap: str, timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
-        self._client = AdminClient({
-            "bootstrap.servers": bootstrap,
-            "socket.connection.setup.timeout.ms": 1000,
-            "reconnect.backoff.max.ms": 1000,
-            "log_level": 0,
-            "logger": _SilentLogger(),
-        })
+        self._client = _admin_client(bootstrap)
         self._min_isr: dict[str, tuple[float, int]] = {}
         self._default_min_isr = 1
 
@@ -179,15 +183,27 @@ class Admin:
         )
 
     def _metadata(self) -> Any:
-        """Cluster metadata, asked twice within the timeout budget.
+        """Cluster metadata, even while the broker this client talks to is paused.
 
-        librdkafka sends the request to any connected broker; a paused (SIGSTOPped) broker still accepts
-        connections and never answers, so a second try, most likely to another broker, usually succeeds.
+        librdkafka asks the broker it is already connected to, and a paused (SIGSTOPped) broker keeps
+        its connections open and never answers: asking again would wait on it again. So on a timeout
+        each bootstrap address is asked on its own, and the first that answers becomes this Admin's
+        client, so later snapshots do not wait on the paused broker.
         """
         try:
-            return self._client.list_topics(timeout=self.timeout_s * 0.6)
-        except KafkaException:
-            return self._client.list_topics(timeout=self.timeout_s * 0.6)
+            return self._client.list_topics(timeout=self.timeout_s * 0.5)
+        except KafkaException as exc:
+            failure = exc
+        for address in self.bootstrap.split(","):
+            client = _admin_client(address)
+            try:
+                md = client.list_topics(timeout=self.timeout_s * 0.25)
+            except KafkaException as exc:
+                failure = exc
+                continue
+            self._client = client
+            return md
+        raise failure
 
     def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         if not partitions:

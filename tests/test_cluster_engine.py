@@ -127,3 +127,24 @@ def test_node_infos_report_pid_uptime_memory_and_log_tail(cluster: Cluster) -> N
     log_lines = cluster.node(1).log_path.read_text(errors="replace").splitlines()
     assert cluster.node(1).log_tail(20) == log_lines[-20:] and len(log_lines) >= 20
     assert any("[KafkaServer id=1] started" in line for line in log_lines)
+
+
+def test_admin_snapshots_keep_answering_while_the_broker_they_talk_to_is_paused(cluster: Cluster) -> None:
+    """A paused broker holds its connections open and never answers: snapshots must go round it.
+
+    Six admins, each connected to a broker picked by librdkafka: most likely one of them talks to the
+    paused broker, and every one must still answer within its timeout, from another broker.
+    """
+    admins = [Admin(cluster.bootstrap, timeout_s=2.0) for _ in range(6)]
+    assert all(a.snapshot(offsets=False).reachable for a in admins)
+    paused = 1
+    cluster.node(paused).pause()
+    try:
+        for a in admins:
+            began = time.monotonic()
+            snap = a.snapshot(offsets=False)
+            assert snap.reachable, f"no metadata while broker {paused} is paused: {snap.error}"
+            assert snap.answered_by != paused
+            assert time.monotonic() - began < 2 * a.timeout_s + 1  # metadata, then describe_cluster at most
+    finally:
+        cluster.node(paused).resume()
