@@ -264,11 +264,13 @@ class Admin:
                 fut.result(timeout=timeout_s)
                 break
             except KafkaException as exc:
-                # Right after the controller moved, a broker may still answer NOT_CONTROLLER: ask again.
+                # After the controller moved, librdkafka may keep asking the old one, whose NOT_CONTROLLER
+                # does not always refresh its metadata: a new client learns the controller afresh.
                 retriable = exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.NOT_CONTROLLER
                 if not retriable or time.monotonic() > deadline:
                     raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
                 time.sleep(0.5)
+                self._client = _admin_client(self.bootstrap)
         if wait_leaders:
             self.wait_for_leaders(name, partitions, timeout_s)
 
