@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
@@ -25,6 +25,7 @@ from kafkalab.ui import bindings
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.lab import LabPane
+from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, leader_moves
@@ -83,7 +84,7 @@ class LabConsole(App[None]):
 
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(id="topbar")
+        yield Line(id="topbar")
         with Horizontal(id="nodes"):
             yield ZooKeeperPane()
             for broker_id in self.broker_ids:
@@ -197,7 +198,7 @@ class LabConsole(App[None]):
                              ("  selected: ", "dim"), (self.selected or "none (press 1..9, 0)", "bold"))
         if self.last_action:
             line.append("  » ", style="dim").append(self.last_action, style="italic")
-        self.query_one("#topbar", Static).update(line)
+        self.query_one("#topbar", Line).show(line)
 
     def show_error(self, where: str, exc: BaseException) -> None:
         """Errors of workers and actions: a dismissable modal, never the end of the app."""

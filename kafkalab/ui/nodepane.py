@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static
 
 from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.ui.line import Line
 from kafkalab.ui.logtail import LogTail
 
 BADGE_STYLE = {
@@ -54,9 +54,9 @@ class NodePane(Vertical):
         self.border_title = f"[{key}] {name}"
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="badge-line")
-        yield Static(classes="facts-line")
-        yield Static(classes="usage-line")
+        yield Line(classes="badge-line")
+        yield Line(classes="facts-line")
+        yield Line(classes="usage-line")
         yield from self.compose_extra()
         yield LogTail(classes="log-tail")
 
@@ -68,13 +68,13 @@ class NodePane(Vertical):
         line = badge(info.state)
         if info.reason and info.state != NodeState.RUNNING:
             line.append(f" {info.reason}", style="italic")
-        self.query_one(".badge-line", Static).update(line)
-        self.query_one(".usage-line", Static).update(usage_lines(info))
+        self.query_one(".badge-line", Line).show(line)
+        self.query_one(".usage-line", Line).show(usage_lines(info))
         for state in NodeState:
             self.set_class(info.state == state, f"-{state.value}")
 
     def show_facts(self, facts: Text) -> None:
-        self.query_one(".facts-line", Static).update(facts)
+        self.query_one(".facts-line", Line).show(facts)
 
     def add_log(self, lines: tuple[str, ...]) -> None:
         self.query_one(LogTail).add(lines)

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.ui.line import Line
 
 MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
@@ -147,13 +148,13 @@ class PartitionsPane(Vertical):
         self.last_ok: ClusterSnapshot | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("waiting for the first snapshot ...", id="partitions-status")
+        yield Line("waiting for the first snapshot ...", id="partitions-status")
         yield PartitionTable(clock=self.clock, id="partition-table")
 
     def show(self, snapshot: ClusterSnapshot) -> None:
         self.query_one(PartitionTable).show(snapshot)
         self.set_class(not snapshot.reachable, "-stale")
-        self.query_one("#partitions-status", Static).update(self.status_line(snapshot))
+        self.query_one("#partitions-status", Line).show(self.status_line(snapshot))
         if snapshot.reachable:
             self.last_ok = snapshot
 

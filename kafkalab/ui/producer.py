@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import ProgressBar, Sparkline, Static
 
 from kafkalab.clients.stats import ProducerStats
+from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import duration
 
 # course option name -> how the pane labels it
@@ -56,8 +57,8 @@ class ProducerPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="producer-settings")
         yield ProgressBar(total=1, show_eta=False, id="producer-progress")
-        yield Static("not started", id="producer-counts")
-        yield Static(id="producer-failures")
+        yield Line("not started", id="producer-counts")
+        yield Line(id="producer-failures")
         yield Sparkline([], id="producer-sparkline")
 
     def show(self, stats: ProducerStats | None, settings: Mapping[str, str], throughput: list[float]) -> None:
@@ -66,6 +67,6 @@ class ProducerPane(Vertical):
             return
         self.border_title = f"producer {stats.name}"
         self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)
-        self.query_one("#producer-counts", Static).update(counts_line(stats))
-        self.query_one("#producer-failures", Static).update(failures_line(stats))
+        self.query_one("#producer-counts", Line).show(counts_line(stats))
+        self.query_one("#producer-failures", Line).show(failures_line(stats))
         self.query_one(Sparkline).data = throughput[-120:]
