@@ -6,10 +6,11 @@ import csv
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Message
 
 from kafkalab.clients.corpus import ValuePicker, corpus_lines
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig, parse_defines
-from kafkalab.clients.payload_log import PayloadLog, log_files, max_seq
+from kafkalab.clients.payload_log import ConsumedRows, PayloadLog, log_files, max_seq
 from kafkalab.clients.seed_export import export_seed_format
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
@@ -124,3 +125,29 @@ def test_corpus_has_hundreds_of_lines_with_commas_and_quotes_and_seeded_picks() 
     assert sum("," in line for line in lines) > 20 and sum('"' in line for line in lines) > 20
     a, b = ValuePicker(7), ValuePicker(7)
     assert [a.next_bytes() for _ in range(50)] == [b.next_bytes() for _ in range(50)]
+
+
+def test_consumed_rows_are_rfc4180_lines_with_the_offsets_after_each_partition() -> None:
+    def record(partition: int, offset: int, key: bytes | None, value: bytes | None,
+               headers: list[tuple[str, bytes]] | None) -> Message:
+        return Message(topic="t", partition=partition, offset=offset, key=key, value=value, headers=headers,
+                       timestamp=(1, 1000 + offset))
+
+    batch = [
+        record(1, 5, (7).to_bytes(4, "big"), b'he said, "hi"', [("kafkalab-msg-id", b"r:producer:1")]),
+        record(2, 9, None, None, None),
+        record(1, 6, b"k,y", b"quit", [("other", b"x"), ("kafkalab-msg-id", b"r:producer:2")]),
+    ]
+    rows = ConsumedRows("consumer-1", "t", "group, one")
+    formatted = rows.format(batch)
+    assert formatted is not None
+    text, ends = formatted
+    parsed = list(csv.DictReader([",".join(CONSUMER_COLUMNS), *text.splitlines()]))
+    assert [(r["msg_id"], r["partition"], r["offset"], r["key"], r["value"], r["group"]) for r in parsed] == [
+        ("r:producer:1", "1", "5", "7", 'he said, "hi"', "group, one"),
+        ("", "2", "9", "", "", "group, one"),
+        ("r:producer:2", "1", "6", "k,y", "quit", "group, one"),
+    ]
+    assert ends == {1: 7, 2: 10}
+    assert rows.format(batch, frozenset([b"quit"])) is None  # a control word: the caller goes record by record
+    assert rows.line(batch[0]) == text.splitlines(keepends=True)[0]

@@ -13,9 +13,8 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Consumer as _RdConsumer
 
-from kafkalab.clients.corpus import corpus_lines
-from kafkalab.clients.payload_log import PayloadLog, consumed_row, csv_field
-from kafkalab.clients.preflight import base_conf, check_topic
+from kafkalab.clients.payload_log import ConsumedRows, PayloadLog
+from kafkalab.clients.preflight import check_topic, consumer_conf
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import AUDIT_CONSUMER, CONSUMER_COLUMNS
 
@@ -26,7 +25,7 @@ def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.
                 progress: Progress | None = None) -> tuple[Path, int]:
     """Read ``topic`` in full into ``log_dir/audit.csv``; returns (path, records)."""
     partitions = check_topic(bootstrap, topic)
-    consumer = _RdConsumer(base_conf({
+    consumer = _RdConsumer(consumer_conf({
         "bootstrap.servers": bootstrap, "group.id": "kafkalab-audit", "enable.auto.commit": False,
         "enable.auto.offset.store": False, "isolation.level": "read_uncommitted",
         "enable.partition.eof": True,
@@ -53,11 +52,10 @@ def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.
 
 def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: PayloadLog, expected: int,
               timeout: float, progress: Progress | None) -> int:
-    quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
+    rows = ConsumedRows(AUDIT_CONSUMER, topic, "")
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
     pending = dict(ends)  # partition -> end offset still to reach
     read = 0
-    head = f",{AUDIT_CONSUMER},{topic},"
     deadline = time.monotonic() + timeout
     while pending:
         if time.monotonic() > deadline:
@@ -65,6 +63,7 @@ def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: Payl
             raise KafkalabError(
                 f"audit of {topic} timed out with partitions {sorted(pending)} unread: check their leaders"
             )
+        wanted = []
         for m in consumer.consume(10000, 0.5):
             err = m.error()
             p = m.partition()
@@ -74,10 +73,13 @@ def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: Payl
                 continue
             if p not in pending or m.offset() >= pending[p]:
                 continue
-            log.write(consumed_row(m, head, "", quoted))
-            read += 1
+            wanted.append(m)
             if m.offset() + 1 >= pending[p]:
                 pending.pop(p)
+        formatted = rows.format(wanted)
+        assert formatted is not None  # no stop words given
+        log.write(formatted[0])
+        read += len(wanted)
         log.flush()
         if progress is not None:
             progress(read, expected)

@@ -23,10 +23,9 @@ from confluent_kafka import Consumer as _RdConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from kafkalab.clients.control import CRASH, QUIT, WAIT
-from kafkalab.clients.corpus import corpus_lines
 from kafkalab.clients.options import ConsumerConfig
-from kafkalab.clients.payload_log import PayloadLog, consumed_row, csv_field
-from kafkalab.clients.preflight import base_conf, check_topic
+from kafkalab.clients.payload_log import ConsumedRows, PayloadLog
+from kafkalab.clients.preflight import check_topic, consumer_conf
 from kafkalab.clients.stats import RateMeter
 from kafkalab.logformat import CONSUMER_COLUMNS
 
@@ -46,7 +45,7 @@ class ConsumerLoop:
         self.log_path = Path(log_dir) / f"{config.name}.csv"
         self._sink = sink
         self.stop_requested = threading.Event()
-        self._quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
+        self._rows = ConsumedRows(config.name, config.topic, config.group_id)
         self.received = 0
         self.processed = 0
         self.rebalances = 0
@@ -57,8 +56,6 @@ class ConsumerLoop:
         self.member_id = ""
         self.state = "starting"
         self._seen = 0
-        self._head = f",{csv_field(config.name)},{config.topic},"
-        self._group_field = csv_field(config.group_id)
         self._plain = not (config.ack_every or config.wait_after_record_ms)  # no per-record work
         self._position: dict[int, int] = {}  # next offset per partition, as of the last poll
         self._meter = RateMeter()
@@ -132,7 +129,7 @@ class ConsumerLoop:
         cfg = self.cfg
         check_topic(cfg.bootstrap, cfg.topic)
         self._log = PayloadLog(self.log_path, CONSUMER_COLUMNS, truncate=cfg.payload_trunc)
-        conf = base_conf(cfg.librdkafka())
+        conf = consumer_conf(cfg.librdkafka())
         consumer = _RdConsumer({**conf, "on_commit": self._on_commit, "error_cb": self._on_error})
         consumer.subscribe([cfg.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                            on_lost=self._on_lost)
@@ -224,19 +221,17 @@ class ConsumerLoop:
         assert log is not None
         stop = self.stop_requested
         self.received += len(batch)
-        batch_end: dict[int, int] = {}
-        for m in batch:
-            batch_end[m.partition()] = m.offset() + 1
+        # the common case, no per-record commits, waits or control records: formatted in one pass
+        formatted = self._rows.format(batch, _CONTROL) if self._plain else None
+        batch_end = formatted[1] if formatted is not None else _ends(batch)
         self._position.update(batch_end)  # Java's position moves at poll, whatever gets processed
         if cfg.wait_after_recv_ms:
             stop.wait(cfg.wait_after_recv_ms / 1000)
         quit_requested = interrupted = False
         done: dict[int, int] = {}  # processed so far (for a stop in mid-batch)
-        head, group, quoted = self._head, self._group_field, self._quoted
         write = log.write
-        if self._plain and _CONTROL.isdisjoint([m.value() for m in batch]):
-            # the common case, no per-record commits, waits or control records: one write per batch
-            write("".join([consumed_row(m, head, group, quoted) for m in batch]))
+        if formatted is not None:
+            write(formatted[0])  # one write per batch
             self._seen += len(batch)
             self.processed += len(batch)
             batch = []
@@ -254,7 +249,7 @@ class ConsumerLoop:
                 log.flush()
                 stop.wait(cfg.wait_cmd_period_ms / 1000)
                 break
-            write(consumed_row(m, head, group, quoted))
+            write(self._rows.line(m))
             partition, offset = m.partition(), m.offset()
             self.processed += 1
             done[partition] = offset + 1
@@ -307,6 +302,11 @@ class ConsumerLoop:
         self.event("crashed", f"crash record at partition {m.partition()} offset {m.offset()}")
         self.report_stats()
         os._exit(EXIT_CRASH)
+
+
+def _ends(batch: list[Message]) -> dict[int, int]:
+    """Per partition, the offset after the batch's last record."""
+    return {m.partition(): m.offset() + 1 for m in batch}  # type: ignore[misc, operator]
 
 
 def _json_sink() -> Sink:

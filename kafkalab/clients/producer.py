@@ -152,7 +152,7 @@ class Producer:
         log, meter = self._log, self._meter
         assert log is not None
         topic, stop = cfg.topic, self._stop
-        prefix = self._prefix
+        prefix = self._prefix.encode()
         on_delivery = self._on_delivery
         keys = [y.to_bytes(4, "big", signed=True) for y in range(cfg.records_per_roll)]
         next_value = self._picker.next_bytes
@@ -161,7 +161,7 @@ class Producer:
             for key in keys:
                 if stop.is_set():
                     return
-                headers = [(MSG_ID_HEADER, (prefix + str(seq)).encode())]
+                headers = [(MSG_ID_HEADER, b"%s%d" % (prefix, seq))]
                 value = next_value()
                 report = partial(on_delivery, seq)
                 try:
