@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kafkalab.admin import Admin
@@ -360,6 +361,30 @@ def test_consumers_share_partitions_in_a_group_and_each_group_gets_all(
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*KAFKALAB, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_consumer_process_ends_when_its_parent_is_killed(cluster: Cluster, topic_factory: Callable[..., str],
+                                                       tmp_path: Path) -> None:
+    """`kafkalab consume` SIGKILLed: its poll-loop child sees stdin close and ends on its own."""
+    topic = topic_factory(partitions=3, replication_factor=3)
+    consume = subprocess.Popen(
+        [*KAFKALAB, "consume", "-D", f"bootstrap.server={cluster.bootstrap}", "-D", f"consumer.topic={topic}",
+         "-D", f"consumer.group-id={topic}", "--log-dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert consume.stdout is not None
+        for line in consume.stdout:
+            if "assigned" in line:
+                break
+        children = psutil.Process(consume.pid).children()
+        assert children, "the consumer's poll loop runs in a child process"
+    finally:
+        consume.kill()
+        consume.wait()
+    _, alive = psutil.wait_procs(children, timeout=30)
+    for proc in alive:  # leave nothing behind, whatever the outcome
+        proc.kill()
+    assert not alive, f"consumer loop pids {[p.pid for p in alive]} outlived their parent by 30 s"
 
 
 def test_cli_missing_topic_without_auto_create_one_line_exit_2(distribution: object, tmp_path: Path) -> None:

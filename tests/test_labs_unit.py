@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import random
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.cli import main
+from kafkalab.clients.stats import ProducerStats
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import catalog, load_lab
 from kafkalab.labs.actions import plan_replicas
 from kafkalab.labs.expectations import make_expectation, parse_check
 from kafkalab.labs.faults import parse_target, parse_trigger
 from kafkalab.labs.metrics import timeline_metrics
-from kafkalab.labs.timeline import Timeline
+from kafkalab.labs.timeline import STALL_AFTER_S, ClusterWatch, Timeline
 
 MINIMAL = """\
 [lab]
@@ -120,6 +123,9 @@ def test_triggers_parse() -> None:
     assert parse_trigger("leader-change test-topic/4").partition == 4
     assert parse_trigger("producer stalled").text == "stalled"
     assert parse_trigger("brokers >= 3").op == ">="
+    assert parse_trigger("assigned consumer 2").op == ""
+    t = parse_trigger("assigned consumer 1 == 6")
+    assert (t.kind, t.local_id, t.op, t.value) == ("assigned", 1, "==", 6)
     for bad in ("soon", "after three seconds", "isr test-topic/0 ~ 3"):
         with pytest.raises(ValueError):
             parse_trigger(bad)
@@ -195,3 +201,39 @@ def test_cli_lists_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["labs"]) == 0
     out = capsys.readouterr().out
     assert "acks-0" in out and "leader-failover" in out
+
+
+@pytest.mark.parametrize(("trigger", "assignment", "due"), [
+    ("assigned consumer 1", (), False), ("assigned consumer 1", (4,), True),
+    ("assigned consumer 1 == 6", (0, 1, 2), False), ("assigned consumer 1 == 6", tuple(range(6)), True),
+])
+def test_assigned_trigger_counts_partitions(trigger: str, assignment: tuple[int, ...], due: bool) -> None:
+    class View:
+        def assignment(self, local_id: int) -> tuple[int, ...]:
+            return assignment if local_id == 1 else ()
+
+    assert parse_trigger(trigger).due(View(), 0.0) is due  # type: ignore[arg-type]
+
+
+def test_a_producer_stall_is_seen_while_an_admin_snapshot_hangs() -> None:
+    """Brokers paused: the admin call blocks for seconds; the stall must still show on the timeline."""
+    release = threading.Event()
+
+    class HangingAdmin:  # stands in for the admin API, which the test does not claim anything about
+        def snapshot(self, **_: object) -> ClusterSnapshot:
+            release.wait(10)
+            return ClusterSnapshot(taken_at=time.time(), reachable=False)
+
+    stuck = ProducerStats(name="producer", state="running", attempted=500, acked=100, failed={}, unknown=0,
+                          in_flight=400, rate=0.0, total=1000)
+    timeline = Timeline("demo")
+    watch = ClusterWatch(timeline, HangingAdmin(), lambda: stuck)  # type: ignore[arg-type]
+    watch.start()
+    try:
+        deadline = time.monotonic() + STALL_AFTER_S + 2
+        while not timeline.events("producer-stalled") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert timeline.events("producer-stalled"), "no stall on the timeline while the snapshot hung"
+    finally:
+        release.set()
+        watch.stop()

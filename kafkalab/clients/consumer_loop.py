@@ -31,6 +31,8 @@ from kafkalab.logformat import CONSUMER_COLUMNS
 
 _CONTROL = frozenset((QUIT, CRASH, WAIT))
 EXIT_CRASH = 3  # the exit status of a `crash` control word
+EXIT_ORPHANED = 4  # the parent went away and the clean close did not finish in time
+_ORPHAN_CLOSE_S = 15.0
 _STATS_EVERY_S = 0.5
 _POLL_SLICE_S = 0.5  # a poll period is cut into slices so a stop request is seen quickly
 
@@ -334,7 +336,12 @@ def main() -> int:
         for line in sys.stdin:
             if line.strip() == "stop":
                 break
-        loop.stop_requested.set()  # "stop", or the parent is gone
+        else:  # stdin closed without "stop": the parent is gone. Try a clean close, but not forever: with
+            # the cluster gone too, librdkafka's close can wait indefinitely, and nobody would end this process.
+            deadline = threading.Timer(_ORPHAN_CLOSE_S, os._exit, args=(EXIT_ORPHANED,))
+            deadline.daemon = True
+            deadline.start()
+        loop.stop_requested.set()
 
     def report() -> None:
         while loop.state not in ("finished", "crashed", "failed"):

@@ -4,7 +4,8 @@ Faults fire one after another, in file order: each waits for its trigger after t
 so ``after 3s`` counts from the previous fault and a condition is looked for only once its turn came.
 
 at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20%`` | ``acked 5000`` |
-     ``consumed 200`` | ``consumed 200 by consumer 1`` | ``assigned consumer 2`` |
+     ``consumed 200`` | ``consumed 200 by consumer 1`` | ``assigned consumer 2`` (any partition) |
+     ``assigned consumer 2 == 6`` (that many partitions) |
      ``isr T/P < 3`` (one partition) | ``isr T == 3`` (every partition) | ``leader-change T/P`` |
      ``offline T/P`` | ``online T/P`` | ``preferred T`` (every partition led by its first replica) |
      ``producer stalled`` | ``producer resumed`` | ``producer finished`` | ``brokers >= 3`` (live brokers)
@@ -82,7 +83,8 @@ class Trigger:
         if k == "consumed":
             return view.consumed(self.local_id) >= self.value
         if k == "assigned":
-            return bool(view.assignment(self.local_id or 0))
+            count = len(view.assignment(self.local_id or 0))
+            return OPS[self.op](count, self.value) if self.op else count > 0
         if k == "leader-change":
             return any(e.get("topic") == self.topic and self.partition in (None, e.get("partition"))
                        for e in view.events_since(fired_prev_at, "leader-change"))
@@ -120,8 +122,8 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger("acked", int(m[1]), text=s)
     if m := re.fullmatch(r"consumed (\d+)(?: by consumer (\d+))?", s):
         return Trigger("consumed", int(m[1]), local_id=int(m[2]) if m[2] else None, text=s)
-    if m := re.fullmatch(r"assigned consumer (\d+)", s):
-        return Trigger("assigned", local_id=int(m[1]), text=s)
+    if m := re.fullmatch(rf"assigned consumer (?P<id>\d+)(?: ?{_OP} ?(?P<n>\d+))?", s):
+        return Trigger("assigned", int(m["n"] or 0), local_id=int(m["id"]), op=m["op"] or "", text=s)
     if m := re.fullmatch(rf"isr {_TP} ?{_OP} ?(?P<n>\d+)", s):
         return Trigger("isr", int(m["n"]), m["topic"], _part(m), m["op"], text=s)
     if m := re.fullmatch(rf"(?P<kind>leader-change|offline|online|preferred) {_TP}", s):
@@ -132,7 +134,7 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger("producer", text=m[1])
     raise ValueError(
         f"{text!r} is not a trigger: write start, 'after 3s', 'at 10s', 'progress 20%', 'acked 5000', "
-        "'consumed 200 [by consumer 1]', 'assigned consumer 2', 'isr T/P < 3', 'leader-change T/P', "
+        "'consumed 200 [by consumer 1]', 'assigned consumer 2 [== 6]', 'isr T/P < 3', 'leader-change T/P', "
         "'offline T/P', 'online T/P', 'preferred T', 'brokers >= 3' or 'producer stalled|resumed|finished'"
     )
 

@@ -18,6 +18,7 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.clients.stats import ClientEvent, ProducerStats
 
 POLL_S = 0.5
+PRODUCER_POLL_S = 0.2
 STALL_AFTER_S = 2.0  # no acknowledgment for this long, with records in flight: a stall
 
 Event = dict[str, Any]
@@ -85,9 +86,12 @@ class Timeline:
 
 
 class ClusterWatch:
-    """Polls the cluster (and the producer's stats) every ``POLL_S`` and writes what changed.
+    """Polls the cluster every ``POLL_S`` and the producer's stats every ``PRODUCER_POLL_S``, in two threads,
+    and writes what changed.
 
-    The next poll starts only after the last one ended, so polls never pile up while brokers are down.
+    The next cluster poll starts only after the last one ended, so polls never pile up while brokers are
+    down. The producer has its own thread because a stall happens exactly when brokers are down or paused,
+    when an admin snapshot can take seconds: watched after each snapshot, a short stall went unseen.
     """
 
     def __init__(self, timeline: Timeline, admin: Admin,
@@ -96,7 +100,7 @@ class ClusterWatch:
         self.admin = admin
         self._producer_stats = producer_stats
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self.last: ClusterSnapshot | None = None
         self._parts: dict[tuple[str, int], tuple[int | None, tuple[int, ...]]] = {}
         self._controller: int | None = None
@@ -105,26 +109,29 @@ class ClusterWatch:
         self._stalled = False
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kafkalab-lab-watch", daemon=True)
-        self._thread.start()
+        for name, step, every in (("cluster", self.poll, POLL_S), ("producer", self._watch_producer, PRODUCER_POLL_S)):
+            thread = threading.Thread(target=self._every, args=(step, every), name=f"kafkalab-watch-{name}",
+                                      daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        for thread in self._threads:
+            thread.join(timeout=10)
 
-    def _run(self) -> None:
+    def _every(self, step: Callable[[], None], seconds: float) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            self.poll()
-            self._stop.wait(max(0.05, POLL_S - (time.monotonic() - started)))
+            step()
+            self._stop.wait(max(0.05, seconds - (time.monotonic() - started)))
 
     def poll(self) -> None:
+        """One cluster snapshot, its changes on the timeline."""
         snap = self.admin.snapshot(offsets=False, internal=True)
         if snap.reachable:
             self._diff(snap)
             self.last = snap
-        self._watch_producer()
 
     def _diff(self, snap: ClusterSnapshot) -> None:
         tl = self.timeline
