@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any
@@ -15,7 +16,9 @@ from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
+from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
+from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
 from tests.test_ui_feed import FakeSource
 
@@ -70,6 +73,61 @@ async def test_kill_on_leader_changes_badge_and_table_leader() -> None:
         assert feed.actions == [("broker-2", "kill")]
         assert leader_cell(app, "test-topic/1") == "3"
         assert ("test-topic/1", "leader") in app.query_one(PartitionTable).marks
+
+
+@sync
+async def test_selection_restyles_only_the_pane_and_matches_a_full_restyle() -> None:
+    """NodePane.set_selected restyles the pane alone: no CSS rule may style a pane's children by -selected."""
+    app = console(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "3")
+        await pilot.pause()
+        assert [p.node_name for p in app.query(NodePane) if p.has_class("-selected")] == ["broker-3"]
+        assert "selected: broker-3" in str(app.query_one("#topbar", Static).render())
+        for pane in app.query(NodePane):
+            shown = [w.styles.css for w in pane.walk_children(with_self=True)]
+            app.stylesheet.update(pane)
+            assert [w.styles.css for w in pane.walk_children(with_self=True)] == shown, pane.node_name
+
+
+@sync
+async def test_controller_mark_follows_the_controller() -> None:
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.query_one("#node-broker-1", BrokerPane).border_title == "[1] broker-1 ★"
+        await pilot.press("1", "k")
+        await settle(pilot)
+        assert app.query_one("#node-broker-1", BrokerPane).border_title == "[1] broker-1"
+        assert app.query_one("#node-broker-2", BrokerPane).border_title == "[2] broker-2 ★"
+
+
+@sync
+async def test_consumers_table_follows_changes_and_removals() -> None:
+    feed = FakeSource(with_run=True)
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one(ConsumersTable)
+        assert table.get_cell("consumer", "received").plain == "498,796"
+        consumer = feed.run_frame.consumers[0]
+        feed.run_frame = replace(feed.run_frame, consumers=(replace(consumer, received=500_000),))
+        await settle(pilot)
+        assert table.get_cell("consumer", "received").plain == "500,000"
+        feed.run_frame = replace(feed.run_frame, consumers=())
+        await settle(pilot)
+        assert table.row_count == 0
+
+
+@sync
+async def test_startup_objects_are_frozen_while_the_console_runs() -> None:
+    app = console(FakeSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
 
 
 @sync

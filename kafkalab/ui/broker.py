@@ -46,8 +46,9 @@ class BrokerPane(NodePane):
         self.query_one(".btn-start_restart", Button).label = "Restart" if up else "Start"
 
     def show_roles(self, controller: bool, leads: int | None, follows: int | None, reachable: bool) -> None:
-        self.controller = controller
-        self.border_title = f"[{self.key}] {self.node_name}" + (" ★" if controller else "")
+        if controller != self.controller:  # a title set repaints the whole pane: only on a change
+            self.controller = controller
+            self.border_title = f"[{self.key}] {self.node_name}" + (" ★" if controller else "")
         if leads is None or follows is None:
             self.show_facts(Text("not registered", style="dim"))
             return

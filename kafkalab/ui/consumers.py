@@ -30,19 +30,25 @@ class ConsumersTable(DataTable[Text]):
     def __init__(self) -> None:
         super().__init__(id="consumers", cursor_type="none")
         self.border_title = "consumers"
+        self.shown: dict[str, dict[str, Text]] = {}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.add_column(label, key=key)
 
     def show(self, consumers: tuple[ConsumerStats, ...]) -> None:
+        """Add and remove rows, update only the cells that changed (each update re-renders the table)."""
         names = {c.name for c in consumers}
-        for key in [k.value for k in self.rows if k.value not in names]:
-            self.remove_row(key)
+        for name in [n for n in self.shown if n not in names]:
+            self.remove_row(name)
+            del self.shown[name]
         for c in consumers:
             row = consumer_row(c)
-            if c.name not in {k.value for k in self.rows}:
+            old = self.shown.get(c.name)
+            if old is None:
                 self.add_row(*(row[k] for k, _ in COLUMNS), key=c.name)
             else:
                 for key, _ in COLUMNS:
-                    self.update_cell(c.name, key, row[key], update_width=True)
+                    if row[key] != old[key]:
+                        self.update_cell(c.name, key, row[key], update_width=True)
+            self.shown[c.name] = row

@@ -73,6 +73,17 @@ class NodePane(Vertical):
         for state in NodeState:
             self.set_class(info.state == state, f"-{state.value}")
 
+    def set_selected(self, selected: bool) -> None:
+        """Mark the pane as the one the node keys act on: its border (app.tcss, ``.node-pane.-selected``).
+
+        A class change makes Textual restyle the pane's whole subtree (a dozen widgets), the costliest step
+        of a key press; no rule styles a pane's children by ``-selected``, so only the pane is restyled.
+        """
+        if self.has_class("-selected") == selected:
+            return
+        self.set_class(selected, "-selected", update=False)
+        self.app.stylesheet.apply(self)
+
     def show_facts(self, facts: Text) -> None:
         self.query_one(".facts-line", Line).show(facts)
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import ProgressBar, Sparkline, Static
+from textual.widgets import ProgressBar, Sparkline
 
 from kafkalab.clients.stats import ProducerStats
 from kafkalab.ui.line import Line
@@ -55,17 +55,19 @@ class ProducerPane(Vertical):
         self.border_title = "producer"
 
     def compose(self) -> ComposeResult:
-        yield Static(id="producer-settings")
+        yield Line(id="producer-settings")
         yield ProgressBar(total=1, show_eta=False, id="producer-progress")
         yield Line("not started", id="producer-counts")
         yield Line(id="producer-failures")
         yield Sparkline([], id="producer-sparkline")
 
     def show(self, stats: ProducerStats | None, settings: Mapping[str, str], throughput: list[float]) -> None:
-        self.query_one("#producer-settings", Static).update(settings_line(settings))
+        self.query_one("#producer-settings", Line).show(settings_line(settings))
         if stats is None:
             return
-        self.border_title = f"producer {stats.name}"
+        title = f"producer {stats.name}"
+        if self.border_title != title:  # a title set repaints the pane: only on a change
+            self.border_title = title
         self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)
         self.query_one("#producer-counts", Line).show(counts_line(stats))
         self.query_one("#producer-failures", Line).show(failures_line(stats))
