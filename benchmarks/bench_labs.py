@@ -1,32 +1,54 @@
 """Every catalog lab run N times headless: how often its lesson showed, median and worst duration.
 
-    .venv/bin/python benchmarks/bench_labs.py [--runs 10] [--labs acks-0,leader-failover] [--seed 1]
+    .venv/bin/python benchmarks/bench_labs.py [--runs 10] [--labs acks-0,leader-failover] [--seed 1] [--append]
 
 One Spark session is kept warm for all runs, as the console does. Each run has its own fresh cluster on
 free ports. Results go to benchmarks/results/labs.json; run directories to a temporary dir (removed).
+With --append the runs add to those already in labs.json, so ten runs per lab can be gathered in several
+sittings; a lab's earlier runs count only while its file is unchanged (its hash is recorded).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import write_results
+from benchmarks.benchutil import RESULTS, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.cluster.ports import free_port
-from kafkalab.labs import LabSession, catalog, load_lab
+from kafkalab.labs import Lab, LabSession, catalog, load_lab
 
 GOAL_S = 120.0
+
+
+def lab_hash(lab: Lab) -> str:
+    return hashlib.sha256(lab.source.read_bytes()).hexdigest()[:16] if lab.source else ""
+
+
+def previous_results() -> dict[str, dict[str, Any]]:
+    path = RESULTS / "labs.json"
+    return json.loads(path.read_text())["labs"] if path.exists() else {}
+
+
+def earlier_runs(lab: Lab) -> dict[str, Any]:
+    """What labs.json holds for this very lab file: durations, lessons shown, failures."""
+    old = previous_results().get(lab.id, {})
+    if old.get("lab_sha") != lab_hash(lab):
+        return {"durations_s": [], "lesson_shown": 0, "failures": []}
+    return old
 
 
 def ports(n: int) -> tuple[int, list[int]]:
@@ -43,6 +65,7 @@ def main() -> int:
     parser.add_argument("--labs", default="", help="comma-separated lab ids (default: the whole catalog)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None, help="keep run directories here")
+    parser.add_argument("--append", action="store_true", help="add to the runs already in labs.json")
     args = parser.parse_args()
     labs = [load_lab(p) for p in catalog()]
     if args.labs:
@@ -51,19 +74,20 @@ def main() -> int:
     console = Console(stderr=True)
     spark = WarmSession().start()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-labs-"))
-    results: dict[str, dict[str, object]] = {}
+    results: dict[str, dict[str, Any]] = previous_results() if args.append else {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console) as bar:
             task = bar.add_task("labs", total=len(labs) * args.runs)
             for lab in labs:
-                durations: list[float] = []
-                shown = 0
-                failures: list[list[str]] = []
+                before = earlier_runs(lab) if args.append else {"durations_s": [], "lesson_shown": 0, "failures": []}
+                durations: list[float] = list(before["durations_s"])
+                shown: int = before["lesson_shown"]
+                failures: list[list[str]] = list(before["failures"])
                 for i in range(args.runs):
                     bar.update(task, description=f"{lab.id} run {i + 1}/{args.runs}")
                     zk, brokers = ports(lab.cluster.brokers)
-                    session = LabSession(lab, root, seed=args.seed + i, spark=spark, zk_port=zk,
+                    session = LabSession(lab, root, seed=args.seed + len(durations), spark=spark, zk_port=zk,
                                          broker_ports=brokers)
                     started = time.monotonic()
                     result = session.run()
@@ -76,18 +100,19 @@ def main() -> int:
                         shutil.rmtree(result.run_dir, ignore_errors=True)
                     bar.advance(task)
                 results[lab.id] = {
-                    "title": lab.title, "runs": args.runs, "lesson_shown": shown,
+                    "title": lab.title, "lab_sha": lab_hash(lab), "runs": len(durations), "lesson_shown": shown,
                     "median_s": round(statistics.median(durations), 1), "worst_s": round(max(durations), 1),
                     "under_goal": max(durations) <= GOAL_S, "durations_s": [round(d, 1) for d in durations],
                     "failures": failures,
                 }
-                console.print(f"{lab.id}: {shown}/{args.runs} shown, median {results[lab.id]['median_s']}s, "
+                console.print(f"{lab.id}: {shown}/{len(durations)} shown, median {results[lab.id]['median_s']}s, "
                               f"worst {results[lab.id]['worst_s']}s", highlight=False)
     finally:  # an interrupted benchmark still records the labs it finished
         spark.stop()
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-        path = write_results("labs", {"runs_per_lab": args.runs, "goal_s": GOAL_S, "labs": results})
+        fewest = min((r["runs"] for r in results.values()), default=0)
+        path = write_results("labs", {"runs_per_lab": fewest, "goal_s": GOAL_S, "labs": results})
         console.print(f"results: {path}")
     return 0
 

@@ -612,7 +612,7 @@ class LabSession:
                 last, quiet_since = processed, time.monotonic()
             caught_up = all(  # every assigned partition's lag known and zero
                 s.assignment and set(s.assignment) <= set(s.lag) and s.total_lag == 0
-                for s in stats if s.state == "running")
+                for s in stats if s.state == "running") and self._groups_cover(stats)
             if caught_up and time.monotonic() - quiet_since >= 1.0:
                 break
             self._sleep(0.25)
@@ -622,6 +622,17 @@ class LabSession:
             if not c.join(20):
                 c.crash()
                 c.join(5)
+
+    def _groups_cover(self, stats: list[ConsumerStats]) -> bool:
+        """Each group with a running member owns every partition of the topic: partitions a crashed member
+        held are someone's again (after its session timed out) before the drain may end, or its records
+        would count as lost when the lesson is their redelivery."""
+        partitions = next((t.partitions for t in self.lab.topics if t.name == self.lab.topic), 0)
+        owned: dict[str, set[int]] = {}
+        for s in stats:
+            if s.state == "running":
+                owned.setdefault(s.group, set()).update(s.assignment)
+        return all(len(parts) >= partitions for parts in owned.values())
 
     def _heal(self) -> None:
         assert self.cluster is not None
