@@ -138,13 +138,15 @@ def main() -> int:
                 "sort_diff_s": summary(baseline_times),
                 "sort_diff_lines": diff_lines,
                 "warm_vs_sort_diff": round(warm_median / baseline_median, 3),
-                "driver_peak_rss_mb": {"cold_run": round(max(c["jvm_peak_rss_mb"] for c in cold)),
+                "driver_peak_rss_mb": {"cold_run": round(max((c["jvm_peak_rss_mb"] for c in cold), default=0)),
                                        "warm_session": round(jvm_peak_rss_mb(warm))},
                 "classes": report.classes,
                 "expected": want,
                 "correct": got == want,
             })
-            console.print(f"{size:,}: warm {warm_median:.2f} s, cold job {results[-1]['cold_job_s']['median']:.2f} s,"
+            cold_median = results[-1]["cold_job_s"]["median"] or float("nan")
+            console.print(f"{size:,}: warm {warm_median:.2f} s {sorted(round(t, 2) for t in warm_times)}, "
+                          f"cold job {cold_median:.2f} s,"
                           f" sort+diff {baseline_median:.2f} s (x{warm_median / baseline_median:.2f}), "
                           f"correct={got == want}")
     warm.stop()

@@ -5,9 +5,11 @@
   of --records records), median and p95;
 - new leader: after a kill of the leader, the time from this script's own admin client seeing the new
   leader to the console's table showing it, in admin refreshes (1 s each);
-- the console process's CPU while idle and while the producer runs.
+- the console process's CPU while idle and while the producer runs;
+- a peer: a program that only echoes the key, in the same tmux under the same load (the terminal's and the
+  scheduler's part of the latency), measured interleaved with the console.
 
-    .venv/bin/python benchmarks/bench_console.py [--records 500000] [--samples 20]
+    .venv/bin/python benchmarks/bench_console.py [--records 500000] [--samples 20] [--runs 3]
 
 Writes benchmarks/results/console.json.
 """
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -25,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -40,15 +44,27 @@ RESULTS = Path(__file__).resolve().parent / "results" / "console.json"
 TOPIC = "bench-console"
 
 
+# The peer: the least a program can do on a key in the same tmux, under the same load (it prints what
+# the console prints). Its latency is the terminal's and the scheduler's share of the console's.
+ECHO_PEER = """
+import sys, tty
+tty.setcbreak(sys.stdin.fileno())
+while True:
+    sys.stdout.write("\\rselected: broker-" + sys.stdin.read(1) + "   ")
+    sys.stdout.flush()
+"""
+
+
 class Screen:
-    def __init__(self, socket: str) -> None:
+    def __init__(self, socket: str, target: str = "c") -> None:
         self.socket = socket
+        self.target = target
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True).stdout
 
     def text(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", "c")
+        return self.tmux("capture-pane", "-p", "-t", self.target)
 
     def wait(self, check: object, timeout: float, step: float = 0.005) -> float:
         """Seconds until check(screen) holds."""
@@ -70,7 +86,7 @@ def key_latencies(screen: Screen, samples: int) -> list[float]:
     for i in range(samples):
         broker = str(i % 3 + 1)
         started = time.monotonic()
-        screen.tmux("send-keys", "-t", "c", broker)
+        screen.tmux("send-keys", "-t", screen.target, broker)
         screen.wait(lambda s, b=broker: f"selected: broker-{b}" in s, 10, step=0.002)
         out.append((time.monotonic() - started) * 1000)
         time.sleep(0.1)
@@ -102,7 +118,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3, help="whole measurements; the summary is their median")
     args = parser.parse_args()
+    runs = []
+    for i in range(args.runs):
+        runs.append(measure(args))
+        print(f"run {i + 1}/{args.runs}: {json.dumps(runs[-1])}", file=sys.stderr)
+    medians = {
+        name: statistics.median(run[section][key] for run in runs)
+        for name, section, key in (
+            ("key_live_median_ms", "key_to_visible_live_run", "median_ms"),
+            ("key_live_p95_ms", "key_to_visible_live_run", "p95_ms"),
+            ("key_idle_median_ms", "key_to_visible_idle", "median_ms"),
+            ("key_idle_p95_ms", "key_to_visible_idle", "p95_ms"),
+            ("peer_live_p95_ms", "peer_key_to_visible_live_run", "p95_ms"),
+            ("beyond_cluster_s", "startup", "beyond_cluster_s"),
+            ("console_after_admin_s", "new_leader", "console_after_admin_s"),
+            ("cpu_idle_percent", "console_cpu_percent", "idle"),
+            ("cpu_live_percent", "console_cpu_percent", "live_run"),
+        )
+    }
+    result = {"medians_of_runs": medians, "runs": runs}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(medians, indent=2))
+    return 0
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """One whole measurement on a fresh cluster and console."""
     root = Path(tempfile.mkdtemp(prefix="kafkalab-bench-console-"))
     state_dir = root / "console"
     screen = Screen(f"kafkalab-bench-{os.getpid()}")
@@ -121,8 +165,12 @@ def main() -> int:
         admin = Admin(bootstrap, timeout_s=2)
         admin.create_topic(TOPIC, 6, 3, {"min.insync.replicas": "2"}, timeout_s=60)
         screen.wait(lambda s: (leader_on_screen(s, f"{TOPIC}/0") or "none") != "none", 30, step=0.05)
+        peer = Screen(screen.socket, "p")
+        peer.tmux("new-session", "-d", "-s", "p", "-x", "140", "-y", "40",
+                  shlex.join([sys.executable, "-c", ECHO_PEER]))
         idle_cpu = cpu_of(console_pid, 10)
         idle_keys = key_latencies(screen, args.samples)
+        idle_peer = key_latencies(peer, args.samples)
 
         # Its own session, like a producer started in another terminal: in this script's session it shared the
         # scheduler's autogroup with the tmux clients that send keys and read the screen, and starved them
@@ -132,10 +180,16 @@ def main() -> int:
              f"-Dproducer.num-records-per-roll={args.records}", "-Dproducer.num-rolls=1", "-Dproducer.acks=all",
              "--log-dir", str(root / "logs")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(3)
-        live_cpu = cpu_of(console_pid, 10)
-        live_keys = key_latencies(screen, args.samples)
-
+        time.sleep(2)
+        live_keys, live_peer = [], []
+        for _ in range(args.samples // 5):  # interleaved, so both see the same moments of the run
+            live_keys += key_latencies(screen, 5)
+            live_peer += key_latencies(peer, 5)
+        in_topic = sum(admin.end_offsets([(TOPIC, p) for p in range(6)]).values())
+        live_cpu = cpu_of(console_pid, 5)
+        in_topic_at_kill = sum(admin.end_offsets([(TOPIC, p) for p in range(6)]).values())
+        if in_topic_at_kill >= args.records:
+            print(f"the run ended before the kill: raise --records (now {args.records})", file=sys.stderr)
         old = admin.snapshot(offsets=False).partition(TOPIC, 0)
         assert old is not None and old.leader is not None
         screen.tmux("send-keys", "-t", "c", str(old.leader), "k")
@@ -156,10 +210,15 @@ def main() -> int:
             "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": round(load_at_start, 2),
                         "load_avg_1m": round(os.getloadavg()[0], 2)},
             "records": args.records,
+            "records_in_topic_after_live_samples": in_topic,
+            "records_in_topic_at_kill": in_topic_at_kill,
             "startup": {"cluster_own_start_s": round(plain_start, 2), "console_ready_s": round(console_start, 2),
                         "beyond_cluster_s": round(console_start - plain_start, 2)},
             "key_to_visible_idle": summary(idle_keys),
             "key_to_visible_live_run": summary(live_keys),
+            "peer_key_to_visible_idle": summary(idle_peer),
+            "peer_key_to_visible_live_run": summary(live_peer),
+            "live_p95_vs_peer": round(summary(live_keys)["p95_ms"] / summary(live_peer)["p95_ms"], 2),
             "new_leader": {"admin_first_s_after_kill": round(admin_seen - killed, 2),
                            "console_after_admin_s": round(lag, 2),
                            "within_one_refresh": lag <= ADMIN_POLL_S + 0.5,
@@ -167,14 +226,12 @@ def main() -> int:
             "console_cpu_percent": {"idle": round(idle_cpu, 1), "live_run": round(live_cpu, 1)},
         }
         screen.tmux("send-keys", "-t", "c", "C-q")
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-        print(json.dumps(result, indent=2))
-        return 0
+        return result
     finally:
         if producer is not None and producer.poll() is None:
             producer.kill()
             producer.wait()
+        screen.tmux("kill-session", "-t", "p")
         deadline = time.monotonic() + 60
         while screen.tmux("list-sessions") and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -149,8 +149,13 @@ class Admin:
         self._default_min_isr = 1
 
     # ---- snapshots -------------------------------------------------------------------------------
-    def snapshot(self, offsets: bool = True, internal: bool = False) -> ClusterSnapshot:
-        """Controller, live brokers and every partition's leader/replicas/ISR (and end offsets)."""
+    def snapshot(self, offsets: bool = True, internal: bool = False,
+                 offsets_wait_s: float | None = None) -> ClusterSnapshot:
+        """Controller, live brokers and every partition's leader/replicas/ISR (and end offsets).
+
+        ``offsets_wait_s`` bounds the wait for end offsets (unanswered ones are None): the console's
+        table must not wait on a leader that was just killed to show who leads now.
+        """
         started = time.monotonic()
         try:
             md = self._metadata()
@@ -174,7 +179,7 @@ class Admin:
                     replicas=tuple(pm.replicas), isr=tuple(sorted(pm.isrs)), min_isr=min_isr.get(name, 1),
                 ))
         if offsets and parts:
-            ends = self.end_offsets([(p.topic, p.partition) for p in parts if p.leader is not None])
+            ends = self.end_offsets([(p.topic, p.partition) for p in parts if p.leader is not None], offsets_wait_s)
             parts = [_with_end(p, ends.get((p.topic, p.partition))) for p in parts]
         return ClusterSnapshot(
             taken_at=time.time(), reachable=True, controller=controller,
@@ -205,9 +210,11 @@ class Admin:
             return md
         raise failure
 
-    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    def end_offsets(self, partitions: list[tuple[str, int]], wait_s: float | None = None) -> dict[tuple[str, int], int]:
+        """Log-end offsets of the partitions that answer within ``wait_s`` (default: the request timeout)."""
         if not partitions:
             return {}
+        deadline = time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
         request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
         result: dict[tuple[str, int], int] = {}
         try:
@@ -216,7 +223,7 @@ class Admin:
             return result
         for tp, fut in futures.items():
             try:
-                result[(tp.topic, tp.partition)] = fut.result(timeout=self.timeout_s + 0.5).offset
+                result[(tp.topic, tp.partition)] = fut.result(timeout=max(0.0, deadline - time.monotonic())).offset
             except Exception:
                 continue
         return result

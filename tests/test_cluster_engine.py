@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import psutil
 import pytest
 from confluent_kafka import Producer
 
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster.process import NODE_NICE
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -127,6 +131,20 @@ def test_node_infos_report_pid_uptime_memory_and_log_tail(cluster: Cluster) -> N
     log_lines = cluster.node(1).log_path.read_text(errors="replace").splitlines()
     assert cluster.node(1).log_tail(20) == log_lines[-20:] and len(log_lines) >= 20
     assert any("[KafkaServer id=1] started" in line for line in log_lines)
+
+
+def test_nodes_run_at_a_lower_cpu_priority_than_kafkalab(cluster: Cluster) -> None:
+    """The console and the clients get the CPU first on a busy laptop (NODE_NICE)."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    autogroups = Path("/proc/self/autogroup").exists()
+    for info in cluster.infos():
+        if info.state != NodeState.RUNNING:
+            continue
+        jvm = psutil.Process(info.pid)
+        assert jvm.nice() == own + NODE_NICE, info.name
+        assert all(psutil.Process(t.id).nice() == own + NODE_NICE for t in jvm.threads()[:20]), info.name
+        if autogroups:
+            assert Path(f"/proc/{info.pid}/autogroup").read_text().split()[-1] == str(NODE_NICE), info.name
 
 
 def test_admin_snapshots_keep_answering_while_the_broker_they_talk_to_is_paused(cluster: Cluster) -> None:

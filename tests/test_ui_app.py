@@ -202,6 +202,22 @@ async def test_unreachable_cluster_keeps_last_values_greyed() -> None:
 
 
 @sync
+async def test_an_end_offset_not_given_in_time_keeps_its_last_known_value() -> None:
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one(PartitionTable)
+        assert table.get_cell("test-topic/2", "end").plain.strip() == "3,000"
+        with feed.lock:  # the leader of partition 2 did not answer; partition 3 moved on
+            feed.partitions = [replace(p, end_offset=None if p.partition == 2 else p.end_offset + 7)
+                               for p in feed.partitions]
+        await settle(pilot)
+        assert table.get_cell("test-topic/2", "end").plain.strip() == "3,000"
+        assert table.get_cell("test-topic/3", "end").plain.strip() == "4,007"
+
+
+@sync
 async def test_a_failing_poll_shows_a_dismissable_error_and_polling_goes_on() -> None:
     feed = FakeSource()
     calls = {"n": 0}

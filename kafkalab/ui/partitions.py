@@ -115,6 +115,9 @@ class PartitionTable(DataTable[Text]):
                 self._redraw_all()
             return
         new = {row_key(p): row_of(p) for p in snapshot.partitions}
+        for key, row in new.items():  # a leader that did not answer in time: its last known end offset
+            if row["end"] == "?" and key in self.rows_now:
+                row["end"] = self.rows_now[key]["end"]
         self._fit(new)
         diff = diff_rows(self.rows_now, new)
         was_stale, self.stale = self.stale, False
