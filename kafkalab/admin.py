@@ -149,25 +149,23 @@ class Admin:
         self._default_min_isr = 1
 
     # ---- snapshots -------------------------------------------------------------------------------
-    def snapshot(self, offsets: bool = True, internal: bool = False,
-                 offsets_wait_s: float | None = None) -> ClusterSnapshot:
+    def snapshot(self, offsets: bool = True, internal: bool = False, wait_s: float | None = None) -> ClusterSnapshot:
         """Controller, live brokers and every partition's leader/replicas/ISR (and end offsets).
 
-        ``offsets_wait_s`` bounds the wait for end offsets (unanswered ones are None): the console's
-        table must not wait on a leader that was just killed to show who leads now.
+        ``wait_s`` bounds the wait for what is asked after the metadata (end offsets and the controller;
+        unanswered ones are None): the console's table must not wait on a broker that was just killed
+        to show who leads now.
         """
         started = time.monotonic()
         try:
             md = self._metadata()
         except KafkaException as exc:
             return ClusterSnapshot(time.time(), False, error=_short(exc), elapsed_s=time.monotonic() - started)
-        controller = None
-        try:
-            controller = self._client.describe_cluster(request_timeout=self.timeout_s).result(
-                timeout=self.timeout_s + 0.5
-            ).controller.id
-        except Exception:
-            controller = None
+        deadline = time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
+        try:  # asked now, awaited after the end offsets: the two waits overlap
+            cluster = self._client.describe_cluster(request_timeout=self.timeout_s)
+        except KafkaException:
+            cluster = None
         topics = {name: t for name, t in md.topics.items() if internal or not name.startswith("__")}
         min_isr = self._topic_min_isr(list(topics))
         parts: list[PartitionState] = []
@@ -179,8 +177,15 @@ class Admin:
                     replicas=tuple(pm.replicas), isr=tuple(sorted(pm.isrs)), min_isr=min_isr.get(name, 1),
                 ))
         if offsets and parts:
-            ends = self.end_offsets([(p.topic, p.partition) for p in parts if p.leader is not None], offsets_wait_s)
+            ends = self.end_offsets([(p.topic, p.partition) for p in parts if p.leader is not None],
+                                    deadline - time.monotonic())
             parts = [_with_end(p, ends.get((p.topic, p.partition))) for p in parts]
+        controller = None
+        if cluster is not None:
+            try:
+                controller = cluster.result(timeout=max(0.0, deadline - time.monotonic())).controller.id
+            except Exception:
+                controller = None
         return ClusterSnapshot(
             taken_at=time.time(), reachable=True, controller=controller,
             brokers=tuple(sorted(md.brokers)), partitions=tuple(parts), elapsed_s=time.monotonic() - started,

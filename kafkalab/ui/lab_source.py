@@ -21,7 +21,7 @@ from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.session import LabSession, Phase, SessionState
 from kafkalab.ui.source import (
-    OFFSETS_WAIT_S,
+    SNAPSHOT_WAIT_S,
     LabView,
     LogFollower,
     Marker,
@@ -100,7 +100,7 @@ class LabSource:
         if admin is None:
             what = "no cluster yet: press g to start a run" if self._cluster is None else "cluster starting"
             return ClusterSnapshot(time.time(), False, error=what)
-        return admin.snapshot(offsets_wait_s=OFFSETS_WAIT_S)
+        return admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
     def node_action(self, node: str, action: str) -> None:
         cluster = self.session.cluster

@@ -21,7 +21,7 @@ from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
 
 LOG_LINES_KEPT = 200
-OFFSETS_WAIT_S = 0.5  # end offsets a leader does not give by then show their last known value
+SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
 _LOG_READ_MAX = 65536
 
 
@@ -178,7 +178,7 @@ class ClusterSource:
     def snapshot(self) -> ClusterSnapshot:
         if self._admin is None:
             return ClusterSnapshot(time.time(), False, error="cluster starting")
-        return self._admin.snapshot(offsets_wait_s=OFFSETS_WAIT_S)
+        return self._admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
     def run(self) -> RunFrame:
         return RunFrame()
