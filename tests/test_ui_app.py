@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -40,6 +41,15 @@ def console(source: FakeSource, **kwargs: object) -> LabConsole:
                       **kwargs)
 
 
+@contextlib.asynccontextmanager
+async def running(feed: FakeSource) -> AsyncIterator[tuple[LabConsole, Pilot[None]]]:
+    """The console on ``feed``, its first frames applied."""
+    app = console(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        yield app, pilot
+
+
 async def settle(pilot: Pilot[None], polls: int = 2) -> None:
     """Wait until every poller applied ``polls`` more frames."""
     app = pilot.app
@@ -61,9 +71,7 @@ def leader_cell(app: LabConsole, key: str) -> str:
 @sync
 async def test_kill_on_leader_changes_badge_and_table_leader() -> None:
     feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         assert leader_cell(app, "test-topic/1") == "2"
         await pilot.press("2", "k")
         await settle(pilot)
@@ -94,9 +102,7 @@ async def test_selection_restyles_only_the_pane_and_matches_a_full_restyle() -> 
 @sync
 async def test_controller_mark_follows_the_controller() -> None:
     feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         assert app.query_one("#node-broker-1", BrokerPane).border_title == "[1] broker-1 ★"
         await pilot.press("1", "k")
         await settle(pilot)
@@ -107,9 +113,7 @@ async def test_controller_mark_follows_the_controller() -> None:
 @sync
 async def test_consumers_table_follows_changes_and_removals() -> None:
     feed = FakeSource(with_run=True)
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         table = app.query_one(ConsumersTable)
         assert table.get_cell("consumer", "received").plain == "498,796"
         consumer = feed.run_frame.consumers[0]
@@ -152,9 +156,7 @@ async def test_killing_the_last_in_sync_replica_asks_first() -> None:
 @sync
 async def test_pause_key_toggles_and_buttons_act_on_their_broker() -> None:
     feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         await pilot.press("1", "p")
         await settle(pilot)
         await pilot.press("p")
@@ -168,9 +170,7 @@ async def test_pause_key_toggles_and_buttons_act_on_their_broker() -> None:
 @sync
 async def test_start_and_stop_run_fill_the_results_pane() -> None:
     feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         await pilot.press("g")
         await settle(pilot)
         assert app.run_frame.live
@@ -188,9 +188,7 @@ async def test_start_and_stop_run_fill_the_results_pane() -> None:
 @sync
 async def test_unreachable_cluster_keeps_last_values_greyed() -> None:
     feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         feed.reachable = False
         await settle(pilot)
         status = str(app.query_one("#partitions-status", Static).render())
@@ -204,9 +202,7 @@ async def test_unreachable_cluster_keeps_last_values_greyed() -> None:
 @sync
 async def test_an_end_offset_not_given_in_time_keeps_its_last_known_value() -> None:
     feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         table = app.query_one(PartitionTable)
         assert table.get_cell("test-topic/2", "end").plain.strip() == "3,000"
         with feed.lock:  # the leader of partition 2 did not answer; partition 3 moved on
@@ -264,9 +260,7 @@ async def test_help_lists_bindings_by_id_with_user_keymap() -> None:
 @sync
 async def test_quit_during_a_live_run_confirms_and_closes_the_source() -> None:
     feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(feed) as (app, pilot):
         await pilot.press("g")
         await settle(pilot)
         await pilot.press("ctrl+q")
