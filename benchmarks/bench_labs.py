@@ -43,9 +43,9 @@ def previous_results() -> dict[str, dict[str, Any]]:
     return json.loads(path.read_text())["labs"] if path.exists() else {}
 
 
-def earlier_runs(lab: Lab) -> dict[str, Any]:
-    """What labs.json holds for this very lab file: durations, lessons shown, failures."""
-    old = previous_results().get(lab.id, {})
+def earlier_runs(results: dict[str, dict[str, Any]], lab: Lab) -> dict[str, Any]:
+    """What ``results`` hold for this very lab file: durations, lessons shown, failures."""
+    old = results.get(lab.id, {})
     if old.get("lab_sha") != lab_hash(lab):
         return {"durations_s": [], "lesson_shown": 0, "failures": []}
     return old
@@ -80,7 +80,7 @@ def main() -> int:
         with Progress(*columns, console=console) as bar:
             task = bar.add_task("labs", total=len(labs) * args.runs)
             for lab in labs:
-                before = earlier_runs(lab) if args.append else {"durations_s": [], "lesson_shown": 0, "failures": []}
+                before = earlier_runs(results, lab)
                 durations: list[float] = list(before["durations_s"])
                 shown: int = before["lesson_shown"]
                 failures: list[list[str]] = list(before["failures"])

@@ -161,7 +161,7 @@ class Admin:
             md = self._metadata()
         except KafkaException as exc:
             return ClusterSnapshot(time.time(), False, error=_short(exc), elapsed_s=time.monotonic() - started)
-        deadline = time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
+        deadline = self._deadline(wait_s)
         try:  # asked now, awaited after the end offsets: the two waits overlap
             cluster = self._client.describe_cluster(request_timeout=self.timeout_s)
         except KafkaException:
@@ -215,11 +215,15 @@ class Admin:
             return md
         raise failure
 
+    def _deadline(self, wait_s: float | None) -> float:
+        """When to stop waiting for answers: ``wait_s`` from now, by default the request timeout and a margin."""
+        return time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
+
     def end_offsets(self, partitions: list[tuple[str, int]], wait_s: float | None = None) -> dict[tuple[str, int], int]:
         """Log-end offsets of the partitions that answer within ``wait_s`` (default: the request timeout)."""
         if not partitions:
             return {}
-        deadline = time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
+        deadline = self._deadline(wait_s)
         request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
         result: dict[tuple[str, int], int] = {}
         try:

@@ -86,9 +86,7 @@ async def test_kill_on_leader_changes_badge_and_table_leader() -> None:
 @sync
 async def test_selection_restyles_only_the_pane_and_matches_a_full_restyle() -> None:
     """NodePane.set_selected restyles the pane alone: no CSS rule may style a pane's children by -selected."""
-    app = console(FakeSource())
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(FakeSource()) as (app, pilot):
         await pilot.press("2", "3")
         await pilot.pause()
         assert [p.node_name for p in app.query(NodePane) if p.has_class("-selected")] == ["broker-3"]
@@ -127,9 +125,7 @@ async def test_consumers_table_follows_changes_and_removals() -> None:
 
 @sync
 async def test_startup_objects_are_frozen_while_the_console_runs() -> None:
-    app = console(FakeSource())
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with running(FakeSource()):
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
 
