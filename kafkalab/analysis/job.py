@@ -95,16 +95,14 @@ def read_log(session: SparkSession, paths: Sequence[Path], columns: Sequence[str
     )
 
 
-def _msg_id_parts(msg_id: Column) -> tuple[Column, Column, Column, Column]:
-    """(run, producer, seq text, well-formed) of ``run:producer:seq``, without a regex split per row."""
+MSG_ID_PATTERN = "^[^:]+:[^:]+:[0-9]+$"  # run:producer:seq, exactly two colons
+
+
+def _msg_id_parts(msg_id: Column) -> tuple[Column, Column]:
+    """(producer, seq text) of a well-formed ``run:producer:seq``."""
     from pyspark.sql import functions as F
 
-    run = F.substring_index(msg_id, ":", 1)
-    producer = F.substring_index(F.substring_index(msg_id, ":", 2), ":", -1)
-    seq = F.substring_index(msg_id, ":", -1)
-    colons = F.length(msg_id) - F.length(F.replace(msg_id, F.lit(":"), F.lit("")))
-    ok = (colons == 2) & (run != "") & (producer != "") & seq.rlike("^[0-9]+$")
-    return run, producer, seq, ok
+    return F.substring_index(F.substring_index(msg_id, ":", 2), ":", -1), F.substring_index(msg_id, ":", -1)
 
 
 def _key_columns(df: DataFrame, src: int, good: Column, key: Column) -> DataFrame:
@@ -129,7 +127,7 @@ def _key_columns(df: DataFrame, src: int, good: Column, key: Column) -> DataFram
 def _producer_rows(df: DataFrame, run: str | None) -> DataFrame:
     from pyspark.sql import functions as F
 
-    _run, _producer, _seq, well_formed = _msg_id_parts(F.col("msg_id"))
+    well_formed = F.col("msg_id").rlike(MSG_ID_PATTERN)
     status_code = F.when(F.col("status") == "acked", 0).when(F.col("status") == "failed", 1).when(
         F.col("status") == "unknown", 2)
     df = df.withColumn("status_code", status_code)
@@ -138,7 +136,7 @@ def _producer_rows(df: DataFrame, run: str | None) -> DataFrame:
         & F.col("partition").isNotNull() & F.col("status_code").isNotNull() & well_formed
     )
     rows = _key_columns(df, SRC_PRODUCER, good, F.col("msg_id"))
-    foreign = F.substring_index(F.col("key"), ":", 1) != F.lit(run) if run is not None else F.lit(False)
+    foreign = ~F.col("key").startswith(f"{run}:") if run is not None else F.lit(False)
     rows = rows.withColumn("foreign", (F.col("src") == SRC_PRODUCER) & foreign)
     # a producer row of another run travels with its run in the topic column, so the error can name it
     is_foreign = F.col("foreign")
@@ -224,7 +222,7 @@ def classify(session: SparkSession, producer_logs: Sequence[Path], consumer_logs
     )
     facts = _message_facts(messages, with_audit)
     if run is not None:
-        facts = facts.unionByName(_reordered_facts(positions, run, Window), allowMissingColumns=True)
+        facts = facts.unionByName(_reordered_facts(shuffled, run, Window), allowMissingColumns=True)
     rows = _collapse(facts)
     return _collect(rows, with_audit)
 
@@ -280,24 +278,23 @@ def _message_facts(messages: DataFrame, with_audit: bool) -> DataFrame:
     )
 
 
-def _reordered_facts(positions: DataFrame, run: str, window_cls: Any) -> DataFrame:
+def _reordered_facts(rows: DataFrame, run: str, window_cls: Any) -> DataFrame:
     """Backward steps of each producer's seq, in offset order, over the observed (position, id) pairs.
 
-    Built on the same position rows as the message facts, so Spark reuses the one shuffle of the logs
-    for both branches. That needs both branches to read the same columns below it and no filter of
-    this branch pushed beneath it: hence the predicate over aggregated columns only (including
-    ``p_status``, which keeps the status column in this branch's read).
+    Read from the rows as shuffled by message key, so Spark reuses that one shuffle (and the one read
+    of the logs) for both branches. Reuse needs this branch to keep every column of the shuffle and no
+    filter pushed beneath it: hence one non-deterministic predicate (never pushed down) that mentions
+    every column. A pair seen twice sorts next to itself and makes no backward step, so no distinct.
     """
     from pyspark.sql import functions as F
 
     c = F.col
-    key_run, producer, seq_text, well_formed = _msg_id_parts(c("key"))
-    seq = F.when(
-        ((c("c_rows") > 0) | (c("a_rows") > 0)) & (F.coalesce(c("p_status"), F.lit(0)) < 100)
-        & well_formed & (key_run == run),
-        seq_text.cast("long"))
-    pairs = positions.select("key", "topic", "partition", "offset", producer.alias("producer"),
-                             seq.alias("seq")).where(c("seq").isNotNull())
+    producer, seq_text = _msg_id_parts(c("key"))
+    observed = c("src").isin(SRC_CONSUMER, SRC_AUDIT) & c("key").startswith(f"{run}:") & c("key").rlike(MSG_ID_PATTERN)
+    uses_every_column = F.coalesce(F.length(c("grp")), c("status").cast("int"), F.lit(0)) >= 0
+    keep = F.when(F.spark_partition_id() >= 0, observed & uses_every_column)
+    pairs = rows.where(keep).select("key", "topic", "partition", "offset", producer.alias("producer"),
+                                    seq_text.cast("long").alias("seq"))
     order = window_cls.partitionBy("topic", "partition", "producer").orderBy("offset", "seq")
     steps = pairs.withColumn("prev_seq", F.lag("seq").over(order)).where(c("seq") < c("prev_seq"))
     return steps.select("topic", "partition", c("key").alias("sample_key"),
