@@ -19,9 +19,10 @@ Each message's counts go to its partition: the producer's, else (partition -1, o
 partition it was observed in; a reordered pair goes to its own partition. A row without a message id
 is its own message, keyed by its position.
 
-The physical plan: the three logs are read once (CSV, explicit schema) and shuffled once, by message
-key. Three hash aggregations on that partitioning (no further shuffle) fold rows into (group, position),
-position and message levels. A second branch over the same shuffle output orders the observed pairs for
+The job is one SQL query (building it costs a few calls to the JVM, not thousands). Its physical
+plan: the three logs are read once (CSV, explicit schema) and shuffled once, by message key. Three
+hash aggregations on that partitioning (no further shuffle) fold rows into (group, position), position
+and message levels. A second branch over the same shuffle output orders the observed pairs for
 reordering. Normal messages then collapse to one row per partition; only anomalous messages survive
 individually, so the sample ids cost a sort of the anomalies only.
 """
@@ -32,11 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import uuid4
 
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, PRODUCER_STATUSES
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 # anomaly classes in report order; the audit-only ones are None without an audit log
 CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered",
@@ -96,69 +98,162 @@ def read_log(session: SparkSession, paths: Sequence[Path], columns: Sequence[str
 
 
 MSG_ID_PATTERN = "^[^:]+:[^:]+:[0-9]+$"  # run:producer:seq, exactly two colons
+# SQL text of the producer and seq parts of a well-formed message id
+PRODUCER_OF_KEY = "substring_index(substring_index(key, ':', 2), ':', -1)"
+SEQ_OF_KEY = "substring_index(key, ':', -1)"
 
 
-def _msg_id_parts(msg_id: Column) -> tuple[Column, Column]:
-    """(producer, seq text) of a well-formed ``run:producer:seq``."""
-    from pyspark.sql import functions as F
-
-    return F.substring_index(F.substring_index(msg_id, ":", 2), ":", -1), F.substring_index(msg_id, ":", -1)
-
-
-def _key_columns(df: DataFrame, src: int, good: Column, key: Column) -> DataFrame:
-    """Project a log to the shuffled row shape; bad rows collapse onto one key per source."""
-    from pyspark.sql import functions as F
-
-    bad = ~good
-    return df.select(
-        F.when(bad, F.lit(BAD_KEY)).otherwise(key).alias("key"),
-        F.when(bad, F.lit(src + BAD_OFFSET)).otherwise(F.lit(src)).cast("byte").alias("src"),
-        F.when(bad, F.lit(None)).otherwise(
-            F.col("group") if "group" in df.columns and src == SRC_CONSUMER else F.lit(None)
-        ).cast("string").alias("grp"),
-        F.when(bad, F.lit(None)).otherwise(F.col("topic")).alias("topic"),
-        F.when(bad, F.lit(None)).otherwise(F.col("partition")).alias("partition"),
-        F.when(bad, F.lit(None)).otherwise(F.coalesce(F.col("offset"), F.lit(-1))).alias("offset"),
-        F.when(bad, F.lit(None)).otherwise(
-            F.col("status_code") if src == SRC_PRODUCER else F.lit(None)).cast("byte").alias("status"),
-    )
+def _producer_rows(view: str, with_run: bool) -> str:
+    """Producer rows in the shuffled shape; a bad row collapses onto one key, a row of another run
+    travels on its own key with its run in the topic column, so the error can name it."""
+    foreign = "good AND NOT startswith(msg_id, :run_prefix)" if with_run else "false"
+    return f"""
+    SELECT CASE WHEN NOT good THEN :bad_key WHEN foreign THEN :foreign_key ELSE msg_id END AS key,
+           CAST(CASE WHEN NOT good THEN {SRC_PRODUCER + BAD_OFFSET} WHEN foreign THEN {SRC_FOREIGN}
+                     ELSE {SRC_PRODUCER} END AS TINYINT) AS src,
+           CAST(NULL AS STRING) AS grp,
+           CASE WHEN foreign THEN substring_index(msg_id, ':', 1) WHEN good THEN topic END AS topic,
+           CASE WHEN good AND NOT foreign THEN partition END AS partition,
+           CASE WHEN good AND NOT foreign THEN coalesce(offset, -1) END AS offset,
+           CAST(CASE WHEN good THEN status_code END AS TINYINT) AS status
+    FROM (SELECT *, {foreign} AS foreign FROM (
+        SELECT *, _corrupt IS NULL AND msg_id IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL
+                  AND status_code IS NOT NULL AND msg_id RLIKE :pattern AS good
+        FROM (SELECT *, CASE status WHEN 'acked' THEN 0 WHEN 'failed' THEN 1 WHEN 'unknown' THEN 2 END
+                        AS status_code FROM {view})))"""
 
 
-def _producer_rows(df: DataFrame, run: str | None) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    well_formed = F.col("msg_id").rlike(MSG_ID_PATTERN)
-    status_code = F.when(F.col("status") == "acked", 0).when(F.col("status") == "failed", 1).when(
-        F.col("status") == "unknown", 2)
-    df = df.withColumn("status_code", status_code)
-    good = (
-        F.col("_corrupt").isNull() & F.col("msg_id").isNotNull() & F.col("topic").isNotNull()
-        & F.col("partition").isNotNull() & F.col("status_code").isNotNull() & well_formed
-    )
-    rows = _key_columns(df, SRC_PRODUCER, good, F.col("msg_id"))
-    foreign = ~F.col("key").startswith(f"{run}:") if run is not None else F.lit(False)
-    rows = rows.withColumn("foreign", (F.col("src") == SRC_PRODUCER) & foreign)
-    # a producer row of another run travels with its run in the topic column, so the error can name it
-    is_foreign = F.col("foreign")
-    return rows.select(
-        F.when(is_foreign, F.lit(FOREIGN_KEY)).otherwise(F.col("key")).alias("key"),
-        F.when(is_foreign, F.lit(SRC_FOREIGN).cast("byte")).otherwise(F.col("src")).alias("src"),
-        "grp",
-        F.when(is_foreign, F.substring_index(F.col("key"), ":", 1)).otherwise(F.col("topic")).alias("topic"),
-        *[F.when(is_foreign, F.lit(None)).otherwise(F.col(c)).alias(c) for c in ("partition", "offset")],
-        "status",
-    )
+def _reader_rows(view: str, src: int) -> str:
+    """Consumer or audit rows in the shuffled shape; a row without a message id is keyed by position."""
+    grp = "`group`" if src == SRC_CONSUMER else "NULL"
+    return f"""
+    SELECT CASE WHEN NOT good THEN :bad_key
+                WHEN msg_id IS NULL OR msg_id = '' THEN concat_ws(':', :position_prefix, topic, partition, offset)
+                ELSE msg_id END AS key,
+           CAST(CASE WHEN good THEN {src} ELSE {src + BAD_OFFSET} END AS TINYINT) AS src,
+           CAST(CASE WHEN good THEN {grp} END AS STRING) AS grp,
+           CASE WHEN good THEN topic END AS topic,
+           CASE WHEN good THEN partition END AS partition,
+           CASE WHEN good THEN offset END AS offset,
+           CAST(NULL AS TINYINT) AS status
+    FROM (SELECT *, _corrupt IS NULL AND topic IS NOT NULL AND partition IS NOT NULL AND offset IS NOT NULL
+                    AS good FROM {view})"""
 
 
-def _reader_rows(df: DataFrame, src: int) -> DataFrame:
-    from pyspark.sql import functions as F
+def _sum_if(cond: str, value: str = "1") -> str:
+    return f"SUM(CASE WHEN {cond} THEN {value} ELSE 0 END)"
 
-    good = (F.col("_corrupt").isNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
-            & F.col("offset").isNotNull())
-    position_key = F.concat_ws(":", F.lit(POSITION_KEY_PREFIX), F.col("topic"), F.col("partition"),
-                               F.col("offset"))
-    key = F.when(F.col("msg_id").isNull() | (F.col("msg_id") == ""), position_key).otherwise(F.col("msg_id"))
-    return _key_columns(df, src, good, key)
+
+# (group, position) -> position -> message, on the partitioning by key
+FOLDS = f"""
+deliveries AS (
+    SELECT key, src, grp, topic, partition, offset, COUNT(1) AS n, MAX(status) AS status
+    FROM shuffled GROUP BY key, src, grp, topic, partition, offset),
+positions AS (
+    SELECT key, topic, partition, offset,
+           {_sum_if(f"src = {SRC_PRODUCER}", "n")} AS p_rows,
+           MAX(CASE WHEN src = {SRC_PRODUCER} THEN status END) AS p_status,
+           {_sum_if(f"src = {SRC_CONSUMER}", "n")} AS c_rows,
+           {_sum_if(f"src = {SRC_CONSUMER} AND n >= 2")} AS redelivered,
+           {_sum_if(f"src = {SRC_AUDIT}", "n")} AS a_rows,
+           {", ".join(f"{_sum_if(f'src = {s + BAD_OFFSET}', 'n')} AS bad_{s}" for s in (0, 1, 2))},
+           {_sum_if(f"src = {SRC_FOREIGN}", "n")} AS foreign
+    FROM deliveries GROUP BY key, topic, partition, offset),
+messages AS (
+    SELECT key, topic, SUM(p_rows) AS p_rows, MAX(p_status) AS p_status,
+           MAX(CASE WHEN p_rows > 0 THEN partition END) AS p_partition,
+           MAX(CASE WHEN p_rows > 0 THEN offset END) AS p_offset,
+           SUM(c_rows) AS c_rows, SUM(a_rows) AS a_rows,
+           {_sum_if("c_rows > 0 OR a_rows > 0")} AS observed,
+           {_sum_if("c_rows > 0")} AS processed_positions,
+           SUM(redelivered) AS redelivered,
+           MIN(CASE WHEN c_rows > 0 OR a_rows > 0 THEN partition END) AS obs_partition,
+           MIN(CASE WHEN c_rows > 0 OR a_rows > 0 THEN offset END) AS obs_offset,
+           MIN(CASE WHEN redelivered > 0 THEN offset END) AS redelivered_offset,
+           MIN(CASE WHEN c_rows > 0 THEN offset END) AS processed_offset,
+           SUM(bad_0) AS bad_0, SUM(bad_1) AS bad_1, SUM(bad_2) AS bad_2, SUM(foreign) AS foreign
+    FROM positions GROUP BY key, topic)"""
+
+
+def _message_facts(with_audit: bool) -> tuple[str, list[str], list[str]]:
+    """One row per message: its partition, totals, class counts and the offset each sample shows.
+
+    Returns the SELECT over ``messages`` and the names of its count and sample-offset columns.
+    """
+    sent = "p_rows > 0"
+    acked = f"{sent} AND p_status = 0"
+    lost = f"{acked} AND c_rows = 0"
+    flag = {
+        "lost": lost,
+        "duplicated": f"{sent} AND observed >= 2",
+        "recovered": f"{sent} AND p_status > 0 AND observed >= 1",
+        "unexpected": f"NOT ({sent}) AND processed_positions > 0",
+        "redelivered": "redelivered > 0",
+    }
+    sample_offset = {"lost": "p_offset", "duplicated": "obs_offset", "recovered": "obs_offset",
+                     "unexpected": "processed_offset", "redelivered": "redelivered_offset"}
+    if with_audit:
+        flag |= {"lost_by_brokers": f"{lost} AND a_rows = 0", "missed_by_consumers": f"{lost} AND a_rows > 0"}
+        sample_offset |= {"lost_by_brokers": "p_offset", "missed_by_consumers": "obs_offset"}
+    counts = {name: f"CASE WHEN {cond} THEN 1 ELSE 0 END" for name, cond in flag.items()}
+    counts["redelivered"] = "redelivered"
+    counts["unexpected"] = f"CASE WHEN {flag['unexpected']} THEN processed_positions ELSE 0 END"
+    totals = {
+        "attempted": f"CASE WHEN {sent} THEN p_rows ELSE 0 END",
+        "acknowledged": f"CASE WHEN {acked} THEN 1 ELSE 0 END",
+        "failed": f"CASE WHEN {sent} AND p_status = 1 THEN 1 ELSE 0 END",
+        "unknown": f"CASE WHEN {sent} AND p_status = 2 THEN 1 ELSE 0 END",
+        "consumed_rows": "c_rows",
+        "distinct_consumed": "CASE WHEN c_rows > 0 THEN 1 ELSE 0 END",
+        "p_repeats": "CASE WHEN p_rows > 1 THEN 1 ELSE 0 END",
+        **{f"bad_{s}": f"bad_{s}" for s in (0, 1, 2)},
+        "foreign": "foreign",
+    }
+    anomalous = " OR ".join(f"({cond})" for cond in flag.values())
+    columns = [
+        "topic",
+        f"CASE WHEN {sent} AND p_partition >= 0 THEN p_partition ELSE coalesce(obs_partition, p_partition) END"
+        " AS partition",
+        f"CASE WHEN {anomalous} THEN key END AS sample_key",
+        *[f"CAST({v} AS BIGINT) AS {k}" for k, v in {**totals, **counts}.items()],
+        *[f"CASE WHEN {flag[k]} THEN {v} END AS o_{k}" for k, v in sample_offset.items()],
+    ]
+    sums = [*totals, *counts, "reordered"]
+    offsets = [f"o_{k}" for k in (*sample_offset, "reordered")]
+    return f"SELECT {', '.join(columns)}, CAST(NULL AS BIGINT) AS reordered, " \
+           f"CAST(NULL AS BIGINT) AS o_reordered FROM messages", sums, offsets
+
+
+def _reordered_facts(fact_columns: list[str]) -> str:
+    """Backward steps of each producer's seq, in offset order, over the observed (position, id) pairs.
+
+    Read from the rows as shuffled by message key, so Spark reuses that one shuffle (and the one read
+    of the logs) for both branches. Reuse needs this branch to keep every column of the shuffle and no
+    filter pushed beneath it: hence one non-deterministic predicate (never pushed down) that mentions
+    every column. A pair seen twice sorts next to itself and makes no backward step, so no distinct.
+    """
+    nulls = ", ".join(f"NULL AS {c}" for c in fact_columns if c not in ("reordered", "o_reordered"))
+    return f"""
+    SELECT topic, partition, key AS sample_key, {nulls}, 1L AS reordered, offset AS o_reordered
+    FROM (SELECT *, lag(seq) OVER (PARTITION BY topic, partition, producer ORDER BY offset, seq) AS prev_seq
+          FROM (SELECT key, topic, partition, offset, {PRODUCER_OF_KEY} AS producer,
+                       TRY_CAST({SEQ_OF_KEY} AS BIGINT) AS seq
+                FROM shuffled
+                WHERE CASE WHEN spark_partition_id() >= 0 THEN
+                    src IN ({SRC_CONSUMER}, {SRC_AUDIT}) AND startswith(key, :run_prefix)
+                    AND key RLIKE :pattern AND coalesce(length(grp), CAST(status AS INT), 0) >= 0 END)
+          WHERE seq IS NOT NULL)
+    WHERE seq < prev_seq"""
+
+
+def _collapse(sums: list[str], offsets: list[str]) -> str:
+    """Sum per (partition, anomalous message), then per partition with up to 10 samples per class."""
+    per_message = ", ".join([*[f"SUM({c}) AS {c}" for c in sums], *[f"MIN({o}) AS {o}" for o in offsets]])
+    samples = ", ".join(f"min_by(struct(sample_key, {o}), {o}, {SAMPLES_PER_CLASS}) AS s_{o[2:]}" for o in offsets)
+    return f"""
+    SELECT topic, partition, {", ".join(f"SUM({c}) AS {c}" for c in sums)}, {samples}
+    FROM (SELECT topic, partition, sample_key, {per_message} FROM facts GROUP BY topic, partition, sample_key)
+    GROUP BY topic, partition"""
 
 
 def _shuffle_partitions(session: SparkSession, paths: Sequence[Path]) -> int:
@@ -167,162 +262,48 @@ def _shuffle_partitions(session: SparkSession, paths: Sequence[Path]) -> int:
     return max(2 * session.sparkContext.defaultParallelism, size // (96 * 1024 * 1024) + 1)
 
 
-def _sum_if(cond: Column, value: Column | int = 1) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.sum(F.when(cond, value).otherwise(0))
-
-
 def classify(session: SparkSession, producer_logs: Sequence[Path], consumer_logs: Sequence[Path],
              audit_logs: Sequence[Path], run: str | None) -> JobResult:
     """Run the job over validated inputs (headers checked, one run) and collect per-partition counts."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     with_audit = bool(audit_logs)
     session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")  # see spark_conf()
-    raw = _producer_rows(read_log(session, producer_logs, PRODUCER_COLUMNS), run)
+    views = {"producer": read_log(session, producer_logs, PRODUCER_COLUMNS)}
     if consumer_logs:
-        raw = raw.unionByName(_reader_rows(read_log(session, consumer_logs, CONSUMER_COLUMNS), SRC_CONSUMER))
+        views["consumer"] = read_log(session, consumer_logs, CONSUMER_COLUMNS)
     if with_audit:
-        raw = raw.unionByName(_reader_rows(read_log(session, audit_logs, CONSUMER_COLUMNS), SRC_AUDIT))
-    shuffled = raw.repartition(_shuffle_partitions(session, [*producer_logs, *consumer_logs, *audit_logs]), "key")
-    src = F.col("src")
-
-    # (key, source, group, position): how often each group processed each position
-    deliveries = shuffled.groupBy("key", "src", "grp", "topic", "partition", "offset").agg(
-        F.count(F.lit(1)).alias("n"), F.max("status").alias("status"))
-    n = F.col("n")
-    positions = deliveries.groupBy("key", "topic", "partition", "offset").agg(
-        _sum_if(src == SRC_PRODUCER, n).alias("p_rows"),
-        F.max(F.when(src == SRC_PRODUCER, F.col("status"))).alias("p_status"),
-        _sum_if(src == SRC_CONSUMER, n).alias("c_rows"),
-        _sum_if((src == SRC_CONSUMER) & (n >= 2)).alias("redelivered"),
-        _sum_if(src == SRC_AUDIT, n).alias("a_rows"),
-        *[_sum_if(src == s + BAD_OFFSET, n).alias(f"bad_{s}") for s in (0, 1, 2)],
-        _sum_if(src == SRC_FOREIGN, n).alias("foreign"),
-    )
-    observed = (F.col("c_rows") > 0) | (F.col("a_rows") > 0)
-    messages = positions.groupBy("key", "topic").agg(
-        F.sum("p_rows").alias("p_rows"),
-        F.max("p_status").alias("p_status"),
-        F.max(F.when(F.col("p_rows") > 0, F.col("partition"))).alias("p_partition"),
-        F.max(F.when(F.col("p_rows") > 0, F.col("offset"))).alias("p_offset"),
-        F.sum("c_rows").alias("c_rows"),
-        F.sum("a_rows").alias("a_rows"),
-        _sum_if(observed).alias("observed"),
-        _sum_if(F.col("c_rows") > 0).alias("processed_positions"),
-        F.sum("redelivered").alias("redelivered"),
-        F.min(F.when(observed, F.col("partition"))).alias("obs_partition"),
-        F.min(F.when(observed, F.col("offset"))).alias("obs_offset"),
-        F.min(F.when(F.col("redelivered") > 0, F.col("offset"))).alias("redelivered_offset"),
-        F.min(F.when(F.col("c_rows") > 0, F.col("offset"))).alias("processed_offset"),
-        *[F.sum(f"bad_{s}").alias(f"bad_{s}") for s in (0, 1, 2)],
-        F.sum("foreign").alias("foreign"),
-    )
-    facts = _message_facts(messages, with_audit)
+        views["audit"] = read_log(session, audit_logs, CONSUMER_COLUMNS)
+    names = {kind: f"kafkalab_{kind}_{uuid4().hex}" for kind in views}
+    rows = [_producer_rows(names["producer"], run is not None)]
+    rows += [_reader_rows(names[kind], src) for kind, src in (("consumer", SRC_CONSUMER), ("audit", SRC_AUDIT))
+             if kind in names]
+    partitions = _shuffle_partitions(session, [*producer_logs, *consumer_logs, *audit_logs])
+    facts, sums, offsets = _message_facts(with_audit)
     if run is not None:
-        facts = facts.unionByName(_reordered_facts(shuffled, run, Window), allowMissingColumns=True)
-    rows = _collapse(facts)
-    return _collect(rows, with_audit)
+        facts += f" UNION ALL {_reordered_facts([*sums, *offsets])}"
+    query = f"""
+    WITH shuffled AS (SELECT /*+ REPARTITION({partitions}, key) */ * FROM ({" UNION ALL ".join(rows)})),
+    {FOLDS},
+    facts AS ({facts})
+    {_collapse(sums, offsets)}"""
+    params = {"bad_key": BAD_KEY, "foreign_key": FOREIGN_KEY, "position_prefix": POSITION_KEY_PREFIX,
+              "pattern": MSG_ID_PATTERN, "run_prefix": f"{run}:"}
+    for kind, df in views.items():
+        df.createOrReplaceTempView(names[kind])
+    try:
+        collected = session.sql(query, args=params).collect()
+    finally:
+        for name in names.values():
+            session.catalog.dropTempView(name)
+    return _collect(collected, with_audit)
 
 
-def _message_facts(messages: DataFrame, with_audit: bool) -> DataFrame:
-    """One row per message: its partition, totals, class counts and the offset each sample shows."""
-    from pyspark.sql import functions as F
-
-    c = F.col
-    sent = c("p_rows") > 0
-    acked = sent & (c("p_status") == 0)
-    lost = acked & (c("c_rows") == 0)
-    partition = F.when(sent & (c("p_partition") >= 0), c("p_partition")).otherwise(
-        F.coalesce(c("obs_partition"), c("p_partition")))
-    flag = {
-        "lost": lost,
-        "duplicated": sent & (c("observed") >= 2),
-        "recovered": sent & (c("p_status") > 0) & (c("observed") >= 1),
-        "unexpected": ~sent & (c("processed_positions") > 0),
-        "redelivered": c("redelivered") > 0,
-    }
-    counts = {name: F.when(cond, 1).otherwise(0) for name, cond in flag.items()}
-    counts["redelivered"] = c("redelivered")
-    counts["unexpected"] = F.when(flag["unexpected"], c("processed_positions")).otherwise(0)
-    sample_offset = {"lost": c("p_offset"), "duplicated": c("obs_offset"), "recovered": c("obs_offset"),
-                     "unexpected": c("processed_offset"), "redelivered": c("redelivered_offset")}
-    if with_audit:
-        flag["lost_by_brokers"] = lost & (c("a_rows") == 0)
-        flag["missed_by_consumers"] = lost & (c("a_rows") > 0)
-        counts["lost_by_brokers"] = F.when(flag["lost_by_brokers"], 1).otherwise(0)
-        counts["missed_by_consumers"] = F.when(flag["missed_by_consumers"], 1).otherwise(0)
-        sample_offset["lost_by_brokers"] = c("p_offset")
-        sample_offset["missed_by_consumers"] = c("obs_offset")
-    totals = {
-        "attempted": F.when(sent, c("p_rows")).otherwise(0),
-        "acknowledged": F.when(acked, 1).otherwise(0),
-        "failed": F.when(sent & (c("p_status") == 1), 1).otherwise(0),
-        "unknown": F.when(sent & (c("p_status") == 2), 1).otherwise(0),
-        "consumed_rows": c("c_rows"),
-        "distinct_consumed": F.when(c("c_rows") > 0, 1).otherwise(0),
-        "p_repeats": F.when(c("p_rows") > 1, 1).otherwise(0),
-        **{f"bad_{s}": c(f"bad_{s}") for s in (0, 1, 2)},
-        "foreign": c("foreign"),
-    }
-    anomalous = F.lit(False)
-    for cond in flag.values():
-        anomalous = anomalous | cond
-    return messages.select(
-        c("topic"), partition.alias("partition"),
-        F.when(anomalous, c("key")).alias("sample_key"),
-        *[v.cast("long").alias(k) for k, v in {**totals, **counts}.items()],
-        *[F.when(flag[k], v).alias(f"o_{k}") for k, v in sample_offset.items()],
-    )
-
-
-def _reordered_facts(rows: DataFrame, run: str, window_cls: Any) -> DataFrame:
-    """Backward steps of each producer's seq, in offset order, over the observed (position, id) pairs.
-
-    Read from the rows as shuffled by message key, so Spark reuses that one shuffle (and the one read
-    of the logs) for both branches. Reuse needs this branch to keep every column of the shuffle and no
-    filter pushed beneath it: hence one non-deterministic predicate (never pushed down) that mentions
-    every column. A pair seen twice sorts next to itself and makes no backward step, so no distinct.
-    """
-    from pyspark.sql import functions as F
-
-    c = F.col
-    producer, seq_text = _msg_id_parts(c("key"))
-    observed = c("src").isin(SRC_CONSUMER, SRC_AUDIT) & c("key").startswith(f"{run}:") & c("key").rlike(MSG_ID_PATTERN)
-    uses_every_column = F.coalesce(F.length(c("grp")), c("status").cast("int"), F.lit(0)) >= 0
-    keep = F.when(F.spark_partition_id() >= 0, observed & uses_every_column)
-    pairs = rows.where(keep).select("key", "topic", "partition", "offset", producer.alias("producer"),
-                                    seq_text.cast("long").alias("seq"))
-    order = window_cls.partitionBy("topic", "partition", "producer").orderBy("offset", "seq")
-    steps = pairs.withColumn("prev_seq", F.lag("seq").over(order)).where(c("seq") < c("prev_seq"))
-    return steps.select("topic", "partition", c("key").alias("sample_key"),
-                        F.lit(1).cast("long").alias("reordered"), c("offset").alias("o_reordered"))
-
-
-def _collapse(facts: DataFrame) -> DataFrame:
-    """Sum per (partition, anomalous message), then per partition with up to 10 samples per class."""
-    from pyspark.sql import functions as F
-
-    sums = [c for c in facts.columns if c not in ("topic", "partition", "sample_key") and not c.startswith("o_")]
-    offsets = [c for c in facts.columns if c.startswith("o_")]
-    per_message = facts.groupBy("topic", "partition", "sample_key").agg(
-        *[F.sum(c).alias(c) for c in sums], *[F.min(c).alias(c) for c in offsets])
-    samples = [
-        F.min_by(F.struct(F.col("sample_key"), F.col(o)), F.col(o), SAMPLES_PER_CLASS).alias(f"s_{o[2:]}")
-        for o in offsets
-    ]
-    return per_message.groupBy("topic", "partition").agg(*[F.sum(c).alias(c) for c in sums], *samples)
-
-
-def _collect(rows: DataFrame, with_audit: bool) -> JobResult:
+def _collect(rows: list[Any], with_audit: bool) -> JobResult:
     partitions: list[PartitionCounts] = []
     candidates: dict[str, list[Sample]] = {name: [] for name in CLASSES}
     malformed = {"producer": 0, "consumer": 0, "audit": 0}
     foreign_runs: list[str] = []
     repeats = 0
-    for row in rows.collect():
+    for row in rows:
         data = row.asDict()
         for s, kind in enumerate(("producer", "consumer", "audit")):
             malformed[kind] += data.get(f"bad_{s}") or 0
