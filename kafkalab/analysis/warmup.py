@@ -1,4 +1,7 @@
-"""A tiny analysis run on a fresh session, so the JVM has compiled the job before the first real run."""
+"""An analysis of generated logs run on a fresh session, so the JVM has compiled the job before the first
+real run: both shapes of the query (with and without an audit log, whose generated code differs), on
+enough rows that the hot loops are compiled too. Measured on 2 cores: after 20k rows in one shape the
+first 500k run took 11.6 s (the next 4.8 s); after 100k rows in both shapes, 4.9 s (then 4.2 s)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def warm_up(session: SparkSession, rows: int = 20_000) -> None:
+def warm_up(session: SparkSession, rows: int = 100_000) -> None:
     """Classify ``rows`` generated sends (with a loss, a duplicate and a redelivery) and throw it away."""
     with tempfile.TemporaryDirectory(prefix="kafkalab-warmup-") as tmp:
         root = Path(tmp)
@@ -30,3 +33,4 @@ def warm_up(session: SparkSession, rows: int = 20_000) -> None:
                 writer.writerow(columns)
                 writer.writerows(data)
         classify(session, [producer], [consumer], [audit], "warm")
+        classify(session, [producer], [consumer], [], "warm")
