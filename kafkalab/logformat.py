@@ -19,6 +19,8 @@ CONSUMER_COLUMNS = (
 )
 PRODUCER_STATUSES = ("acked", "failed", "unknown")
 MSG_ID_HEADER = "kafkalab-msg-id"
+# a well-formed message id, run:producer:seq with exactly two colons (a regex both Python and Spark read)
+MSG_ID_PATTERN = "^[^:]+:[^:]+:[0-9]+$"
 AUDIT_CONSUMER = "audit"
 
 

@@ -13,13 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalab.errors import KafkalabError
-from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, PRODUCER_STATUSES, parse_msg_id
+from kafkalab.logformat import (
+    CONSUMER_COLUMNS,
+    MSG_ID_PATTERN,
+    PRODUCER_COLUMNS,
+    PRODUCER_STATUSES,
+    parse_msg_id,
+)
 
 KINDS = {"producer": PRODUCER_COLUMNS, "consumer": CONSUMER_COLUMNS, "audit": CONSUMER_COLUMNS}
 _INT_COLUMNS = ("seq", "partition", "offset", "ts_ms", "leader_epoch")
 MAX_LINES_NAMED = 20
 _INTEGER = re.compile(r"-?[0-9]+\Z")
-_PRODUCER_MSG_ID = re.compile(r"[^:]+:[^:]+:[0-9]+\Z")
+_PRODUCER_MSG_ID = re.compile(MSG_ID_PATTERN)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, PRODUCER_STATUSES
+from kafkalab.logformat import CONSUMER_COLUMNS, MSG_ID_PATTERN, PRODUCER_COLUMNS, PRODUCER_STATUSES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -97,7 +97,6 @@ def read_log(session: SparkSession, paths: Sequence[Path], columns: Sequence[str
     )
 
 
-MSG_ID_PATTERN = "^[^:]+:[^:]+:[0-9]+$"  # run:producer:seq, exactly two colons
 # SQL text of the producer and seq parts of a well-formed message id
 PRODUCER_OF_KEY = "substring_index(substring_index(key, ':', 2), ':', -1)"
 SEQ_OF_KEY = "substring_index(key, ':', -1)"
