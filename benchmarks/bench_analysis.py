@@ -2,8 +2,10 @@
 
 For each size, generated logs with injected anomalies (see loggen.py) are analysed by
 ``kafkalab.analysis.analyze`` and, on the same data in the same run, the course's method is timed:
-``LC_ALL=C sort`` of the producer and consumer seed-format logs, then ``diff``. Medians of several
-runs; the driver JVM's peak resident memory (VmHWM) is reported. Writes benchmarks/results/analysis.json.
+``LC_ALL=C sort`` of the producer and consumer seed-format logs, then ``diff``. Also timed in the same
+session: the floor, the least a Spark job comparing the logs does (the job's CSV reader, rows grouped by
+message id, ids not seen exactly twice counted). Medians of several runs; the driver JVM's peak resident
+memory (VmHWM) is reported. Writes benchmarks/results/analysis.json.
 
     .venv/bin/python benchmarks/bench_analysis.py                 # 500k and 5M, 3 runs each
     .venv/bin/python benchmarks/bench_analysis.py --sizes 500000 --runs 5
@@ -29,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import loggen
 from benchmarks.benchutil import summary, write_results
 from kafkalab.analysis import WarmSession, analyze
+from kafkalab.analysis.job import read_log
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
 
 COLD_SCRIPT = """
 import json, sys, time
@@ -55,6 +59,16 @@ def sort_diff(data: Path) -> tuple[float, int]:
     start = time.monotonic()
     out = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
     return time.monotonic() - start, int(out.strip())
+
+
+def floor_job(warm: WarmSession, gen: loggen.Generated) -> float:
+    """Seconds of the least Spark job that compares the logs: what `diff` tells, none of the why."""
+    spark = warm.get()
+    start = time.monotonic()
+    ids = read_log(spark, gen.producer_logs, PRODUCER_COLUMNS).select("msg_id").unionAll(
+        read_log(spark, gen.consumer_logs, CONSUMER_COLUMNS).select("msg_id"))
+    ids.groupBy("msg_id").count().where("count != 2").count()
+    return time.monotonic() - start
 
 
 def jvm_peak_rss_mb(warm: WarmSession) -> float:
@@ -95,7 +109,7 @@ def main() -> int:
         datasets = {size: generated(args.data_dir, size) for size in args.sizes}
         warm.get()
     results = []
-    steps = len(args.sizes) * (args.cold_runs + 2 * args.runs)
+    steps = len(args.sizes) * (args.cold_runs + 3 * args.runs)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console) as progress:
         task = progress.add_task("benchmark", total=steps)
@@ -110,7 +124,7 @@ def main() -> int:
                                       check=True, capture_output=True, text=True, env=env)
                 cold.append(json.loads(proc.stdout.strip().splitlines()[-1]))
                 progress.advance(task)
-            warm_times, baseline_times = [], []
+            warm_times, baseline_times, floor_times = [], [], []
             report = None
             diff_lines = 0
             for i in range(args.runs):
@@ -122,6 +136,9 @@ def main() -> int:
                 start = time.monotonic()
                 report = analyze(inputs["producer"], inputs["consumer"], audit, session=warm)
                 warm_times.append(time.monotonic() - start)
+                progress.advance(task)
+                progress.update(task, description=f"{size:,}: floor job {i + 1}/{args.runs}")
+                floor_times.append(floor_job(warm, gen))
                 progress.advance(task)
             assert report is not None
             want = {k: v for k, v in gen.expected.items() if args.audit or k not in loggen.AUDIT_ONLY}
@@ -138,6 +155,8 @@ def main() -> int:
                 "sort_diff_s": summary(baseline_times),
                 "sort_diff_lines": diff_lines,
                 "warm_vs_sort_diff": round(warm_median / baseline_median, 3),
+                "floor_job_s": summary(floor_times),
+                "floor_vs_sort_diff": round(statistics.median(floor_times) / baseline_median, 3),
                 "driver_peak_rss_mb": {"cold_run": round(max((c["jvm_peak_rss_mb"] for c in cold), default=0)),
                                        "warm_session": round(jvm_peak_rss_mb(warm))},
                 "classes": report.classes,
@@ -148,13 +167,15 @@ def main() -> int:
             console.print(f"{size:,}: warm {warm_median:.2f} s {sorted(round(t, 2) for t in warm_times)}, "
                           f"cold job {cold_median:.2f} s,"
                           f" sort+diff {baseline_median:.2f} s (x{warm_median / baseline_median:.2f}), "
+                          f"floor {statistics.median(floor_times):.2f} s, "
                           f"correct={got == want}")
     warm.stop()
     path = write_results("analysis", {
         "master": args.master,
         "notes": "cold_total_s: a new process, SparkSession start + first job; cold_job_s: that first job; "
                  "warm_job_s: a session kept warm (WarmSession). sort_diff_s: LC_ALL=C sort of both seed-format "
-                 "logs + diff | wc -l. driver_peak_rss_mb: the driver JVM's VmHWM.",
+                 "logs + diff | wc -l. floor_job_s: the job's CSV reader, rows grouped by message id, ids not seen "
+                 "exactly twice counted, in the warm session. driver_peak_rss_mb: the driver JVM's VmHWM.",
         "load_avg_at_end": os.getloadavg(),
         "benchmark_process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "results": results,

@@ -7,12 +7,17 @@ Producer: acks=all, idempotent, linger 0, batch 16384 (the course's defaults) fo
 kafkalab's average record size. Consumer: both read the topic kafkalab's producer wrote; the rate counts
 from the first assignment to the last record (group join excluded on both sides). kafka-tools and its
 closure are fetched with mvn (assets/pom-tools.xml) into the cache dir when missing.
+
+A third peer, "library", is confluent-kafka alone with kafkalab's librdkafka settings and records but no
+payload log and no per-record Python: the most a client built on it reaches on this cluster. The CPU
+seconds each client process spends are recorded beside the rates (the brokers share the same cores).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -20,19 +25,25 @@ import tempfile
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer as RdConsumer
+from confluent_kafka import Producer as RdProducer
 
 from benchmarks.benchutil import summary, write_results
 from kafkalab import KAFKA_VERSION, dist
 from kafkalab.admin import Admin
 from kafkalab.clients.consumer_loop import ConsumerLoop
 from kafkalab.clients.corpus import ValuePicker
-from kafkalab.clients.options import ConsumerConfig
+from kafkalab.clients.options import ConsumerConfig, ProducerConfig
+from kafkalab.clients.preflight import base_conf, consumer_conf
 from kafkalab.clients.producer import Producer
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.ports import free_port
+from kafkalab.logformat import MSG_ID_HEADER
 from kafkalab.paths import assets_dir, cache_root
 
 PARTITIONS = 6
@@ -88,6 +99,57 @@ def java_produce(classpath: str, bootstrap: str, topic: str, records: int, size:
     return float(match.group(1))
 
 
+def library_produce(bootstrap: str, topic: str, records: int) -> float:
+    """confluent-kafka alone: kafkalab's librdkafka settings, keys, values and id headers; no callback
+    but for failures, no payload log."""
+    config = ProducerConfig.from_settings({"bootstrap.server": bootstrap, "producer.topic": topic})
+    failed: list[str] = []
+    producer = RdProducer({**base_conf(config.librdkafka()), "delivery.report.only.error": True,
+                           "on_delivery": lambda err, _msg: failed.append(err.name())})
+    picker = ValuePicker(1)
+    values = [picker.next_bytes() for _ in range(records)]
+    keys = [i.to_bytes(4, "big", signed=True) for i in range(records)]
+    began = time.perf_counter()
+    for seq, (key, value) in enumerate(zip(keys, values, strict=True)):
+        headers = [(MSG_ID_HEADER, b"bench:library:%d" % seq)]
+        while True:
+            try:
+                producer.produce(topic, value, key, headers=headers)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    left = producer.flush(120)
+    elapsed = time.perf_counter() - began
+    if left or failed:
+        raise RuntimeError(f"library producer: {left} undelivered, {len(failed)} failed {failed[:3]}")
+    return records / elapsed
+
+
+def library_consume(bootstrap: str, topic: str, records: int) -> float:
+    """confluent-kafka alone: batches of 500 counted, nothing logged or committed."""
+    config = ConsumerConfig.from_settings({
+        "bootstrap.server": bootstrap, "consumer.topic": topic, "consumer.group-id": f"bench-{uuid.uuid4().hex[:8]}",
+        "consumer.auto-offset-reset": "earliest", "consumer.auto-commit": "false"})
+    consumer = RdConsumer(consumer_conf(config.librdkafka()))
+    assigned: list[float] = []
+    consumer.subscribe([topic], on_assign=lambda *_: assigned.append(time.perf_counter()))
+    seen, deadline = 0, time.monotonic() + 120
+    try:
+        while seen < records:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"library consumer got {seen} of {records} records in 120 s")
+            seen += sum(1 for m in consumer.consume(500, 0.5) if m.error() is None)
+        return records / (time.perf_counter() - assigned[0])
+    finally:
+        consumer.close()
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its ended children (Kafka's tools run as children)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def ours_consume(bootstrap: str, topic: str, records: int, log_dir: Path) -> float:
     """Records/s of the consumer loop, from its first assignment to the last record processed."""
     assigned: list[float] = []
@@ -133,48 +195,59 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="kafkalab-bench-clients-"))
     ports = [free_port() for _ in range(4)]
     spec = ClusterSpec(root / "cluster", brokers=3, zk_port=ports[0], broker_ports=ports[1:], free_ports=True)
-    samples: dict[str, list[float]] = {"ours_produce": [], "java_produce": [], "ours_consume": [], "java_consume": []}
+    names = [f"{peer}_{role}" for role in ("produce", "consume") for peer in ("ours", "library", "java")]
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     try:
         with Cluster(spec, dist.locate()) as cluster:
             cluster.start(timeout=180, progress=lambda m: print(m, flush=True))
             admin = Admin(cluster.bootstrap, timeout_s=10)
+            bootstrap, records = cluster.bootstrap, args.records
             for run in range(args.runs):
-                ours_topic, java_topic = f"bench-ours-{run}", f"bench-java-{run}"
-                for topic in (ours_topic, java_topic):
+                topics = {peer: f"bench-{peer}-{run}" for peer in ("ours", "library", "java")}
+                for topic in topics.values():
                     admin.create_topic(topic, PARTITIONS, 3, timeout_s=60)
-                steps = [
-                    ("ours_produce", lambda t=ours_topic, r=run: ours_produce(
-                        cluster.bootstrap, t, args.records, root / f"logs-{r}")),
-                    ("java_produce", lambda t=java_topic: java_produce(classpath, cluster.bootstrap, t,
-                                                                       args.records, size)),
+                logs = root / f"logs-{run}"
+                produce = [
+                    ("ours_produce", partial(ours_produce, bootstrap, topics["ours"], records, logs)),
+                    ("library_produce", partial(library_produce, bootstrap, topics["library"], records)),
+                    ("java_produce", partial(java_produce, classpath, bootstrap, topics["java"], records, size)),
                 ]
-                for name, step in steps if run % 2 == 0 else reversed(steps):
-                    samples[name].append(step())
-                    print(f"run {run + 1}/{args.runs} {name}: {samples[name][-1]:,.0f} msg/s", flush=True)
-                steps = [
-                    ("ours_consume", lambda t=ours_topic, r=run: ours_consume(
-                        cluster.bootstrap, t, args.records, root / f"logs-{r}")),
-                    ("java_consume", lambda t=ours_topic: java_consume(classpath, cluster.bootstrap, t,
-                                                                       args.records)),
+                consume = [  # all three read the topic kafkalab's producer wrote
+                    ("ours_consume", partial(ours_consume, bootstrap, topics["ours"], records, logs)),
+                    ("library_consume", partial(library_consume, bootstrap, topics["ours"], records)),
+                    ("java_consume", partial(java_consume, classpath, bootstrap, topics["ours"], records)),
                 ]
-                for name, step in steps if run % 2 == 0 else reversed(steps):
-                    samples[name].append(step())
-                    print(f"run {run + 1}/{args.runs} {name}: {samples[name][-1]:,.0f} msg/s", flush=True)
-                for topic in (ours_topic, java_topic):
+                for steps in (produce, consume):
+                    for name, step in steps[run % 3:] + steps[:run % 3]:  # each peer goes first in turn
+                        before = cpu_seconds()
+                        samples[name].append(step())
+                        cpu[name].append((cpu_seconds() - before) * 100_000 / records)
+                        print(f"run {run + 1}/{args.runs} {name}: {samples[name][-1]:,.0f} msg/s, "
+                              f"{cpu[name][-1]:.2f} CPU s per 100k records", flush=True)
+                for topic in topics.values():
                     admin.delete_topic(topic)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     results = {name: summary(values) for name, values in samples.items()}
+
+    def ratio(a: str, b: str) -> float:
+        return round(results[a]["median"] / results[b]["median"], 3)
+
     ratios = {
-        "producer_vs_ProducerPerformance": round(results["ours_produce"]["median"]
-                                                 / results["java_produce"]["median"], 3),
-        "consumer_vs_ConsumerPerformance": round(results["ours_consume"]["median"]
-                                                 / results["java_consume"]["median"], 3),
+        "producer_vs_ProducerPerformance": ratio("ours_produce", "java_produce"),
+        "consumer_vs_ConsumerPerformance": ratio("ours_consume", "java_consume"),
+        "library_producer_vs_ProducerPerformance": ratio("library_produce", "java_produce"),
+        "library_consumer_vs_ConsumerPerformance": ratio("library_consume", "java_consume"),
+        "producer_vs_library": ratio("ours_produce", "library_produce"),
+        "consumer_vs_library": ratio("ours_consume", "library_consume"),
     }
     path = write_results("clients", {
         "records": args.records, "record_size_bytes": size, "partitions": PARTITIONS, "replication_factor": 3,
         "producer_settings": "acks=all, idempotent, linger.ms=0, batch.size=16384, max.in.flight=5",
-        "msg_per_s": results, "ratio_of_medians": ratios, "goal": ">= 1.0 for both ratios",
+        "msg_per_s": results, "ratio_of_medians": ratios,
+        "client_cpu_s_per_100k_records": {name: summary(values) for name, values in cpu.items()},
+        "goal": ">= 1.0 for producer_vs_ProducerPerformance and consumer_vs_ConsumerPerformance",
     })
     print(f"producer {ratios['producer_vs_ProducerPerformance']}x, consumer "
           f"{ratios['consumer_vs_ConsumerPerformance']}x of Kafka's tools; {path}")
