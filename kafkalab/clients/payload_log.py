@@ -132,6 +132,7 @@ class ConsumedRows:
         append = lines.append
         ends: dict[int, int] = {}
         head, group, quoted, keys = self._head, self._group, self._quoted, self._keys
+        from_bytes = int.from_bytes
         for m in batch:
             raw = m.value()
             text = quoted.get(raw)  # type: ignore[arg-type]
@@ -142,12 +143,18 @@ class ConsumedRows:
             key = m.key()
             key_field = keys.get(key)
             if key_field is None:
-                key_field = key_text(key)
+                if key is not None and len(key) == 4:  # the course's int key, inline: the common miss
+                    key_field = str(from_bytes(key, "big", signed=True))
+                else:
+                    key_field = key_text(key)
                 if len(keys) < self._MAX_CACHED_KEYS:
                     keys[key] = key_field
+            headers = m.headers()
+            first = headers[0] if headers else None  # kafkalab's producers put the id first
+            msg_id = first[1].decode() if first and first[0] == MSG_ID_HEADER and first[1] else _msg_id(headers)
             partition, offset, epoch = m.partition(), m.offset(), m.leader_epoch()
             ends[partition] = offset + 1  # type: ignore[operator]
-            append(f"{_msg_id(m)}{head}{partition},{offset},{key_field},{-1 if epoch is None else epoch},"
+            append(f"{msg_id}{head}{partition},{offset},{key_field},{-1 if epoch is None else epoch},"
                    f"{m.timestamp()[1]},{text},{group}\n")
         return "".join(lines), ends
 
@@ -158,11 +165,7 @@ class ConsumedRows:
         return formatted[0]
 
 
-def _msg_id(m: Message) -> str:
-    headers = m.headers()
-    if not headers:
-        return ""
-    name, value = headers[0]
-    if name != MSG_ID_HEADER:
-        value = next((v for n, v in headers if n == MSG_ID_HEADER), None)
+def _msg_id(headers: list[tuple[str, bytes | None]] | None) -> str:
+    """The message id among a record's headers ("" when it has none)."""
+    value = next((v for n, v in headers or () if n == MSG_ID_HEADER), None)
     return value.decode() if value else ""
