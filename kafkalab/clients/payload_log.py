@@ -112,17 +112,16 @@ def key_text(key: bytes | None) -> str:
 class ConsumedRows:
     """Consumer-log lines (CONSUMER_COLUMNS) of fetched records, for one consumer (or the audit).
 
-    This runs once per record, so it calls as little as it can: corpus values are quoted once, keys are
-    cached (the course's keys repeat every roll), and one pass yields both the lines and the offsets.
+    This runs once per record, so it calls as little as it can: corpus values are quoted once, an int key
+    is converted inline, and one pass yields both the lines and the offsets. Keys are not cached: with
+    fresh key objects hashing and a large cache cost more than the conversion (1.1 against 1.7 us a
+    record, unique keys).
     """
-
-    _MAX_CACHED_KEYS = 1 << 20
 
     def __init__(self, consumer: str, topic: str, group: str) -> None:
         self._head = f",{csv_field(consumer)},{topic},"
         self._group = csv_field(group)
         self._quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
-        self._keys: dict[bytes | None, str] = {}
 
     def format(self, batch: Iterable[Message],
                stop_at: frozenset[bytes] = frozenset()) -> tuple[str, dict[int, int]] | None:
@@ -131,7 +130,7 @@ class ConsumedRows:
         lines: list[str] = []
         append = lines.append
         ends: dict[int, int] = {}
-        head, group, quoted, keys = self._head, self._group, self._quoted, self._keys
+        head, group, quoted = self._head, self._group, self._quoted
         from_bytes = int.from_bytes
         for m in batch:
             raw = m.value()
@@ -141,14 +140,7 @@ class ConsumedRows:
                     return None
                 text = "" if raw is None else csv_field(raw.decode("utf-8", "replace"))
             key = m.key()
-            key_field = keys.get(key)
-            if key_field is None:
-                if key is not None and len(key) == 4:  # the course's int key, inline: the common miss
-                    key_field = str(from_bytes(key, "big", signed=True))
-                else:
-                    key_field = key_text(key)
-                if len(keys) < self._MAX_CACHED_KEYS:
-                    keys[key] = key_field
+            key_field = str(from_bytes(key, "big", signed=True)) if key and len(key) == 4 else key_text(key)
             headers = m.headers()
             first = headers[0] if headers else None  # kafkalab's producers put the id first
             msg_id = first[1].decode() if first and first[0] == MSG_ID_HEADER and first[1] else _msg_id(headers)
