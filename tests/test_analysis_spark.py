@@ -112,6 +112,13 @@ def test_warm_session_is_reused(spark, tmp_path: Path) -> None:
     assert analyze(written.producer_logs, written.consumer_logs, session=warm).totals["consumed_rows"] == 1
 
 
+def test_warm_session_warms_up_with_the_rows_asked_for(spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[object, int]] = []
+    monkeypatch.setattr("kafkalab.analysis.warmup.warm_up", lambda session, rows: seen.append((session, rows)))
+    assert WarmSession("local[2]", warmup_rows=1234).start().get(timeout=300) is spark
+    assert seen == [(spark, 1234)]
+
+
 # bad input: one clear error, before or after Spark
 
 

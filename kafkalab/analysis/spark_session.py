@@ -66,14 +66,17 @@ def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | Non
 class WarmSession:
     """A SparkSession starting in a background thread; :meth:`get` waits for it.
 
-    ``warmup`` (default: a tiny analysis of generated logs) runs once on the new session so the JVM
-    has compiled the job's code paths before the first real run.
+    ``warmup`` (default: an analysis of ``warmup_rows`` generated sends) runs once on the new session so
+    the JVM has compiled the job's code paths before the first real run. The default size is for a
+    session warming while idle (the console) before runs of any size; a session started beside a lab
+    run, whose logs are small, does better with fewer rows (its report is not held up by the warm-up).
     """
 
-    def __init__(self, master: str = DEFAULT_MASTER, *, warmup: bool = True,
+    def __init__(self, master: str = DEFAULT_MASTER, *, warmup: bool = True, warmup_rows: int = 100_000,
                  extra_conf: dict[str, str] | None = None) -> None:
         self.master = master
         self._warmup = warmup
+        self._warmup_rows = warmup_rows
         self._extra_conf = extra_conf
         self._ready = threading.Event()
         self._session: SparkSession | None = None
@@ -95,7 +98,7 @@ class WarmSession:
             if self._warmup:
                 from kafkalab.analysis.warmup import warm_up
 
-                warm_up(session)
+                warm_up(session, self._warmup_rows)
             self._session = session
         except BaseException as exc:  # reported to whoever calls get()
             self._error = exc
