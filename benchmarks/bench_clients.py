@@ -99,6 +99,13 @@ def java_produce(classpath: str, bootstrap: str, topic: str, records: int, size:
     return float(match.group(1))
 
 
+def reader_config(bootstrap: str, topic: str, extra: dict[str, str]) -> ConsumerConfig:
+    """A consumer in a group of its own, reading ``topic`` from the beginning."""
+    return ConsumerConfig.from_settings({
+        "bootstrap.server": bootstrap, "consumer.topic": topic, "consumer.group-id": f"bench-{uuid.uuid4().hex[:8]}",
+        "consumer.auto-offset-reset": "earliest", **extra})
+
+
 def library_produce(bootstrap: str, topic: str, records: int) -> float:
     """confluent-kafka alone: kafkalab's librdkafka settings, keys, values and id headers; no callback
     but for failures, no payload log."""
@@ -127,9 +134,7 @@ def library_produce(bootstrap: str, topic: str, records: int) -> float:
 
 def library_consume(bootstrap: str, topic: str, records: int) -> float:
     """confluent-kafka alone: batches of 500 counted, nothing logged or committed."""
-    config = ConsumerConfig.from_settings({
-        "bootstrap.server": bootstrap, "consumer.topic": topic, "consumer.group-id": f"bench-{uuid.uuid4().hex[:8]}",
-        "consumer.auto-offset-reset": "earliest", "consumer.auto-commit": "false"})
+    config = reader_config(bootstrap, topic, {"consumer.auto-commit": "false"})
     consumer = RdConsumer(consumer_conf(config.librdkafka()))
     assigned: list[float] = []
     consumer.subscribe([topic], on_assign=lambda *_: assigned.append(time.perf_counter()))
@@ -158,9 +163,7 @@ def ours_consume(bootstrap: str, topic: str, records: int, log_dir: Path) -> flo
         if item.get("kind") == "assigned" and not assigned:
             assigned.append(time.perf_counter())
 
-    config = ConsumerConfig.from_settings({
-        "bootstrap.server": bootstrap, "consumer.topic": topic, "consumer.group-id": f"bench-{uuid.uuid4().hex[:8]}",
-        "consumer.auto-offset-reset": "earliest", "consumer.payload-trunc": "true"})
+    config = reader_config(bootstrap, topic, {"consumer.payload-trunc": "true"})
     loop = ConsumerLoop(config, log_dir, sink)
     thread = threading.Thread(target=loop.run)
     thread.start()
