@@ -23,8 +23,8 @@ from kafkalab import dist
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.docker_backend import DockerBackend, connect_engine
+from kafkalab.cluster.docker_image import DEFAULT_IMAGE, ensure_image
 from kafkalab.cluster.process import Backend, LocalBackend
-from kafkalab.docker_image import DEFAULT_IMAGE, ensure_image
 
 BACKENDS = ("local", "docker")
 

@@ -18,7 +18,7 @@ from kafkalab import dist
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.docker_backend import LABEL_STATE_DIR, DockerBackend, connect_engine
-from kafkalab.docker_image import DEFAULT_IMAGE, ensure_image, image_present, rootfs_path
+from kafkalab.cluster.docker_image import DEFAULT_IMAGE, ensure_image, image_present, rootfs_path
 from kafkalab.errors import KafkalabError
 from tests.conftest import TEST_STATE_ROOT, make_spec, topic_factory_for
 

@@ -23,9 +23,9 @@ from kafkalab.cluster.docker_backend import (
     cpu_percent,
     memory_in_use,
 )
+from kafkalab.cluster.docker_image import mmdebstrap_command
 from kafkalab.cluster.process import node_marker
 from kafkalab.cluster.supervision import is_driven
-from kafkalab.docker_image import mmdebstrap_command
 from kafkalab.errors import KafkalabError
 from tests.conftest import TEST_STATE_ROOT
 from tests.docker_fixtures import DOCKER_IMAGE

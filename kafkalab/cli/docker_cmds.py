@@ -9,8 +9,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from kafkalab.cluster.docker_image import DEFAULT_IMAGE
 from kafkalab.cluster.process import Backend, LocalBackend
-from kafkalab.docker_image import DEFAULT_IMAGE
 
 console = Console(highlight=False)
 BACKENDS = ("local", "docker")
@@ -52,7 +52,7 @@ def backend_argv(args: argparse.Namespace) -> list[str]:
 
 def cmd_build_image(args: argparse.Namespace) -> int:
     from kafkalab.cluster.docker_backend import connect_engine
-    from kafkalab.docker_image import ensure_image
+    from kafkalab.cluster.docker_image import ensure_image
 
     client = connect_engine(timeout=600)
     started = time.monotonic()
@@ -70,7 +70,7 @@ def cmd_build_image(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from kafkalab.cluster.docker_backend import LABEL_NODE, LABEL_STATE_DIR, connect_engine, engine_address
-    from kafkalab.docker_image import image_present
+    from kafkalab.cluster.docker_image import image_present
 
     client = connect_engine(timeout=10)
     version = client.version().get("Version", "?")

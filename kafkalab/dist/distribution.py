@@ -1,4 +1,4 @@
-"""Find or fetch the Kafka distribution: Maven-resolved jars in a versioned cache dir, or a KAFKA_HOME.
+"""Find the Kafka distribution: Maven-resolved jars in a versioned cache dir, or a KAFKA_HOME.
 
 Either way a distribution is just a ``libs/`` directory of jars; the same code starts the nodes from it.
 """
@@ -21,7 +21,7 @@ from kafkalab.paths import assets_dir, dist_dir
 BROKER_MAIN = "kafka.Kafka"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "zookeeper-", "scala-library-", "slf4j-api-")
-_MARKER = ".complete"
+MARKER = ".complete"
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def locate(kafka_home: str | os.PathLike[str] | None = None, cache: Path | None 
         return dist
     libs = dist_dir(cache) / "libs"
     dist = Distribution(libs, "maven")
-    if not (dist_dir(cache) / _MARKER).exists() or dist.missing_jars():
+    if not (dist_dir(cache) / MARKER).exists() or dist.missing_jars():
         raise KafkalabError(f"Kafka {KAFKA_VERSION} jars not found in {libs.parent}: run `kafkalab fetch` first")
     return dist
 
@@ -100,61 +100,3 @@ def verify(dist: Distribution) -> None:
     out = subprocess.run([java, "-cp", dist.classpath, ZOOKEEPER_MAIN], capture_output=True, text=True, timeout=60)
     if "Usage" not in out.stdout + out.stderr:
         raise KafkalabError(f"the ZooKeeper class {ZOOKEEPER_MAIN} does not load from {dist.libs}")
-
-
-def fetch(
-    cache: Path | None = None,
-    force: bool = False,
-    progress: Callable[[str], None] = lambda _line: None,
-) -> Distribution:
-    """Resolve Kafka's runtime closure with mvn into the versioned cache dir. Idempotent."""
-    target = dist_dir(cache)
-    if not force:
-        try:
-            dist = locate(cache=cache, kafka_home="") if (target / _MARKER).exists() else None
-        except KafkalabError:
-            dist = None
-        if dist is not None:
-            progress(f"Kafka {KAFKA_VERSION} already in {target}")
-            return dist
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise KafkalabError("mvn not found on PATH: install Maven (e.g. apt-get install maven) or use --kafka-home")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".kafka-{KAFKA_VERSION}-", dir=target.parent))
-    try:
-        _run_maven(mvn, staging / "libs", progress)
-        (staging / _MARKER).write_text(KAFKA_VERSION + "\n")
-        dist = Distribution(staging / "libs", "maven")
-        verify(dist)
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    progress(f"Kafka {KAFKA_VERSION} ready in {target}")
-    return Distribution(target / "libs", "maven")
-
-
-def _run_maven(mvn: str, out_dir: Path, progress: Callable[[str], None]) -> None:
-    pom = assets_dir() / "pom.xml"
-    cmd = [
-        mvn, "-B", "-f", str(pom), "dependency:copy-dependencies",
-        "-DincludeScope=runtime", f"-DoutputDirectory={out_dir}", f"-Dkafka.version={KAFKA_VERSION}",
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    tail: list[str] = []
-    downloaded = 0
-    for line in proc.stdout:
-        line = line.rstrip()
-        tail = [*tail[-20:], line]
-        if line.startswith("Downloaded from"):
-            downloaded += 1
-            progress(f"downloaded {downloaded} artifacts: {line.rsplit('/', 1)[-1]}")
-        elif "Copying" in line:
-            progress(line.split("]", 1)[-1].strip())
-    if proc.wait() != 0:
-        errors = [t for t in tail if "ERROR" in t] or tail[-3:]
-        raise KafkalabError(f"mvn could not resolve Kafka {KAFKA_VERSION}: {errors[0] if errors else 'see mvn output'}")

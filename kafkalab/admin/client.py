@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
@@ -20,112 +20,10 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescription
 from kafkalab.errors import KafkalabError
 
 REQUEST_TIMEOUT_S = 1.0
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    topic: str
-    partition: int
-    leader: int | None
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    end_offset: int | None = None
-    min_isr: int = 1
-    leader_epoch: int | None = None
-
-    @property
-    def offline(self) -> bool:
-        return self.leader is None
-
-    @property
-    def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
-
-    @property
-    def under_min_isr(self) -> bool:
-        return len(self.isr) < self.min_isr
-
-    @property
-    def status(self) -> str:
-        if self.offline:
-            return "offline"
-        if self.under_min_isr:
-            return "under min ISR"
-        if self.under_replicated:
-            return "under-replicated"
-        return "ok"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic, "partition": self.partition, "leader": self.leader,
-            "replicas": list(self.replicas), "isr": list(self.isr), "end_offset": self.end_offset,
-            "min_isr": self.min_isr, "status": self.status,
-        }
-
-
-@dataclass(frozen=True)
-class ClusterSnapshot:
-    taken_at: float
-    reachable: bool
-    controller: int | None = None
-    brokers: tuple[int, ...] = ()
-    partitions: tuple[PartitionState, ...] = ()
-    error: str = ""
-    elapsed_s: float = 0.0
-    answered_by: int | None = None  # the broker whose metadata this is (brokers' caches can differ briefly)
-
-    def topic(self, name: str) -> list[PartitionState]:
-        return [p for p in self.partitions if p.topic == name]
-
-    def partition(self, topic: str, partition: int) -> PartitionState | None:
-        return next((p for p in self.partitions if p.topic == topic and p.partition == partition), None)
-
-    def leader_counts(self) -> dict[int, tuple[int, int]]:
-        """Per broker: (partitions it leads, partitions it follows in the ISR)."""
-        counts = {b: (0, 0) for b in self.brokers}
-        for p in self.partitions:
-            for replica in p.isr:
-                lead, follow = counts.get(replica, (0, 0))
-                counts[replica] = (lead + 1, follow) if replica == p.leader else (lead, follow + 1)
-        return counts
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "taken_at": self.taken_at, "reachable": self.reachable, "controller": self.controller,
-            "brokers": list(self.brokers), "error": self.error,
-            "partitions": [p.as_dict() for p in self.partitions],
-        }
-
-
-@dataclass
-class TopicDescription:
-    name: str
-    topic_id: str
-    partitions: list[PartitionState]
-    configs: dict[str, str] = field(default_factory=dict)
-
-    def render(self) -> str:
-        """The same facts, in the same layout, as `kafka-topics.sh --describe`."""
-        configs = ",".join(f"{k}={v}" for k, v in sorted(self.configs.items()))
-        rf = len(self.partitions[0].replicas) if self.partitions else 0
-        lines = [
-            f"Topic: {self.name}\tTopicId: {self.topic_id}\tPartitionCount: {len(self.partitions)}\t"
-            f"ReplicationFactor: {rf}\tConfigs: {configs}"
-        ]
-        for p in self.partitions:
-            leader = "none" if p.leader is None else str(p.leader)
-            lines.append(
-                f"\tTopic: {self.name}\tPartition: {p.partition}\tLeader: {leader}\t"
-                f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
-            )
-        return "\n".join(lines)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "topic_id": self.topic_id, "configs": self.configs,
-                "partitions": [p.as_dict() for p in self.partitions]}
 
 
 def _admin_client(bootstrap: str) -> AdminClient:
