@@ -1,4 +1,4 @@
-"""A cluster: ZooKeeper and N brokers, started in order, controlled per node, shut down with kafkalab."""
+"""A cluster: ZooKeeper (or a KRaft controller quorum) and N brokers, controlled per node, shut down with kafkalab."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kafkalab.cluster.configs import write_node_configs
+from kafkalab.admin.quorum import QuorumState, QuorumWatch, quorum_watch_argv
+from kafkalab.cluster.configs import QUORUM_WATCH_DIR, write_node_configs
+from kafkalab.cluster.kraft_storage import format_storage, pin_recorded_ports
 from kafkalab.cluster.node import Node, NodeInfo, NodeState
 from kafkalab.cluster.ports import resolve_ports
-from kafkalab.cluster.process import Backend, LocalBackend, node_marker
+from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
 from kafkalab.cluster.spec import JVM_FLAGS, ClusterSpec
 from kafkalab.cluster.supervision import StateDirLock, write_pid_file
 from kafkalab.dist import BROKER_MAIN, ZOOKEEPER_MAIN, Distribution, java_binary
@@ -36,6 +38,7 @@ class Cluster:
         self._monitor: threading.Thread | None = None
         self._started = False
         self.reaped: list[str] = []
+        self._quorum: QuorumWatch | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self, timeout: float = 120.0, progress: Callable[[str], None] = lambda _m: None) -> None:
@@ -43,19 +46,25 @@ class Cluster:
 
         Blocks until every node is ready; on failure everything started is ended and KafkalabError raised.
         """
+        check_mode(self.spec, self.dist, self.backend.name)
         self._lock.acquire()
         try:
             self.reaped = self.backend.reap(self.spec.state_dir)
             if self.reaped:
                 progress(f"ended leftovers of a crashed run: {', '.join(self.reaped)}")
-            resolve_ports(self.spec)
+            resolve_ports(self.spec, pinned_controllers=pin_recorded_ports(self.spec))
             write_node_configs(self.spec)
+            if self.spec.kraft:
+                format_storage(self.spec, self.dist, progress)
             self._build_nodes()
             self._started = True
             atexit.register(self.shutdown)
             self._monitor = threading.Thread(target=self._run_monitor, name="kafkalab-monitor", daemon=True)
             self._monitor.start()
             deadline = time.monotonic() + timeout
+            if self.spec.kraft:
+                self._start_kraft(deadline, progress)
+                return
             progress(f"starting ZooKeeper on 127.0.0.1:{self.spec.zk_port}")
             self.zookeeper.start()
             self._wait_ready([self.zookeeper], deadline)
@@ -66,6 +75,33 @@ class Cluster:
         except BaseException:
             self.shutdown(graceful=False)
             raise
+
+    def _start_kraft(self, deadline: float, progress: Callable[[str], None]) -> None:
+        """Controllers and brokers start together: a broker waits for the quorum by itself, and no node
+        has to wait for another's JVM to warm up. The quorum view's helper starts alongside."""
+        spec = self.spec
+        shape = "combined with the first brokers" if spec.combined else "dedicated"
+        progress(f"starting {spec.controllers} KRaft controller(s) ({shape}) on ports "
+                 f"{', '.join(map(str, spec.controller_ports))} and {len(self.brokers)} brokers on ports "
+                 f"{', '.join(map(str, spec.broker_ports))}")
+        for node in self.nodes:
+            node.start()
+        helper_dir = spec.node_dir(QUORUM_WATCH_DIR)
+        jvm_args = [f"-Dlog4j.configuration=file:{helper_dir / 'log4j.properties'}",
+                    node_marker(spec.state_dir, QUORUM_WATCH_DIR)]
+        self._quorum = QuorumWatch(
+            supervised_prefix() + quorum_watch_argv(java_binary(), self.dist.classpath, spec.bootstrap_controllers,
+                                                    jvm_args),
+            helper_dir / "logs" / "stdout.log")
+        self._quorum.start()
+        self._wait_ready(self.nodes, deadline, progress)
+
+    def quorum(self, timeout_s: float = 2.0) -> QuorumState:
+        """The KRaft quorum as the active controller describes it (unreachable in ZooKeeper mode)."""
+        if self._quorum is None:
+            reason = "ZooKeeper mode has no KRaft quorum" if not self.spec.kraft else "the cluster is not started"
+            return QuorumState(time.time(), False, error=reason)
+        return self._quorum.describe(timeout_s)
 
     def _wait_ready(self, nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None) -> None:
         ready: set[str] = set()
@@ -91,7 +127,10 @@ class Cluster:
             return
         self._started = False
         atexit.unregister(self.shutdown)
-        for group in (self.brokers, [self.zookeeper]):
+        if self._quorum is not None:
+            self._quorum.close()
+            self._quorum = None
+        for group in (self.brokers, self.metadata_nodes):
             for node in group:
                 if graceful:
                     node.stop(bound_s)
@@ -132,17 +171,24 @@ class Cluster:
                 node_marker(spec.state_dir, name),
                 "-cp", self.dist.classpath, main, str(node_dir / config),
             ]
-        self._nodes = {
-            "zookeeper": Node(
+        self._nodes = {}
+        if not spec.kraft:
+            self._nodes["zookeeper"] = Node(
                 "zookeeper", argv("zookeeper", spec.zookeeper_heap, ZOOKEEPER_MAIN, "zookeeper.properties"),
                 spec.node_dir("zookeeper"), spec.zk_port, self.backend,
             )
-        }
+        for name, cid in spec.dedicated_controllers:
+            self._nodes[name] = Node(
+                name, argv(name, spec.controller_heap, BROKER_MAIN, "server.properties"), spec.node_dir(name),
+                spec.controller_port(cid), self.backend, kind="controller", node_id=cid, kraft=True,
+            )
         for b in spec.broker_ids:
             name = f"broker-{b}"
             self._nodes[name] = Node(
                 name, argv(name, spec.broker_heap, BROKER_MAIN, "server.properties"), spec.node_dir(name),
-                spec.broker_port(b), self.backend, broker_id=b, session_timeout_s=spec.session_timeout_s,
+                spec.broker_port(b), self.backend, broker_id=b, kraft=spec.kraft,
+                # KRaft: a restarted broker registers with a new incarnation, no old session to wait out
+                session_timeout_s=0.0 if spec.kraft else spec.session_timeout_s,
             )
         for node in self._nodes.values():
             node.on_change = self._notify
@@ -166,21 +212,39 @@ class Cluster:
                 last_pids = pids
 
     def node(self, ref: int | str) -> Node:
-        """A node by broker id (1..N), 'broker-N', 'N' or 'zookeeper'."""
+        """A node by broker id (1..N), 'broker-N', 'N', 'zookeeper', 'controller-N' or a controller's node id."""
+        spec = self.spec
         key = str(ref).strip().lower()
         if key.isdigit():
-            key = f"broker-{key}"
+            key = spec.controller_node(int(key)) if int(key) in spec.controller_ids else f"broker-{key}"
         if key in ("zk", "zoo"):
             key = "zookeeper"
+        if spec.combined and key.startswith("controller-") and key[11:].isdigit():
+            index = int(key[11:])  # controller-N is hosted by the Nth voter's broker
+            key = spec.controller_node(spec.controller_ids[index - 1]) if 0 < index <= spec.controllers else key
         try:
             return self._nodes[key]
         except KeyError:
-            ids = ", ".join(map(str, self.spec.broker_ids))
-            raise KafkalabError(f"unknown node {ref!r}: brokers are {ids}, or 'zookeeper'") from None
+            ids = ", ".join(map(str, spec.broker_ids))
+            others = (", or controller-1..controller-" f"{spec.controllers}" if spec.kraft else ", or 'zookeeper'")
+            raise KafkalabError(f"unknown node {ref!r}: brokers are {ids}{others}") from None
 
     @property
     def zookeeper(self) -> Node:
-        return self._nodes["zookeeper"]
+        try:
+            return self._nodes["zookeeper"]
+        except KeyError:
+            raise KafkalabError("a KRaft cluster has no ZooKeeper: its controllers are controller-1..") from None
+
+    @property
+    def controllers(self) -> list[Node]:
+        """The nodes hosting KRaft voters, in voter order (brokers when combined); empty in ZooKeeper mode."""
+        return [self._nodes[self.spec.controller_node(c)] for c in self.spec.controller_ids]
+
+    @property
+    def metadata_nodes(self) -> list[Node]:
+        """What keeps the metadata apart from the brokers: ZooKeeper, or the dedicated controllers."""
+        return [n for n in self._nodes.values() if n.kind in ("zookeeper", "controller")]
 
     @property
     def brokers(self) -> list[Node]:
@@ -212,3 +276,12 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{node.name} is {node.state} ({node.reason}), not {state}, after {timeout}s")
             time.sleep(TICK_S / 2)
+
+
+def check_mode(spec: ClusterSpec, dist: Distribution, backend: str) -> None:
+    """Refuse what cannot run: ZooKeeper mode on Kafka 4.x+, KRaft on the docker backend."""
+    major = dist.version().split(".")[0]
+    if not spec.kraft and major.isdigit() and int(major) >= 4:
+        raise KafkalabError(f"Kafka {dist.version()} has no ZooKeeper mode (removed in 4.0): use --mode kraft")
+    if spec.kraft and backend != "local":
+        raise KafkalabError(f"--mode kraft runs on the local backend only: drop --backend {backend}")

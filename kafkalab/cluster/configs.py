@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.cluster.spec import KRAFT_DEMO_SETTINGS, ClusterSpec
 
+QUORUM_WATCH_DIR = "quorum-watch"
 LOG4J_TEMPLATE = """\
 # Written by kafkalab for {name}: everything to {log_dir}/server.log, errors also to stdout.
 log4j.rootLogger=INFO, file, stdout
@@ -29,27 +30,44 @@ log4j.logger.kafka.authorizer.logger=WARN
 """
 
 
-def render_properties(settings: dict[str, str], title: str) -> str:
+def render_properties(settings: dict[str, str], title: str, why: dict[str, str] | None = None) -> str:
+    """Properties text; a key in ``why`` gets its reason as a comment line above it (when its value is ours)."""
     lines = [f"# {title} (written by kafkalab; regenerated on every start)"]
-    lines += [f"{key}={value}" for key, value in settings.items()]
+    for key, value in settings.items():
+        if why and key in why and KRAFT_DEMO_SETTINGS[key][0] == value:
+            lines.append(f"# {why[key]}")
+        lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"
+
+
+def node_settings(spec: ClusterSpec) -> list[tuple[str, dict[str, str], str]]:
+    """(node name, properties, file name) of every node of the spec's mode."""
+    brokers = [(f"broker-{b}", spec.broker_settings(b), "server.properties") for b in spec.broker_ids]
+    if not spec.kraft:
+        return [("zookeeper", spec.zookeeper_settings(), "zookeeper.properties"), *brokers]
+    controllers = [(name, spec.controller_settings(cid), "server.properties")
+                   for name, cid in spec.dedicated_controllers]
+    return [*controllers, *brokers]
 
 
 def write_node_configs(spec: ClusterSpec) -> dict[str, Path]:
     """Write zookeeper.properties / server.properties and log4j.properties per node; return config paths."""
     paths: dict[str, Path] = {}
-    nodes: list[tuple[str, dict[str, str], str]] = [
-        ("zookeeper", spec.zookeeper_settings(), "zookeeper.properties"),
-        *[(f"broker-{b}", spec.broker_settings(b), "server.properties") for b in spec.broker_ids],
-    ]
+    why = {key: reason for key, (_value, reason) in KRAFT_DEMO_SETTINGS.items()} if spec.kraft else None
+    nodes = node_settings(spec)
     for name, settings, filename in nodes:
         node_dir = spec.node_dir(name)
         (node_dir / "data").mkdir(parents=True, exist_ok=True)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         config = node_dir / filename
-        config.write_text(render_properties(settings, name))
+        config.write_text(render_properties(settings, name, why))
         (node_dir / "log4j.properties").write_text(
             LOG4J_TEMPLATE.format(name=name, log_dir=node_dir / "logs")
         )
         paths[name] = config
+    if spec.kraft:  # the quorum view's helper JVM logs beside the nodes
+        helper_dir = spec.node_dir(QUORUM_WATCH_DIR)
+        (helper_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (helper_dir / "log4j.properties").write_text(
+            LOG4J_TEMPLATE.format(name=QUORUM_WATCH_DIR, log_dir=helper_dir / "logs"))
     return paths

@@ -1,4 +1,4 @@
-"""One node (ZooKeeper or a broker): its state machine, controls, stats and log.
+"""One node (ZooKeeper, a broker or a KRaft controller): its state machine, controls, stats and log.
 
 Controls return at once; the cluster's monitor thread calls :meth:`Node.tick` a few times a second to
 notice readiness, exits, stop deadlines and delayed starts.
@@ -52,6 +52,7 @@ class NodeInfo:
     cpu_percent: float
     rss_bytes: int
     restarts: int
+    node_id: int | None = None  # Kafka's broker.id / node.id (a controller's too); None for ZooKeeper
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -59,6 +60,7 @@ class NodeInfo:
             "state": str(self.state), "reason": self.reason, "pid": self.pid,
             "uptime_s": round(self.uptime_s, 1), "cpu_percent": round(self.cpu_percent, 1),
             "rss_bytes": self.rss_bytes, "restarts": self.restarts,
+            "node_id": self.node_id,
         }
 
 
@@ -72,10 +74,20 @@ class Node:
         backend: Backend,
         broker_id: int | None = None,
         session_timeout_s: float = 3.0,
+        kind: str | None = None,
+        node_id: int | None = None,
+        kraft: bool = False,
     ) -> None:
+        """``session_timeout_s``: how long a SIGKILLed broker waits before its restart (its old ZooKeeper
+        session; 0 in KRaft, where a restarted broker registers with a new incarnation at once)."""
         self.name = name
-        self.kind = "broker" if broker_id is not None else "zookeeper"
+        self.kind = kind or ("broker" if broker_id is not None else "zookeeper")
         self.broker_id = broker_id
+        self.node_id = node_id if node_id is not None else broker_id
+        self._ready_marker = (
+            f"[KafkaRaftServer nodeId={self.node_id}] Kafka Server started" if kraft
+            else f"[KafkaServer id={broker_id}] started" if broker_id is not None else None
+        )
         self.port = port
         self._argv = argv
         self.node_dir = node_dir
@@ -109,7 +121,8 @@ class Node:
                 self._pending_start = True
                 return
             self._attempts = 0
-            wait_until = self._killed_at + self._session_timeout_s + 1.0 if self.kind == "broker" else 0
+            wait_s = self._session_timeout_s + 1.0 if self._session_timeout_s else 0.0
+            wait_until = self._killed_at + wait_s if self.kind == "broker" else 0
             self._schedule_start(wait_until)
 
     def stop(self, bound_s: float = STOP_BOUND_S) -> None:
@@ -229,9 +242,8 @@ class Node:
     def _ready_line_seen(self) -> bool:
         if self._ready:
             return True
-        if self.kind == "broker":
-            marker = f"[KafkaServer id={self.broker_id}] started"
-            self._ready = marker in self._read_since(self.log_path, self._log_offset)
+        if self._ready_marker is not None:
+            self._ready = self._ready_marker in self._read_since(self.log_path, self._log_offset)
         else:
             self._ready = zookeeper_answers(self.port)
         return self._ready
@@ -273,7 +285,7 @@ class Node:
             name=self.name, kind=self.kind, broker_id=self.broker_id, port=self.port,
             state=self.state, reason=self.reason, pid=proc.pid if proc is not None else None,
             uptime_s=time.monotonic() - self._started_at if alive else 0.0,
-            cpu_percent=cpu, rss_bytes=rss, restarts=self.restarts,
+            cpu_percent=cpu, rss_bytes=rss, restarts=self.restarts, node_id=self.node_id,
         )
 
     def log_tail(self, lines: int = 50) -> list[str]:

@@ -40,24 +40,34 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def resolve_ports(spec: ClusterSpec) -> None:
-    """Check the spec's ports; with ``spec.free_ports`` replace taken ones with free ports."""
-    wanted = [("ZooKeeper", spec.zk_port)] + [(f"broker {b}", spec.broker_port(b)) for b in spec.broker_ids]
-    taken = [(who, port) for who, port in wanted if not port_is_free(port)]
+def resolve_ports(spec: ClusterSpec, pinned_controllers: bool = False) -> None:
+    """Check the spec's ports; with ``spec.free_ports`` replace taken ones with free ports.
+
+    ``pinned_controllers``: the controller ports are written in formatted KRaft storage and cannot move.
+    """
+    wanted: list[tuple[str, str, int]] = [("broker", f"broker {b}", spec.broker_port(b)) for b in spec.broker_ids]
+    if spec.kraft:
+        wanted += [("controller", f"controller {i + 1}", port) for i, port in enumerate(spec.controller_ports)]
+    else:
+        wanted.insert(0, ("zookeeper", "ZooKeeper", spec.zk_port))
+    taken = [(kind, who, port) for kind, who, port in wanted if not port_is_free(port)]
     if not taken:
         return
-    if not spec.free_ports:
-        who, port = taken[0]
-        raise KafkalabError(
-            f"port {port} for {who} is taken by {port_holder(port)}: stop it, or use --free-ports"
-        )
-    used = {port for _, port in wanted}
-    for who, _port in taken:
+    for kind, who, port in taken:
+        if not spec.free_ports or (kind == "controller" and pinned_controllers):
+            hint = ("it is recorded in the formatted storage of this state dir: free it, or use another --state-dir"
+                    if kind == "controller" and pinned_controllers else "stop it, or use --free-ports")
+            raise KafkalabError(f"port {port} for {who} is taken by {port_holder(port)}: {hint}")
+    used = {port for _, _, port in wanted}
+    for kind, who, _port in taken:
         new = free_port()
         while new in used:
             new = free_port()
         used.add(new)
-        if who == "ZooKeeper":
+        index = int(who.split()[-1]) - 1 if kind != "zookeeper" else 0
+        if kind == "zookeeper":
             spec.zk_port = new
+        elif kind == "broker":
+            spec.broker_ports[index] = new
         else:
-            spec.broker_ports[int(who.split()[1]) - 1] = new
+            spec.controller_ports[index] = new

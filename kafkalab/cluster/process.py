@@ -119,13 +119,7 @@ class LocalBackend:
     _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalab-spawner")
 
     def launch(self, node_name: str, argv: list[str], stdout_path: Path) -> NodeProcess:
-        prefix: list[str] = []
-        setpriv = shutil.which("setpriv")
-        if sys.platform.startswith("linux") and setpriv:
-            prefix = [setpriv, "--pdeathsig", "KILL", "--"]
-        nice = shutil.which("nice")
-        if nice:
-            prefix += [nice, "-n", str(NODE_NICE)]
+        prefix = supervised_prefix()
 
         def spawn() -> subprocess.Popen[bytes]:
             with open(stdout_path, "ab") as out:
@@ -147,6 +141,18 @@ class LocalBackend:
 
     def close(self) -> None:
         pass
+
+
+def supervised_prefix() -> list[str]:
+    """What goes before a child JVM's command: die with kafkalab (Linux), run niced."""
+    prefix: list[str] = []
+    setpriv = shutil.which("setpriv")
+    if sys.platform.startswith("linux") and setpriv:
+        prefix = [setpriv, "--pdeathsig", "KILL", "--"]
+    nice = shutil.which("nice")
+    if nice:
+        prefix += [nice, "-n", str(NODE_NICE)]
+    return prefix
 
 
 def lower_autogroup_priority(pid: int) -> None:

@@ -8,8 +8,13 @@ from pathlib import Path
 from kafkalab.errors import KafkalabError
 
 MAX_BROKERS = 9
+MODES = ("zookeeper", "kraft")
+CONTROLLER_COUNTS = (1, 3)
+CONTROLLER_ID_BASE = 100
+"""Dedicated controllers are nodes 101, 102, 103: distinct from the brokers' 1..9 in every log line."""
 DEFAULT_ZK_PORT = 2181
 DEFAULT_BROKER_PORTS = tuple(9092 + 100 * i for i in range(MAX_BROKERS))  # 9092, 9192, 9292, ...
+DEFAULT_CONTROLLER_PORTS = tuple(9093 + 100 * i for i in range(max(CONTROLLER_COUNTS)))  # 9093, 9193, 9293
 
 # Demo settings that make failover visible in seconds on a small laptop (see DESIGN.md).
 ZOOKEEPER_TICK_MS = 1000
@@ -33,7 +38,27 @@ DEMO_BROKER_SETTINGS: dict[str, str] = {
     "socket.request.max.bytes": "104857600",
     "group.min.session.timeout.ms": "1000",
 }
+# KRaft's own liveness and election settings (see DESIGN.md); each line lands commented in the config.
+KRAFT_DEMO_SETTINGS: dict[str, tuple[str, str]] = {
+    "broker.session.timeout.ms": (
+        "2500", "default 9000: a SIGKILLed broker is fenced, and its leaderships move, after 2.5 s"),
+    "broker.heartbeat.interval.ms": (
+        "500", "default 2000: five heartbeats per session, so one late heartbeat under load fences nobody"),
+    "controller.quorum.fetch.timeout.ms": (
+        "1500", "default 2000: followers give up on a silent active controller after 1.5 s"),
+    "controller.quorum.election.timeout.ms": (
+        "1000", "Kafka's default: a candidate waits 1-2 s (randomised) before it stands again"),
+    "controller.quorum.election.backoff.max.ms": (
+        "500", "default 1000: after a split vote the next election comes sooner"),
+    "controller.quorum.request.timeout.ms": (
+        "1500", "default 2000: a request to a dead controller fails over sooner"),
+    "controller.socket.timeout.ms": (
+        "5000", "default 30000: brokers drop a dead controller's connection sooner"),
+}
+KRAFT_FROM_ZOOKEEPER_MODE = ("zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
+                             "controlled.shutdown.retry.backoff.ms")
 BROKER_HEAP = "-Xms64m -Xmx384m"
+CONTROLLER_HEAP = "-Xms32m -Xmx160m"
 ZOOKEEPER_HEAP = "-Xms32m -Xmx128m"
 JVM_FLAGS = (
     "-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
@@ -55,23 +80,68 @@ class ClusterSpec:
     broker_overrides: dict[int, dict[str, str]] = field(default_factory=dict)
     broker_heap: str = BROKER_HEAP
     zookeeper_heap: str = ZOOKEEPER_HEAP
+    mode: str = "zookeeper"
+    controllers: int = 1
+    combined: bool = False
+    controller_ports: list[int] = field(default_factory=list)
+    controller_heap: str = CONTROLLER_HEAP
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir).expanduser().resolve()
         if not 1 <= self.brokers <= MAX_BROKERS:
             raise KafkalabError(f"--brokers {self.brokers} is out of range: give 1..{MAX_BROKERS}")
+        if self.mode not in MODES:
+            raise KafkalabError(f"mode {self.mode!r} is unknown: give {' or '.join(MODES)}")
+        if self.controllers not in CONTROLLER_COUNTS:
+            raise KafkalabError(f"--controllers {self.controllers}: a quorum of 1 or 3 controllers, give 1 or 3")
+        if self.combined and self.controllers > self.brokers:
+            raise KafkalabError(f"--combined with {self.controllers} controllers needs at least "
+                                f"{self.controllers} brokers, not {self.brokers}")
         if not self.broker_ports:
             self.broker_ports = list(DEFAULT_BROKER_PORTS[: self.brokers])
         if len(self.broker_ports) != self.brokers:
             raise KafkalabError(f"{len(self.broker_ports)} broker ports given for {self.brokers} brokers")
+        if not self.controller_ports:
+            self.controller_ports = list(DEFAULT_CONTROLLER_PORTS[: self.controllers])
+        if len(self.controller_ports) != self.controllers:
+            raise KafkalabError(f"{len(self.controller_ports)} controller ports given for {self.controllers}")
         for broker_id in self.broker_overrides:
             if broker_id not in self.broker_ids:
                 raise KafkalabError(f"override for broker {broker_id}, which is not in 1..{self.brokers}")
         self.overrides = {str(k): str(v) for k, v in self.overrides.items()}
 
     @property
+    def kraft(self) -> bool:
+        return self.mode == "kraft"
+
+    @property
     def broker_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        """KRaft voters' node ids: the first brokers' ids when combined, else 101.. (empty in ZooKeeper mode)."""
+        if not self.kraft:
+            return []
+        base = 0 if self.combined else CONTROLLER_ID_BASE
+        return [base + i for i in range(1, self.controllers + 1)]
+
+    def controller_port(self, controller_id: int) -> int:
+        return self.controller_ports[self.controller_ids.index(controller_id)]
+
+    def controller_node(self, controller_id: int) -> str:
+        """The node (process) that hosts a voter: broker-N when combined, else controller-N."""
+        index = self.controller_ids.index(controller_id) + 1
+        return f"broker-{controller_id}" if self.combined else f"controller-{index}"
+
+    @property
+    def dedicated_controllers(self) -> list[tuple[str, int]]:
+        """(node name, node id) of the controller-only processes."""
+        return [] if self.combined else [(self.controller_node(c), c) for c in self.controller_ids]
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.controller_ports)
 
     def broker_port(self, broker_id: int) -> int:
         return self.broker_ports[broker_id - 1]
@@ -83,20 +153,69 @@ class ClusterSpec:
     def broker_settings(self, broker_id: int) -> dict[str, str]:
         """Every broker property, lowest precedence first: Kafka-required, demo, cluster, per broker."""
         replicas = str(min(3, self.brokers))
-        settings = {
-            "broker.id": str(broker_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port(broker_id)}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port(broker_id)}",
-            "log.dirs": str(self.node_dir(f"broker-{broker_id}") / "data"),
-            "zookeeper.connect": f"127.0.0.1:{self.zk_port}",
+        listener = f"PLAINTEXT://127.0.0.1:{self.broker_port(broker_id)}"
+        if not self.kraft:
+            required = {
+                "broker.id": str(broker_id),
+                "listeners": listener,
+                "advertised.listeners": listener,
+                "log.dirs": str(self.node_dir(f"broker-{broker_id}") / "data"),
+                "zookeeper.connect": f"127.0.0.1:{self.zk_port}",
+            }
+            demo = DEMO_BROKER_SETTINGS
+        else:
+            voter = broker_id in self.controller_ids  # combined: this process is a controller too
+            required = {
+                "process.roles": "broker,controller" if voter else "broker",
+                "listeners": listener + (f",CONTROLLER://127.0.0.1:{self.controller_port(broker_id)}"
+                                         if voter else ""),
+                "advertised.listeners": listener,
+                # a ZooKeeper-mode cluster may have run in this state dir: KRaft's data lives apart
+                "log.dirs": str(self.node_dir(f"broker-{broker_id}") / "kraft-data"),
+                **self._kraft_common(broker_id),
+            }
+            demo = self.kraft_demo_settings()
+        return {
+            **required,
             "offsets.topic.replication.factor": replicas,
             "transaction.state.log.replication.factor": replicas,
             "transaction.state.log.min.isr": str(min(2, self.brokers)),
-            **DEMO_BROKER_SETTINGS,
+            **demo,
             **self.overrides,
             **{k: str(v) for k, v in self.broker_overrides.get(broker_id, {}).items()},
         }
-        return settings
+
+    def controller_settings(self, controller_id: int) -> dict[str, str]:
+        """A dedicated controller's properties (KRaft mode, not combined)."""
+        name = self.controller_node(controller_id)
+        quorum = {k: v for k, v in self.kraft_demo_settings().items() if k.startswith("controller.")}
+        threads = {k: v for k, v in DEMO_BROKER_SETTINGS.items() if k.endswith("threads")}
+        return {
+            "process.roles": "controller",
+            "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port(controller_id)}",
+            "log.dirs": str(self.node_dir(name) / "data"),
+            **self._kraft_common(controller_id),
+            **quorum,
+            **threads,
+            **{k: v for k, v in self.overrides.items() if k.startswith("controller.")},
+        }
+
+    def _kraft_common(self, node_id: int) -> dict[str, str]:
+        return {
+            "node.id": str(node_id),
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            # KIP-853's dynamic quorum (3.9+): the voters are written into the metadata log when kafkalab
+            # formats the storage (--initial-controllers), and every node finds the quorum through these
+            # endpoints instead of a static controller.quorum.voters list. Kafka 4.x's tools and
+            # `kafka-metadata-quorum add-controller` expect this form.
+            "controller.quorum.bootstrap.servers": self.bootstrap_controllers,
+        }
+
+    def kraft_demo_settings(self) -> dict[str, str]:
+        shared = {k: v for k, v in DEMO_BROKER_SETTINGS.items() if k not in KRAFT_FROM_ZOOKEEPER_MODE}
+        return {**shared, **{k: v for k, (v, _why) in KRAFT_DEMO_SETTINGS.items()}}
 
     def zookeeper_settings(self) -> dict[str, str]:
         return {
@@ -114,4 +233,6 @@ class ClusterSpec:
 
     @property
     def session_timeout_s(self) -> float:
-        return int(self.broker_settings(1)["zookeeper.session.timeout.ms"]) / 1000
+        """How long until a SIGKILLed broker's leaderships move: its ZooKeeper session, or its KRaft session."""
+        key = "broker.session.timeout.ms" if self.kraft else "zookeeper.session.timeout.ms"
+        return int(self.broker_settings(1)[key]) / 1000

@@ -1,0 +1,129 @@
+"""KRaft storage: the cluster id and the initial voters, recorded in the state dir, and each node formatted.
+
+A KRaft node refuses to start on an unformatted log dir. kafkalab formats every node once, with Kafka's
+own StorageTool, before its first start: controllers (and combined nodes) with ``--initial-controllers``
+(KIP-853's dynamic quorum: the voter set goes into the metadata log), brokers with
+``--no-initial-controllers``. The voters' endpoints are part of that log, so the controller ports of a
+formatted state dir are kept from start to start (``kraft.json``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.dist import Distribution, java_binary
+from kafkalab.errors import KafkalabError
+
+RECORD_FILE = "kraft.json"
+STORAGE_TOOL = "kafka.tools.StorageTool"
+FORMAT_TIMEOUT_S = 120.0
+
+
+def random_uuid() -> str:
+    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding.
+
+    Like Kafka's ``Uuid.randomUuid`` it never starts with '-' (the tools would read it as an option).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+@dataclass(frozen=True)
+class QuorumRecord:
+    """What the storage was formatted with: the cluster id and each voter's id, port and directory id."""
+
+    cluster_id: str
+    voters: tuple[tuple[int, int, str], ...]  # (node id, port, directory id)
+    combined: bool
+
+    @property
+    def initial_controllers(self) -> str:
+        return ",".join(f"{node}@127.0.0.1:{port}:{directory}" for node, port, directory in self.voters)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"cluster_id": self.cluster_id, "combined": self.combined,
+                "voters": [{"id": n, "port": p, "directory_id": d} for n, p, d in self.voters]}
+
+
+def read_record(state_dir: Path) -> QuorumRecord | None:
+    try:
+        data = json.loads((state_dir / RECORD_FILE).read_text())
+        voters = tuple((int(v["id"]), int(v["port"]), str(v["directory_id"])) for v in data["voters"])
+        return QuorumRecord(str(data["cluster_id"]), voters, bool(data["combined"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise KafkalabError(f"{state_dir / RECORD_FILE} is unreadable ({exc}): use another --state-dir") from None
+
+
+def pin_recorded_ports(spec: ClusterSpec) -> bool:
+    """Give ``spec`` the controller ports its formatted storage names; False when nothing is formatted yet."""
+    record = read_record(spec.state_dir) if spec.kraft else None
+    if record is None:
+        return False
+    shape = "combined" if record.combined else "dedicated"
+    if [v[0] for v in record.voters] != spec.controller_ids or record.combined != spec.combined:
+        raise KafkalabError(
+            f"state dir {spec.state_dir} holds a KRaft cluster formatted with {len(record.voters)} {shape} "
+            f"controller(s): start it with the same --controllers/--combined, or use another --state-dir")
+    spec.controller_ports = [port for _node, port, _dir in record.voters]
+    return True
+
+
+def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[str], None] = lambda _m: None) -> None:
+    """Record the quorum on first use, then format every node whose log dir has no meta.properties."""
+    record = read_record(spec.state_dir)
+    if record is None:
+        voters = tuple((c, spec.controller_port(c), random_uuid()) for c in spec.controller_ids)
+        record = QuorumRecord(random_uuid(), voters, spec.combined)
+        (spec.state_dir / RECORD_FILE).write_text(json.dumps(record.as_dict(), indent=2))
+    todo = [(name, node_id) for name, node_id in _nodes(spec)
+            if not (_log_dir(spec, name) / "meta.properties").exists()]
+    if not todo:
+        return
+    progress(f"formatting KRaft storage of {', '.join(n for n, _ in todo)} (cluster id {record.cluster_id})")
+    with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+        for name, error in zip(todo, pool.map(lambda t: _format_one(spec, dist, record, *t), todo), strict=True):
+            if error:
+                raise KafkalabError(f"formatting {name[0]}'s storage failed: {error}")
+
+
+def _nodes(spec: ClusterSpec) -> list[tuple[str, int]]:
+    return [*spec.dedicated_controllers, *[(f"broker-{b}", b) for b in spec.broker_ids]]
+
+
+def _log_dir(spec: ClusterSpec, name: str) -> Path:
+    settings = spec.broker_settings(int(name.split("-")[1])) if name.startswith("broker-") else None
+    if settings is None:
+        controller_id = dict(spec.dedicated_controllers)[name]
+        settings = spec.controller_settings(controller_id)
+    return Path(settings["log.dirs"])
+
+
+def _format_one(spec: ClusterSpec, dist: Distribution, record: QuorumRecord, name: str, node_id: int) -> str:
+    """Run the StorageTool for one node; '' on success, else its last error line."""
+    quorum = (["--initial-controllers", record.initial_controllers] if node_id in spec.controller_ids
+              else ["--no-initial-controllers"])
+    node_dir = spec.node_dir(name)
+    argv = [java_binary(), "-Xmx128m", "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}", "-cp", dist.classpath,
+            STORAGE_TOOL, "format", "-t", record.cluster_id, "-c", str(node_dir / "server.properties"), *quorum]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S, check=False,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"the StorageTool took over {FORMAT_TIMEOUT_S:.0f}s"
+    if done.returncode == 0:
+        return ""
+    lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip() and "log4j:" not in ln]
+    return (lines[-1] if lines else f"exit code {done.returncode}").strip()[:300]
