@@ -18,7 +18,15 @@ from rich.table import Table
 
 from kafkalab import dist, doctor
 from kafkalab.admin import Admin, ClusterSnapshot
-from kafkalab.cli.common import add_state_dir, bootstrap_for, parse_settings, target_state_dir
+from kafkalab.cli.common import (
+    add_mode_args,
+    add_state_dir,
+    bootstrap_for,
+    mode_argv,
+    mode_fields,
+    parse_settings,
+    target_state_dir,
+)
 from kafkalab.cli.docker_cmds import add_backend_args, backend_argv, backend_from_args
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.control import (
@@ -47,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     cluster = sub.add_parser("cluster", help="bring a local cluster up or down, show its status")
     csub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
-    p = csub.add_parser("up", help="start ZooKeeper and the brokers")
+    p = csub.add_parser("up", help="start ZooKeeper (or KRaft controllers) and the brokers")
     add_cluster_args(p)
     p.add_argument("--detach", action="store_true", help="return once ready; `kafkalab cluster down` ends it")
     p.add_argument("--daemon", action="store_true", help=argparse.SUPPRESS)
@@ -62,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     broker = sub.add_parser("broker", help="stop, kill, pause, resume, start or restart one node")
     broker.add_argument("action", choices=NODE_ACTIONS)
-    broker.add_argument("node", help="broker id (1..N) or 'zookeeper'")
+    broker.add_argument("node", help="broker id (1..N), 'zookeeper', or controller-1..3 in KRaft mode")
     broker.add_argument("--wait", action="store_true", help="return when the node reached its new state")
     add_state_dir(broker)
     broker.set_defaults(func=cmd_broker)
@@ -99,6 +107,7 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--free-ports", action="store_true", help="pick free ports where the defaults are taken")
     p.add_argument("--kafka-home", default=None, help="use an existing Kafka install's libs/ (or set KAFKA_HOME)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="broker setting for every broker")
+    add_mode_args(p)
     add_backend_args(p)
 
 
@@ -107,7 +116,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
     return ClusterSpec(
         state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
-        overrides=parse_settings(args.set),
+        overrides=parse_settings(args.set), **mode_fields(args),
     )
 
 
@@ -172,6 +181,7 @@ def _detach(args: argparse.Namespace, spec: ClusterSpec) -> int:
     argv = [sys.executable, "-m", "kafkalab", "cluster", "up", "--daemon", "--state-dir", str(spec.state_dir),
             "--brokers", str(spec.brokers)]
     argv += ["--free-ports"] if args.free_ports else []
+    argv += mode_argv(args)
     argv += ["--kafka-home", args.kafka_home] if args.kafka_home else []
     argv += backend_argv(args)
     for pair in args.set or []:

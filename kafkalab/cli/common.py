@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from kafkalab.cluster.control import read_cluster_file
+from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import default_state_dir
@@ -16,6 +17,31 @@ def add_state_dir(parser: argparse.ArgumentParser) -> None:
         "--state-dir", type=Path, default=None,
         help="the cluster's state dir (default: the one cluster running, else the default dir)",
     )
+
+
+def add_mode_args(parser: argparse.ArgumentParser, default: str | None = "zookeeper") -> None:
+    """--mode, --controllers, --combined: on every command that starts a cluster."""
+    parser.add_argument("--mode", choices=MODES, default=default,
+                        help="metadata by ZooKeeper (default, the course's) or a KRaft controller quorum")
+    parser.add_argument("--controllers", type=int, choices=CONTROLLER_COUNTS, default=1,
+                        help="KRaft controllers in the quorum: 1 or 3 (default 1; --mode kraft)")
+    parser.add_argument("--combined", action="store_true",
+                        help="KRaft controllers inside the first brokers (process.roles=broker,controller)")
+
+
+def mode_fields(args: argparse.Namespace) -> dict[str, object]:
+    """ClusterSpec fields from the mode options; --controllers/--combined need --mode kraft."""
+    mode = args.mode or "zookeeper"
+    if mode != "kraft" and (args.combined or args.controllers != 1):
+        raise KafkalabError("--controllers and --combined are KRaft options: add --mode kraft")
+    return {"mode": mode, "controllers": args.controllers, "combined": args.combined}
+
+
+def mode_argv(args: argparse.Namespace) -> list[str]:
+    """The mode options again, for a child kafkalab process."""
+    argv = ["--mode", args.mode] if args.mode else []
+    argv += ["--controllers", str(args.controllers)] if args.controllers != 1 else []
+    return argv + (["--combined"] if args.combined else [])
 
 
 def target_state_dir(args: argparse.Namespace) -> Path:

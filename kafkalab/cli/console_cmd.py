@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from kafkalab.cli.common import add_mode_args, mode_fields
 from kafkalab.errors import KafkalabError
 
 DEFAULT_LAB = "leader-failover"
@@ -33,6 +34,7 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where lab runs go")
     p.add_argument("--presenter", action="store_true", help="start in presenter mode (projector: fewer panes)")
     p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
+    add_mode_args(p, default=None)
 
 
 def default_args() -> argparse.Namespace:
@@ -85,7 +87,8 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
 
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
-    spec = ClusterSpec(state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports)
+    spec = ClusterSpec(state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
+                       **mode_fields(args))  # type: ignore[arg-type]
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
                             "or give another --state-dir")
