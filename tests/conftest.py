@@ -30,11 +30,13 @@ def free_ports(n: int) -> list[int]:
 
 
 def make_spec(name: str, brokers: int = 3, **kwargs: object) -> ClusterSpec:
-    """A spec on free ports in a fresh state dir under the suite's temp root."""
-    ports = free_ports(brokers + 1)
+    """A spec on free ports in a fresh state dir under the suite's temp root (KRaft: mode="kraft")."""
+    controllers = int(kwargs.pop("controllers", 1))  # type: ignore[call-overload]
+    ports = free_ports(brokers + 1 + controllers)
     return ClusterSpec(
-        state_dir=TEST_STATE_ROOT / name, brokers=brokers, zk_port=ports[0], broker_ports=ports[1:],
-        free_ports=True, **kwargs,  # type: ignore[arg-type]
+        state_dir=TEST_STATE_ROOT / name, brokers=brokers, zk_port=ports[0], broker_ports=ports[1:brokers + 1],
+        controllers=controllers, controller_ports=ports[brokers + 1:], free_ports=True,
+        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -60,6 +62,28 @@ def cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def admin(cluster: Cluster) -> Admin:
     return Admin(cluster.bootstrap, timeout_s=2.0)
+
+
+@pytest.fixture(scope="session")
+def kraft_cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
+    """KRaft mode: 3 dedicated controllers + 3 brokers, shared by the tests of both modes."""
+    c = Cluster(make_spec("kraft", mode="kraft", controllers=3), distribution)
+    c.start(timeout=240)
+    try:
+        yield c
+    finally:
+        c.shutdown(graceful=False)
+
+
+@pytest.fixture(scope="session")
+def kraft_admin(kraft_cluster: Cluster) -> Admin:
+    return Admin(kraft_cluster.bootstrap, timeout_s=2.0)
+
+
+@pytest.fixture
+def kraft_engine(kraft_cluster: Cluster, kraft_admin: Admin,
+                 request: pytest.FixtureRequest) -> tuple[Cluster, Admin, Callable[..., str]]:
+    return kraft_cluster, kraft_admin, topic_factory_for(kraft_cluster, kraft_admin, request)
 
 
 _topic_ids = itertools.count()

@@ -1,4 +1,7 @@
-"""The engine against a real cluster: failover on SIGKILL, controlled shutdown on SIGTERM, pause and resume."""
+"""The engine against a real cluster: failover on SIGKILL, controlled shutdown on SIGTERM, pause and resume.
+
+Each runs on ZooKeeper mode (local and docker backends) and on KRaft mode (3 dedicated controllers).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,11 @@ from tests.helpers import wait_until
 
 pytestmark = pytest.mark.cluster
 
-BACKENDS = ["local", "docker"]
+BACKENDS = ["local", "docker", "kraft"]  # kraft: KRaft mode on the local backend
+CONTROLLED_SHUTDOWN_DONE = {  # what a broker logs when the controller has moved its leaderships away
+    "zookeeper": "Controlled shutdown request returned successfully",
+    "kraft": "The controller has asked us to exit controlled shutdown",
+}
 
 
 def isr_holds(admin: Admin, topic: str, check: Callable[[tuple[int, ...]], bool]) -> bool:
@@ -29,7 +36,7 @@ def isr_holds(admin: Admin, topic: str, check: Callable[[tuple[int, ...]], bool]
 
 @pytest.fixture(params=BACKENDS)
 def engine(request: pytest.FixtureRequest) -> tuple[Cluster, Admin, Callable[..., str]]:
-    """(cluster, admin, topic_factory) for each backend."""
+    """(cluster, admin, topic_factory) for each backend and mode."""
     if request.param == "local":
         return request.getfixturevalue("cluster"), request.getfixturevalue("admin"), request.getfixturevalue(
             "topic_factory")
@@ -50,7 +57,7 @@ def test_sigkill_of_leader_elects_new_leader_from_isr_and_restart_restores_isr(e
         p = admin.snapshot(offsets=False).partition(topic, 0)
         return p if p is not None and p.leader not in (None, leader) else None
 
-    bound = cluster.spec.session_timeout_s + 10  # session expiry plus the controller's election
+    bound = cluster.spec.session_timeout_s + 10  # session expiry (ZooKeeper's or KRaft's) plus the election
     after = wait_until(new_leader, bound, what="a new leader for partition 0")
     assert time.monotonic() - killed_at < bound
     assert after.leader in before.isr  # type: ignore[attr-defined]
@@ -77,7 +84,7 @@ def test_sigterm_moves_leadership_before_the_process_exits(engine) -> None:
     with open(node.log_path, "rb") as fh:
         fh.seek(log_start)
         shutdown_log = fh.read().decode(errors="replace")
-    assert "Controlled shutdown request returned successfully" in shutdown_log
+    assert CONTROLLED_SHUTDOWN_DONE[cluster.spec.mode] in shutdown_log
     moved = wait_until(lambda: (parts := admin.snapshot(offsets=False).topic(topic)) and all(
         p.leader not in (None, leader) for p in parts if p.partition in led), 10, what="leaders elsewhere")
     assert moved

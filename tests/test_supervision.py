@@ -22,10 +22,15 @@ pytestmark = pytest.mark.cluster
 KAFKALAB = [sys.executable, "-m", "kafkalab"]
 
 
-def test_sigkill_of_kafkalab_leaves_no_jvm(tmp_path: Path) -> None:
-    state = TEST_STATE_ROOT / "sigkill"
+@pytest.mark.parametrize(("mode", "jvms"), [
+    ("zookeeper", 2),  # ZooKeeper and one broker
+    ("kraft", 3),  # a controller, one broker and the quorum view's helper
+])
+def test_sigkill_of_kafkalab_leaves_no_jvm(tmp_path: Path, mode: str, jvms: int) -> None:
+    state = TEST_STATE_ROOT / f"sigkill-{mode}"
     owner = subprocess.Popen(
-        [*KAFKALAB, "cluster", "up", "--daemon", "--brokers", "1", "--state-dir", str(state), "--free-ports"],
+        [*KAFKALAB, "cluster", "up", "--daemon", "--brokers", "1", "--state-dir", str(state), "--free-ports",
+         "--mode", mode],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "KAFKALAB_STATE": str(tmp_path)},
     )
@@ -34,7 +39,7 @@ def test_sigkill_of_kafkalab_leaves_no_jvm(tmp_path: Path) -> None:
         for line in owner.stdout:
             if line.startswith("cluster ready") or "error" in line:
                 break
-        assert len(marked_processes(state)) == 2, "ZooKeeper and one broker should run"
+        assert len(marked_processes(state)) == jvms, f"{mode}: {jvms} JVMs should run"
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()
@@ -84,3 +89,14 @@ def test_a_test_failing_midway_leaves_no_jvm(tmp_path: Path) -> None:
         "kafkalab-tests-" in arg and "kafkalab.node" in arg and f"-{os.getpid()}/" not in arg
         for arg in p.info.get("cmdline") or [])]
     assert not leftovers, f"JVMs left by the failing run: {[p.pid for p in leftovers]}"
+
+
+def test_kraft_shutdown_leaves_no_jvm(distribution) -> None:  # type: ignore[no-untyped-def]
+    """A KRaft cluster's controllers, brokers and quorum helper all end with a normal shutdown."""
+    spec = make_spec("kraft-shutdown", brokers=1, mode="kraft")
+    with Cluster(spec, distribution) as cluster:
+        cluster.start(timeout=180)
+        wait_until(lambda: cluster.quorum().reachable, 60, interval=0.5, what="the quorum view answering")
+        procs = marked_processes(spec.state_dir)
+        assert len(procs) == 3 and any("QuorumWatch.java" in " ".join(p.cmdline()) for p in procs)
+    assert not marked_processes(spec.state_dir)

@@ -61,6 +61,7 @@ def cmd_console(args: argparse.Namespace) -> int:
 
 def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:
     from kafkalab.analysis import WarmSession
+    from kafkalab.cli.lab_cmds import with_mode
     from kafkalab.labs.loader import catalog, find_lab, load_lab
     from kafkalab.labs.session import LabSession
     from kafkalab.ui.lab_source import LabSource
@@ -71,7 +72,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:
         if not ids:
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
-    lab = load_lab(find_lab(ref))
+    lab = with_mode(load_lab(find_lab(ref)), args.mode)
     spark = None if args.no_spark_warmup else WarmSession()
     session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True)
     return LabSource(session, spark), list(range(1, lab.cluster.brokers + 1))

@@ -12,9 +12,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.model import Lab
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
@@ -31,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run = subparsers.add_parser("run", help="run a lab: cluster, clients, faults, analysis, expectations")
     run.add_argument("lab", help="a lab id, catalog number or .toml path (kafkalab labs lists them)")
     run.add_argument("--headless", action="store_true", help="no console, even on a terminal")
+    run.add_argument("--mode", choices=MODES, default=None,
+                     help="metadata mode: zookeeper or kraft (default: the lab's own; `kafkalab labs --show`)")
     run.add_argument("--json", metavar="OUT", type=Path, help="write the result(s) as JSON to OUT")
     run.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times (each on a fresh cluster)")
     run.add_argument("--seed", type=int, default=None, metavar="S", help="seed for values and random targets")
@@ -90,11 +94,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise KafkalabError(f"--repeat {args.repeat}: give 1 or more")
     path = find_lab(args.lab)
-    lab = load_lab(path)  # refused here, before anything starts, when it does not validate
+    lab = with_mode(load_lab(path), args.mode)  # refused here, before anything starts, when it does not validate
     if not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and _console_available():
         from kafkalab.cli import main
 
-        return main(["console", str(path)])
+        return main(["console", str(path), *(["--mode", args.mode] if args.mode else [])])
     console = Console()
     results = []
     ports = None
@@ -125,6 +129,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(r.outcome == "error" for r in results):
         return 2 if len(results) == 1 else 1
     return 0 if all(r.passed for r in results) else 1
+
+
+def with_mode(lab: Lab, mode: str | None) -> Lab:
+    """The lab on ``mode`` (None: its own), or a one-line error when the lab is not written for it."""
+    if mode is None:
+        return lab
+    try:
+        return lab.with_mode(mode)
+    except ValueError as exc:
+        raise KafkalabError(str(exc)) from None
 
 
 def cmd_clean(args: argparse.Namespace) -> int:

@@ -7,12 +7,12 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
 - the producer: producer.acked, producer.attempted, producer.failed, producer.failed.ERROR_NAME,
   producer.stalls, producer.longest_stall_s
 - the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.offline
-  (partitions gone offline), timeline.rebalances
+  (partitions gone offline), timeline.rebalances, timeline.controller_changes (KRaft: the active controller)
 - a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
   consumer.N.assign_wait_s (seconds from its start to its first partitions; -1 if it never got any)
 - a group: group.NAME.processed (rows), group.NAME.distinct (distinct records)
 - all consumers: consumers.processed
-- the run: faults.missed
+- the run: faults.missed (missed or failed), faults.failed (fired and failed, e.g. a topic not created)
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ _PATTERNS = (
     *(re.escape(m) for m in REPORT_METRICS),
     r"producer\.(acked|attempted|failed|stalls|longest_stall_s)",
     r"producer\.failed\.[A-Z_][A-Z0-9_]*",
-    r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances)",
+    r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances|controller_changes)",
     r"consumer\.\d+\.(processed|received|partitions|assign_wait_s)",
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct)",
     r"consumers\.processed",
-    r"faults\.missed",
+    r"faults\.(missed|failed)",
 )
 _METRIC = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

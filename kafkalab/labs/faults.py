@@ -7,9 +7,11 @@ at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20
      ``consumed 200`` | ``consumed 200 by consumer 1`` | ``assigned consumer 2`` (any partition) |
      ``assigned consumer 2 == 6`` (that many partitions) |
      ``isr T/P < 3`` (one partition) | ``isr T == 3`` (every partition) | ``leader-change T/P`` |
+     ``controller-change`` (a new active controller) |
      ``offline T/P`` | ``online T/P`` | ``preferred T`` (every partition led by its first replica) |
      ``producer stalled`` | ``producer resumed`` | ``producer finished`` | ``brokers >= 3`` (live brokers)
-on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` | ``random follower T/P`` |
+on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: the active controller) |
+     ``controllers 2,3`` (KRaft voters by number) | ``random follower T/P`` |
      ``followers T/P`` | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
      ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T``
 do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
@@ -85,6 +87,8 @@ class Trigger:
         if k == "assigned":
             count = len(view.assignment(self.local_id or 0))
             return OPS[self.op](count, self.value) if self.op else count > 0
+        if k == "controller-change":
+            return bool(view.events_since(fired_prev_at, "controller-change"))
         if k == "leader-change":
             return any(e.get("topic") == self.topic and self.partition in (None, e.get("partition"))
                        for e in view.events_since(fired_prev_at, "leader-change"))
@@ -130,12 +134,15 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger(m["kind"], 0, m["topic"], _part(m), text=s)
     if m := re.fullmatch(rf"brokers ?{_OP} ?(?P<n>\d+)", s):
         return Trigger("brokers", int(m["n"]), op=m["op"], text=s)
+    if s == "controller-change":
+        return Trigger("controller-change", text=s)
     if m := re.fullmatch(r"producer (stalled|resumed|finished)", s):
         return Trigger("producer", text=m[1])
     raise ValueError(
         f"{text!r} is not a trigger: write start, 'after 3s', 'at 10s', 'progress 20%', 'acked 5000', "
         "'consumed 200 [by consumer 1]', 'assigned consumer 2 [== 6]', 'isr T/P < 3', 'leader-change T/P', "
-        "'offline T/P', 'online T/P', 'preferred T', 'brokers >= 3' or 'producer stalled|resumed|finished'"
+        "'controller-change', 'offline T/P', 'online T/P', 'preferred T', 'brokers >= 3' or "
+        "'producer stalled|resumed|finished'"
     )
 
 
@@ -146,8 +153,8 @@ def _part(m: re.Match[str]) -> int | None:
 # ---- targets ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Target:
-    kind: str  # brokers, leader, controller, random-follower, followers, same, zookeeper, producer,
-    #            consumer, consumers, topic, none
+    kind: str  # brokers, leader, controller, controllers, random-follower, followers, same, zookeeper,
+    #            producer, consumer, consumers, topic, none
     brokers: tuple[int, ...] = ()
     topic: str = ""
     partition: int | None = None
@@ -164,10 +171,11 @@ class Target:
         return "nodes"
 
     def nodes(self, snap: ClusterSnapshot | None, previous: Sequence[str], rng: random.Random,
-              states: Mapping[str, str]) -> list[str]:
-        """The node names (``broker-N``, ``zookeeper``) this target means now; [] when nobody is.
+              states: Mapping[str, str], active_controller: str | None = None) -> list[str]:
+        """The node names (``broker-N``, ``zookeeper``, ``controller-N``) this target means now; [] when nobody is.
 
         ``states``: node name -> state (paused, stopped, killed, ...), for ``paused`` and ``down``.
+        ``active_controller``: in KRaft mode, the node of the quorum's leader (``controller`` means it there).
         """
         k = self.kind
         if k == "paused":
@@ -178,6 +186,10 @@ class Target:
             return [f"broker-{b}" for b in self.brokers]
         if k == "zookeeper":
             return ["zookeeper"]
+        if k == "controllers":
+            return [f"controller-{c}" for c in self.brokers]
+        if k == "controller" and active_controller is not None:
+            return [active_controller]
         if k == "same":
             return list(previous)
         if snap is None or not snap.reachable:
@@ -205,6 +217,11 @@ def parse_target(text: str, brokers: int) -> Target:
         if bad:
             raise ValueError(f"broker {bad[0]} does not exist: this lab has brokers 1..{brokers}")
         return Target("brokers", brokers=ids, text=s)
+    if m := re.fullmatch(r"controllers? (\d+(?:, ?\d+)*)", s):
+        ids = tuple(int(x) for x in m[1].replace(" ", "").split(","))
+        if any(not 1 <= c <= 3 for c in ids):
+            raise ValueError(f"{s!r}: KRaft controllers are numbered 1..3")
+        return Target("controllers", brokers=ids, text=s)
     if s in ("controller", "same", "zookeeper", "producer", "consumers", "paused", "down"):
         return Target(s, text=s)
     if m := re.fullmatch(r"consumer (\d+)", s):
@@ -214,7 +231,7 @@ def parse_target(text: str, brokers: int) -> Target:
     if m := re.fullmatch(r"topic ([A-Za-z0-9._-]+)", s):
         return Target("topic", topic=m[1], text=s)
     raise ValueError(
-        f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', "
+        f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', 'controllers 2,3', "
         "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'producer', 'consumer N', "
         "'consumers' or 'topic T'"
     )

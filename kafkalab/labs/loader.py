@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig
+from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, make_fault
@@ -20,7 +21,7 @@ from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, To
 
 LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
             "heal_before_audit"}
-CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped"}
+CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "modes", "controllers", "combined"}
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout"}
@@ -205,7 +206,29 @@ def _cluster(r: _Reader, raw: dict[str, Any]) -> ClusterPlan:
         raise r.fail("cluster", 0, "stopped", f"{stopped!r}: list broker ids within 1..{brokers}")
     if len(set(stopped)) >= brokers:
         raise r.fail("cluster", 0, "stopped", "leaves no broker running: keep at least one")
-    return ClusterPlan(brokers, overrides, per_broker, tuple(stopped))
+    return ClusterPlan(brokers, overrides, per_broker, tuple(stopped), *_modes(r, raw, brokers))
+
+
+def _modes(r: _Reader, raw: dict[str, Any], brokers: int) -> tuple[str, tuple[str, ...], int, bool]:
+    """[cluster] mode / modes / controllers / combined: (default mode, modes, controllers, combined)."""
+    mode = r.typed(raw, "mode", str, "cluster", default="")
+    if mode and mode not in MODES:
+        raise r.fail("cluster", 0, "mode", f"{mode!r} is not a mode: give {' or '.join(repr(x) for x in MODES)}")
+    modes = r.typed(raw, "modes", list, "cluster", default=[mode or "zookeeper"])
+    for m in modes:
+        if m not in MODES:
+            raise r.fail("cluster", 0, "modes", f"{m!r} is not a mode: give {' or '.join(repr(x) for x in MODES)}")
+    if not modes or len(set(modes)) != len(modes):
+        raise r.fail("cluster", 0, "modes", f"{modes!r}: list each mode once, e.g. [\"zookeeper\", \"kraft\"]")
+    if mode and mode not in modes:
+        raise r.fail("cluster", 0, "mode", f"{mode!r} is not among modes {modes!r}: add it there")
+    controllers = r.typed(raw, "controllers", int, "cluster", default=1)
+    if controllers not in CONTROLLER_COUNTS:
+        raise r.fail("cluster", 0, "controllers", f"{controllers}: a quorum of 1 or 3 controllers, give 1 or 3")
+    combined = r.typed(raw, "combined", bool, "cluster", default=False)
+    if combined and controllers > brokers:
+        raise r.fail("cluster", 0, "combined", f"{controllers} combined controllers need {controllers} brokers")
+    return mode or modes[0], tuple(modes), controllers, combined
 
 
 def _topics(r: _Reader, raw: Any, brokers: int) -> tuple[TopicPlan, ...]:

@@ -43,6 +43,7 @@ def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[i
         "timeline.isr_expands": timeline.count("isr-expand", topics),
         "timeline.offline": timeline.count("offline", topics),
         "producer.stalls": timeline.count("producer-stalled"),
+        "timeline.controller_changes": timeline.count("controller-change"),
     }
     stalls = [e.get("stalled_s", 0.0) for e in timeline.events("producer-resumed")]
     out["producer.longest_stall_s"] = max(stalls, default=0.0)

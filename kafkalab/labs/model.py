@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafkalab.labs.expectations import Expectation
@@ -16,6 +16,10 @@ class ClusterPlan:
     broker_overrides: dict[int, dict[str, str]] = field(default_factory=dict)
     # brokers stopped (controlled) before the topics are created: "the cluster before it grew"
     stopped: tuple[int, ...] = ()
+    mode: str = "zookeeper"  # the mode a plain `kafkalab run` uses: the first of ``modes``
+    modes: tuple[str, ...] = ("zookeeper",)  # every mode the lab's lesson shows in
+    controllers: int = 1  # KRaft controllers (KRaft mode only)
+    combined: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,13 @@ class Lab:
     def topic(self) -> str:
         """The producer's topic: the one audited and analysed."""
         return self.producer.settings.get("producer.topic", "test-topic")
+
+    def with_mode(self, mode: str) -> Lab:
+        """The same lab on another metadata mode; refused (ValueError) for a mode the lab is not written for."""
+        if mode not in self.cluster.modes:
+            raise ValueError(f"lab {self.id} is written for {' and '.join(self.cluster.modes)} mode, not {mode}: "
+                             f"run it without --mode, or pick a lab whose [cluster] modes include {mode}")
+        return replace(self, cluster=replace(self.cluster, mode=mode))
 
     def consumer(self, local_id: int) -> ConsumerPlan:
         for c in self.consumers:

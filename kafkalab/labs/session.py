@@ -39,7 +39,7 @@ from kafkalab.cluster import Cluster, ClusterSpec, NodeInfo, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import actions, metrics
 from kafkalab.labs.expectations import Expectation, parse_check
-from kafkalab.labs.faults import Fault
+from kafkalab.labs.faults import Fault, Target
 from kafkalab.labs.model import ConsumerPlan, Lab
 from kafkalab.labs.timeline import ClusterWatch, Event, Timeline
 
@@ -383,6 +383,7 @@ class LabSession:
             broker_overrides={k: dict(v) for k, v in lab.cluster.broker_overrides.items()},
             **({"zk_port": self._zk_port} if self._zk_port else {}),
             **({"broker_ports": list(self._broker_ports)} if self._broker_ports else {}),
+            mode=lab.cluster.mode, controllers=lab.cluster.controllers, combined=lab.cluster.combined,
         )
         self.cluster = Cluster(spec, self._dist or kdist.locate())
         self.cluster.add_listener(
@@ -400,11 +401,11 @@ class LabSession:
             if t.create:
                 self._create_topic(t.name)
 
-    def _create_topic(self, name: str) -> None:
+    def _create_topic(self, name: str, timeout_s: float = 60.0) -> None:
         assert self.admin is not None
         plan = next(t for t in self.lab.topics if t.name == name)
         self._say(f"creating topic {name}: {plan.partitions} partitions, replication factor {plan.replication_factor}")
-        self.admin.create_topic(name, plan.partitions, plan.replication_factor, plan.configs, timeout_s=60)
+        self.admin.create_topic(name, plan.partitions, plan.replication_factor, plan.configs, timeout_s=timeout_s)
 
     def _wait_node(self, name: str, states: tuple[NodeState, ...], timeout: float) -> None:
         assert self.cluster is not None
@@ -419,8 +420,10 @@ class LabSession:
         assert self.cluster is not None and self.admin is not None and self.run_dir is not None
         self.timeline.restart_clock()
         self._run_started = time.monotonic()
+        cluster = self.cluster
         self._watch = ClusterWatch(self.timeline, self.admin,
-                                   lambda: self.producer.stats() if self.producer is not None else None)
+                                   lambda: self.producer.stats() if self.producer is not None else None,
+                                   quorum=(lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None)
         self._watch.poll()
         self._watch.start()
         waiting = [c for c in self.lab.consumers if c.start]
@@ -512,7 +515,7 @@ class LabSession:
                 if not snap.reachable and self._watch is not None:
                     snap = self._watch.last  # a paused broker can make a fresh snapshot fail
             states = {n.name: str(n.state) for n in self.cluster.nodes}
-            names = target.nodes(snap, previous_nodes, self._rng, states)
+            names = target.nodes(snap, previous_nodes, self._rng, states, self._active_controller(target))
             if not names:
                 raise KafkalabError(f"{target.text} names no node right now")
             for name in names:
@@ -543,6 +546,16 @@ class LabSession:
             return done
         return self._topic_action(fault, label)
 
+    def _active_controller(self, target: Target) -> str | None:
+        """KRaft: the node hosting the quorum's leader, for a ``controller`` target (None otherwise)."""
+        assert self.cluster is not None
+        if target.kind != "controller" or not self.cluster.spec.kraft:
+            return None
+        quorum = self.cluster.quorum(timeout_s=3.0)
+        if quorum.leader is None:
+            raise KafkalabError(f"no active KRaft controller to act on: {quorum.error or 'no leader'}")
+        return self.cluster.node(quorum.leader).name
+
     def _topic_action(self, fault: Fault, label: str) -> list[str]:
         assert self.cluster is not None and self.admin is not None
         topic = fault.target.topic
@@ -551,8 +564,8 @@ class LabSession:
         if action == "send":
             n = send_control(self.cluster.bootstrap, topic, fault.word, all_partitions=True)
             detail = f"{fault.word!r} sent to {n} partitions"
-        elif action == "create":
-            self._create_topic(topic)
+        elif action == "create":  # bounded by the fault's timeout: a lab may show that creation fails
+            self._create_topic(topic, timeout_s=min(60.0, fault.timeout_s))
         elif action == "alter-config":
             self.admin.alter_topic_configs(topic, dict(fault.configs))
             detail = ", ".join(f"{k}={v}" for k, v in fault.configs.items())
@@ -674,6 +687,7 @@ class LabSession:
         held = {k: v for k, v in self._before_drain.items() if k.endswith(".partitions")}
         values = self.live_metrics() | held | metrics.report_metrics(report)
         values["faults.missed"] = float(sum(f.state in ("missed", "failed") for f in self._fault_status))
+        values["faults.failed"] = float(sum(f.state == "failed" for f in self._fault_status))
         if any(e.metric.startswith("group.") or e.other.startswith("group.") for e in self.lab.expectations):
             logs = {p: self.lab.consumer(int(p.name.split("-")[1].split(".")[0])).group
                     for p in log_files(self.run_dir, "consumer") if p.name.split(".")[0] != "consumer"}

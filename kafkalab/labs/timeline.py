@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin.quorum import QuorumState
 from kafkalab.clients.stats import ClientEvent, ProducerStats
 
 POLL_S = 0.5
@@ -95,10 +96,15 @@ class ClusterWatch:
     """
 
     def __init__(self, timeline: Timeline, admin: Admin,
-                 producer_stats: Callable[[], ProducerStats | None]) -> None:
+                 producer_stats: Callable[[], ProducerStats | None],
+                 quorum: Callable[[], QuorumState] | None = None) -> None:
+        """``quorum``: KRaft mode's DescribeQuorum; the active controller's changes come from it (a KRaft
+        broker names a random broker as "controller" in its metadata, which would look like churn)."""
         self.timeline = timeline
         self.admin = admin
         self._producer_stats = producer_stats
+        self._quorum = quorum
+        self._quorum_leader: int | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.last: ClusterSnapshot | None = None
@@ -109,7 +115,10 @@ class ClusterWatch:
         self._stalled = False
 
     def start(self) -> None:
-        for name, step, every in (("cluster", self.poll, POLL_S), ("producer", self._watch_producer, PRODUCER_POLL_S)):
+        steps = [("cluster", self.poll, POLL_S), ("producer", self._watch_producer, PRODUCER_POLL_S)]
+        if self._quorum is not None:
+            steps.append(("quorum", self._watch_quorum, POLL_S))
+        for name, step, every in steps:
             thread = threading.Thread(target=self._every, args=(step, every), name=f"kafkalab-watch-{name}",
                                       daemon=True)
             thread.start()
@@ -135,7 +144,7 @@ class ClusterWatch:
 
     def _diff(self, snap: ClusterSnapshot) -> None:
         tl = self.timeline
-        if snap.controller is not None and snap.controller != self._controller:
+        if self._quorum is None and snap.controller is not None and snap.controller != self._controller:
             if self._controller is not None:
                 tl.add("controller-change", f"broker-{snap.controller}",
                        f"controller {self._controller} -> {snap.controller}", controller=snap.controller)
@@ -160,6 +169,17 @@ class ClusterWatch:
                 tl.add("isr-shrink", name, f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}", removed=sorted(gone), **where)
             if came:
                 tl.add("isr-expand", name, f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}", added=sorted(came), **where)
+
+    def _watch_quorum(self) -> None:
+        assert self._quorum is not None
+        q = self._quorum()
+        if q.leader is None or q.leader == self._quorum_leader:
+            return
+        if self._quorum_leader is not None:
+            self.timeline.add("controller-change", f"node-{q.leader}",
+                              f"active controller {self._quorum_leader} -> {q.leader} (epoch {q.epoch})",
+                              controller=q.leader, epoch=q.epoch)
+        self._quorum_leader = q.leader
 
     def _watch_producer(self) -> None:
         stats = self._producer_stats()
