@@ -49,8 +49,8 @@ def cmd_console(args: argparse.Namespace) -> int:
     from kafkalab.ui.bindings import load_keymap
 
     keymap = load_keymap()
-    source, broker_ids = _bare_source(args) if args.no_lab else _lab_source(args)
-    app = LabConsole(source, broker_ids, keymap=keymap, presenter=args.presenter)
+    source, broker_ids, controllers = _bare_source(args) if args.no_lab else _lab_source(args)
+    app = LabConsole(source, broker_ids, keymap=keymap, presenter=args.presenter, controllers=controllers)
     try:
         app.run()
     finally:
@@ -59,7 +59,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:
+def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], int]:
     from kafkalab.analysis import WarmSession
     from kafkalab.cli.lab_cmds import with_mode
     from kafkalab.labs.loader import catalog, find_lab, load_lab
@@ -75,10 +75,12 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:
     lab = with_mode(load_lab(find_lab(ref)), args.mode)
     spark = None if args.no_spark_warmup else WarmSession()
     session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True)
-    return LabSource(session, spark), list(range(1, lab.cluster.brokers + 1))
+    plan = lab.cluster
+    dedicated = plan.controllers if plan.mode == "kraft" and not plan.combined else 0
+    return LabSource(session, spark), list(range(1, plan.brokers + 1)), dedicated
 
 
-def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
+def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], int]:
     from kafkalab import dist
     from kafkalab.cli.common import target_state_dir
     from kafkalab.cluster import Cluster, ClusterSpec
@@ -95,4 +97,4 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
                             "or give another --state-dir")
     found = dist.locate()
     dist.java_binary()
-    return ClusterSource(Cluster(spec, found)), spec.broker_ids
+    return ClusterSource(Cluster(spec, found)), spec.broker_ids, len(spec.dedicated_controllers)

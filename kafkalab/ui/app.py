@@ -25,6 +25,7 @@ from kafkalab.cluster import NodeState
 from kafkalab.ui import bindings
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
+from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
@@ -34,7 +35,6 @@ from kafkalab.ui.producer import ProducerPane
 from kafkalab.ui.results import ResultsPane
 from kafkalab.ui.source import NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
-from kafkalab.ui.zookeeper import ZooKeeperPane
 
 NODE_POLL_S = 0.5
 ADMIN_POLL_S = 1.0
@@ -58,9 +58,11 @@ class LabConsole(App[None]):
 
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
                  keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
-                 screenshot_dir: Path | None = None, poll_s: float | None = None) -> None:
-        """``poll_s`` overrides every poll interval (tests poll fast; the defaults suit a person)."""
+                 screenshot_dir: Path | None = None, poll_s: float | None = None, controllers: int = 0) -> None:
+        """``poll_s`` overrides every poll interval (tests poll fast; the defaults suit a person).
+        ``controllers``: KRaft mode's dedicated controllers, shown in place of ZooKeeper (0: ZooKeeper)."""
         super().__init__()
+        self.metadata = MetadataPanes(controllers)
         self.source = source
         self.broker_ids = list(broker_ids)
         self.clock = clock
@@ -88,7 +90,7 @@ class LabConsole(App[None]):
     def compose(self) -> ComposeResult:
         yield Line(id="topbar")
         with Horizontal(id="nodes"):
-            yield ZooKeeperPane()
+            yield from self.metadata.compose()
             for broker_id in self.broker_ids:
                 yield BrokerPane(broker_id)
         with Horizontal(id="main"):
@@ -152,8 +154,7 @@ class LabConsole(App[None]):
             self.node_states[info.name] = info.state
         for name, lines in frame.new_log_lines.items():
             self.pane(name).add_log(lines)
-        zk = self.query_one(ZooKeeperPane)
-        zk.show_connections(frame.zk_connections, len(self.snapshot.brokers) if self.snapshot else 0)
+        self.metadata.show(self, frame, len(self.snapshot.brokers) if self.snapshot else 0)
         if frame.down_requested and not self.quitting:
             self.notify("`kafkalab cluster down` asked the console to stop")
             self.shut_down()
@@ -238,7 +239,7 @@ class LabConsole(App[None]):
 
     # ---- node actions ----------------------------------------------------------------------------
     def action_select_node(self, number: int) -> None:
-        name = "zookeeper" if number == 0 else f"broker-{number}"
+        name = self.metadata.next_name() if number == 0 else f"broker-{number}"
         if number != 0 and number not in self.broker_ids:
             self.notify(f"there is no broker {number}: brokers are {', '.join(map(str, self.broker_ids))}",
                         severity="warning", timeout=3)
@@ -254,7 +255,8 @@ class LabConsole(App[None]):
 
     def action_node(self, action: str) -> None:
         if self.selected is None:
-            self.notify("pick a node first: 1..9 for a broker, 0 for ZooKeeper", severity="warning", timeout=3)
+            self.notify("pick a node first: 1..9 for a broker, 0 for ZooKeeper (KRaft: 0 again for the next "
+                        "controller)", severity="warning", timeout=3)
             return
         name = self.selected
         state = self.node_states.get(name, NodeState.STOPPED)

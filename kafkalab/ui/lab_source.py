@@ -29,7 +29,7 @@ from kafkalab.ui.source import (
     ReportView,
     RunFrame,
     TimelineStep,
-    zookeeper_connections,
+    metadata_facts,
 )
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
@@ -76,7 +76,8 @@ class LabSource:
                 self._admin = Admin(cluster.bootstrap)
                 write_cluster_file(cluster)
                 self._server = ControlServer(cluster, self._down)
-            if cluster is not None and self._server is not None and not cluster.zookeeper.state.alive:
+            if cluster is not None and self._server is not None and not any(
+                    n.state.alive for n in cluster.metadata_nodes or cluster.brokers):
                 self._close_server()  # the run's teardown stopped the cluster
         return cluster
 
@@ -90,9 +91,9 @@ class LabSource:
         if cluster is None or not cluster.nodes:
             return NodesFrame(())
         logs = {name: f.new_lines() for name, f in self._followers.items()}
-        zk = cluster.zookeeper
-        conns = zookeeper_connections(zk.port) if zk.state == NodeState.RUNNING else None
-        return NodesFrame(tuple(cluster.infos()), {k: v for k, v in logs.items() if v}, conns, self._down.is_set())
+        conns, quorum = metadata_facts(cluster)
+        return NodesFrame(tuple(cluster.infos()), {k: v for k, v in logs.items() if v}, conns, self._down.is_set(),
+                          quorum)
 
     def snapshot(self) -> ClusterSnapshot:
         self._track()

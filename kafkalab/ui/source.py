@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin.quorum import QuorumState
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
-from kafkalab.cluster import Cluster, NodeInfo
+from kafkalab.cluster import Cluster, NodeInfo, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
 
@@ -33,6 +34,7 @@ class NodesFrame:
     new_log_lines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     zk_connections: int | None = None
     down_requested: bool = False  # `kafkalab cluster down` asked the console's cluster to stop
+    quorum: QuorumState | None = None  # KRaft mode: the controllers' quorum (None in ZooKeeper mode)
 
 
 @dataclass(frozen=True)
@@ -128,8 +130,17 @@ class LogFollower:
         return tuple(lines[-LOG_LINES_KEPT:])
 
 
+QUORUM_WAIT_S = 1.0  # while the active controller is dead, the quorum answers late or not at all
 ZK_ASK_EVERY_S = 5.0  # each `cons` writes a line to ZooKeeper's log: ask rarely
 _zk_asked: dict[int, tuple[float, int | None]] = {}
+
+
+def metadata_facts(cluster: Cluster) -> tuple[int | None, QuorumState | None]:
+    """ZooKeeper's client count, or in KRaft mode the quorum (a bounded wait)."""
+    if cluster.spec.kraft:
+        return None, cluster.quorum(timeout_s=QUORUM_WAIT_S)
+    zk = cluster.zookeeper
+    return (zookeeper_connections(zk.port) if zk.state == NodeState.RUNNING else None), None
 
 
 def zookeeper_connections(port: int) -> int | None:
@@ -170,10 +181,9 @@ class ClusterSource:
         if not self.cluster.nodes:
             return NodesFrame(())
         logs = {name: follower.new_lines() for name, follower in self._followers.items()}
-        zk = self.cluster.zookeeper
-        conns = zookeeper_connections(zk.port) if zk.state.alive else None
+        conns, quorum = metadata_facts(self.cluster)
         return NodesFrame(tuple(self.cluster.infos()), {k: v for k, v in logs.items() if v}, conns,
-                          self._down.is_set())
+                          self._down.is_set(), quorum)
 
     def snapshot(self) -> ClusterSnapshot:
         if self._admin is None:

@@ -1,0 +1,87 @@
+"""KRaft mode's metadata panes: one per controller in place of ZooKeeper's, the active one marked.
+
+The app keeps one :class:`MetadataPanes`; it composes ZooKeeper's pane or the controllers' and renders
+each nodes frame's ZooKeeper facts or quorum into them, announcing a new active controller (an election).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rich.text import Text
+from textual.app import App
+from textual.widget import Widget
+
+from kafkalab.admin.quorum import QuorumState
+from kafkalab.cluster.spec import CONTROLLER_ID_BASE
+from kafkalab.ui.nodepane import NodePane
+from kafkalab.ui.source import NodesFrame
+from kafkalab.ui.zookeeper import ZooKeeperPane
+
+ACTIVE_STYLE = "bold black on magenta"
+
+
+class ControllerPane(NodePane):
+    """A dedicated KRaft controller: its role in the quorum (active with the epoch, or follower with its lag)."""
+
+    def __init__(self, index: int) -> None:
+        self.node_id = CONTROLLER_ID_BASE + index
+        super().__init__(f"controller-{index}", "0", id=f"node-controller-{index}")
+        self.border_title = f"[0] controller-{index} · node {self.node_id}"
+        self.active = False
+
+    def show_quorum(self, quorum: QuorumState | None) -> None:
+        self.active = quorum is not None and quorum.leader == self.node_id
+        self.set_class(self.active, "-active-controller")
+        if quorum is None or not quorum.reachable:
+            why = quorum.error if quorum is not None else "not asked yet"
+            self.show_facts(Text(f"quorum: unknown ({why[:60]})", style="dim"))
+            return
+        if self.active:
+            self.show_facts(Text.assemble((" ACTIVE ", ACTIVE_STYLE), ("  epoch ", "dim"), str(quorum.epoch),
+                                          (" · hw ", "dim"), str(quorum.high_watermark)))
+            return
+        me = quorum.replica(self.node_id)
+        if me is None or me.lag is None:
+            self.show_facts(Text.assemble(("follower", "dim"), (" · not fetching", "yellow")))
+            return
+        fetched = f"{me.last_fetch_ms_ago / 1000:.1f}s ago" if me.last_fetch_ms_ago is not None else "never"
+        self.show_facts(Text.assemble(("follower · lag ", "dim"), (str(me.lag), "bold" if me.lag else ""),
+                                      (" · fetched ", "dim"), fetched))
+
+
+class MetadataPanes:
+    """ZooKeeper's pane, or ``controllers`` controller panes (KRaft mode with dedicated controllers)."""
+
+    def __init__(self, controllers: int = 0) -> None:
+        self.controllers = controllers
+        self._leader: int | None = None
+        self._turn = 0
+
+    def compose(self) -> Iterator[Widget]:
+        if not self.controllers:
+            yield ZooKeeperPane()
+            return
+        for index in range(1, self.controllers + 1):
+            yield ControllerPane(index)
+
+    def next_name(self) -> str:
+        """What key 0 selects: ZooKeeper, or the controllers in turn (0 again moves to the next)."""
+        if not self.controllers:
+            return "zookeeper"
+        self._turn = self._turn % self.controllers + 1
+        return f"controller-{self._turn}"
+
+    def show(self, app: App[object], frame: NodesFrame, brokers: int) -> None:
+        if not self.controllers:
+            app.query_one(ZooKeeperPane).show_connections(frame.zk_connections, brokers)
+            return
+        for pane in app.query(ControllerPane):
+            pane.show_quorum(frame.quorum)
+        quorum = frame.quorum
+        if quorum is None or quorum.leader is None or quorum.leader == self._leader:
+            return
+        if self._leader is not None:
+            app.notify(f"election: active controller {self._leader} -> {quorum.leader} (epoch {quorum.epoch})",
+                       severity="warning", timeout=6)
+        self._leader = quorum.leader

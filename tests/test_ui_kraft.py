@@ -1,0 +1,88 @@
+"""The console in KRaft mode, with Pilot on a fake feed: controller panes in place of ZooKeeper's, the
+active one marked with its epoch, the node keys on controllers, an election announced."""
+
+from __future__ import annotations
+
+import time
+
+from textual.widgets import Static
+
+from kafkalab.admin.quorum import QuorumReplica, QuorumState
+from kafkalab.cluster import NodeState
+from kafkalab.ui.app import LabConsole
+from kafkalab.ui.controllers import ControllerPane
+from kafkalab.ui.source import NodesFrame
+from kafkalab.ui.zookeeper import ZooKeeperPane
+from tests.test_ui_app import SIZE, settle, sync
+from tests.test_ui_feed import FakeSource, node_info
+
+VOTERS = (101, 102, 103)
+
+
+class FakeKraftSource(FakeSource):
+    """The fake feed's brokers with three dedicated controllers; killing the active one elects the next live
+    voter with the next epoch, as the quorum would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        del self.states["zookeeper"]
+        self.states = {**{f"controller-{i}": NodeState.RUNNING for i in (1, 2, 3)}, **self.states}
+        self.leader, self.epoch = 101, 5
+
+    def quorum(self) -> QuorumState:
+        live = [v for v in VOTERS if self.states[f"controller-{v - 100}"] == NodeState.RUNNING]
+        if self.leader not in live:
+            self.leader, self.epoch = live[0], self.epoch + 1
+        replicas = tuple(QuorumReplica(v, True, 900 if v in live else None, 0 if v in live else None,
+                                       120 if v in live else None, 120 if v in live else None) for v in VOTERS)
+        return QuorumState(time.time(), True, self.leader, self.epoch, 900, replicas)
+
+    def nodes(self) -> NodesFrame:
+        with self.lock:
+            infos = tuple(node_info(n, s, int(n[-1]) if n.startswith("broker-") else None)
+                          for n, s in self.states.items())
+            return NodesFrame(infos, {}, quorum=self.quorum())
+
+    def node_action(self, node: str, action: str) -> None:
+        if node.startswith("controller-"):
+            with self.lock:
+                self.actions.append((node, action))
+                self.states[node] = {"kill": NodeState.KILLED, "stop": NodeState.STOPPED}.get(action, NodeState.RUNNING)
+            return
+        super().node_action(node, action)
+
+
+def facts(pane: ControllerPane) -> str:
+    return str(pane.query_one(".facts-line", Static).render())
+
+
+@sync
+async def test_controller_panes_mark_the_active_one_and_show_the_election() -> None:
+    feed = FakeKraftSource()
+    app = LabConsole(feed, [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
+                     controllers=3)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.query(ZooKeeperPane)
+        panes = {p.node_name: p for p in app.query(ControllerPane)}
+        assert list(panes) == ["controller-1", "controller-2", "controller-3"]
+        assert "ACTIVE" in facts(panes["controller-1"]) and "epoch 5" in facts(panes["controller-1"])
+        assert "follower · lag 0" in facts(panes["controller-2"])
+        assert panes["controller-1"].border_title == "[0] controller-1 · node 101"
+
+        await pilot.press("0")  # 0 picks the controllers in turn
+        assert app.selected == "controller-1" and panes["controller-1"].has_class("-selected")
+        await pilot.press("k")
+        await settle(pilot)
+        assert ("controller-1", "kill") in feed.actions
+        assert panes["controller-1"].has_class("-killed") and not panes["controller-1"].active
+        assert panes["controller-2"].active and "epoch 6" in facts(panes["controller-2"])
+        shown = [n.message for n in app._notifications]
+        assert any("election: active controller 101 -> 102 (epoch 6)" in m for m in shown), shown
+
+        await pilot.press("0", "0")
+        assert app.selected == "controller-3"
+        await pilot.press("0", "r")  # back to controller-1: start it again
+        await settle(pilot)
+        assert app.selected == "controller-1" and ("controller-1", "start") in feed.actions
+        assert "follower" in facts(panes["controller-1"])
