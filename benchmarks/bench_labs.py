@@ -38,14 +38,19 @@ def lab_hash(lab: Lab) -> str:
     return hashlib.sha256(lab.source.read_bytes()).hexdigest()[:16] if lab.source else ""
 
 
-def previous_results() -> dict[str, dict[str, Any]]:
-    path = RESULTS / "labs.json"
+def result_key(lab: Lab) -> str:
+    """The lab's id, with the mode when it is not the lab's own (``leader-failover --mode kraft``)."""
+    return lab.id if lab.cluster.mode == lab.cluster.modes[0] else f"{lab.id} --mode {lab.cluster.mode}"
+
+
+def previous_results(name: str = "labs") -> dict[str, dict[str, Any]]:
+    path = RESULTS / f"{name}.json"
     return json.loads(path.read_text())["labs"] if path.exists() else {}
 
 
 def earlier_runs(results: dict[str, dict[str, Any]], lab: Lab) -> dict[str, Any]:
     """What ``results`` hold for this very lab file: durations, lessons shown, failures."""
-    old = results.get(lab.id, {})
+    old = results.get(result_key(lab), {})
     if old.get("lab_sha") != lab_hash(lab):
         return {"durations_s": [], "lesson_shown": 0, "failures": []}
     return old
@@ -66,26 +71,33 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None, help="keep run directories here")
     parser.add_argument("--append", action="store_true", help="add to the runs already in labs.json")
+    parser.add_argument("--modes", default="", help="run each lab in these of its modes, e.g. kraft or "
+                        "zookeeper,kraft (default: each lab's own mode); results named LAB --mode M")
+    parser.add_argument("--name", default="labs", help="results file benchmarks/results/NAME.json")
     args = parser.parse_args()
     labs = [load_lab(p) for p in catalog()]
     if args.labs:
         wanted = args.labs.split(",")
         labs = [lab for lab in labs if lab.id in wanted]
+    if args.modes:
+        modes = args.modes.split(",")
+        labs = [lab.with_mode(m) for lab in labs for m in lab.cluster.modes if m in modes]
     console = Console(stderr=True)
     spark = WarmSession().start()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-labs-"))
-    results: dict[str, dict[str, Any]] = previous_results() if args.append else {}
+    results: dict[str, dict[str, Any]] = previous_results(args.name) if args.append else {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console) as bar:
             task = bar.add_task("labs", total=len(labs) * args.runs)
             for lab in labs:
+                key = result_key(lab)
                 before = earlier_runs(results, lab)
                 durations: list[float] = list(before["durations_s"])
                 shown: int = before["lesson_shown"]
                 failures: list[list[str]] = list(before["failures"])
                 for i in range(args.runs):
-                    bar.update(task, description=f"{lab.id} run {i + 1}/{args.runs}")
+                    bar.update(task, description=f"{key} run {i + 1}/{args.runs}")
                     zk, brokers = ports(lab.cluster.brokers)
                     session = LabSession(lab, root, seed=args.seed + len(durations), spark=spark, zk_port=zk,
                                          broker_ports=brokers)
@@ -99,20 +111,20 @@ def main() -> int:
                     if args.keep is None:
                         shutil.rmtree(result.run_dir, ignore_errors=True)
                     bar.advance(task)
-                results[lab.id] = {
+                results[key] = {
                     "title": lab.title, "lab_sha": lab_hash(lab), "runs": len(durations), "lesson_shown": shown,
                     "median_s": round(statistics.median(durations), 1), "worst_s": round(max(durations), 1),
                     "under_goal": max(durations) <= GOAL_S, "durations_s": [round(d, 1) for d in durations],
                     "failures": failures,
                 }
-                console.print(f"{lab.id}: {shown}/{len(durations)} shown, median {results[lab.id]['median_s']}s, "
-                              f"worst {results[lab.id]['worst_s']}s", highlight=False)
+                console.print(f"{key}: {shown}/{len(durations)} shown, median {results[key]['median_s']}s, "
+                              f"worst {results[key]['worst_s']}s", highlight=False)
     finally:  # an interrupted benchmark still records the labs it finished
         spark.stop()
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
         fewest = min((r["runs"] for r in results.values()), default=0)
-        path = write_results("labs", {"runs_per_lab": fewest, "goal_s": GOAL_S, "labs": results})
+        path = write_results(args.name, {"runs_per_lab": fewest, "goal_s": GOAL_S, "labs": results})
         console.print(f"results: {path}")
     return 0
 

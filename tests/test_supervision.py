@@ -36,10 +36,12 @@ def test_sigkill_of_kafkalab_leaves_no_jvm(tmp_path: Path, mode: str, jvms: int)
     )
     try:
         assert owner.stdout is not None
+        said = []
         for line in owner.stdout:
+            said.append(line.strip())
             if line.startswith("cluster ready") or "error" in line:
                 break
-        assert len(marked_processes(state)) == jvms, f"{mode}: {jvms} JVMs should run"
+        assert len(marked_processes(state)) == jvms, f"{mode}: {jvms} JVMs should run; the owner said {said}"
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()

@@ -177,6 +177,8 @@ class Admin:
             try:
                 fut.result(timeout=timeout_s)
                 break
+            except TimeoutError:  # no controller took it (e.g. a KRaft quorum without a majority)
+                raise KafkalabError(f"cannot create topic {name}: no answer within {timeout_s:.0f}s") from None
             except KafkaException as exc:
                 # After the controller moved, librdkafka may keep asking the old one, whose NOT_CONTROLLER
                 # does not always refresh its metadata: a new client learns the controller afresh.

@@ -103,6 +103,11 @@ class Cluster:
             return QuorumState(time.time(), False, error=reason)
         return self._quorum.describe(timeout_s)
 
+    @property
+    def quorum_helper_pid(self) -> int | None:
+        """The quorum view's helper JVM, while it runs (KRaft mode)."""
+        return self._quorum.pid if self._quorum is not None else None
+
     def _wait_ready(self, nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None) -> None:
         ready: set[str] = set()
         while True:

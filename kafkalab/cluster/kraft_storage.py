@@ -1,10 +1,10 @@
 """KRaft storage: the cluster id and the initial voters, recorded in the state dir, and each node formatted.
 
 A KRaft node refuses to start on an unformatted log dir. kafkalab formats every node once, with Kafka's
-own StorageTool, before its first start: controllers (and combined nodes) with ``--initial-controllers``
-(KIP-853's dynamic quorum: the voter set goes into the metadata log), brokers with
-``--no-initial-controllers``. The voters' endpoints are part of that log, so the controller ports of a
-formatted state dir are kept from start to start (``kraft.json``).
+own StorageTool (every node in one JVM: FormatStorage.java), before its first start: controllers (and
+combined nodes) with ``--initial-controllers`` (KIP-853's dynamic quorum: the voter set goes into the
+metadata log), brokers with ``--no-initial-controllers``. The voters' endpoints are part of that log,
+so the controller ports of a formatted state dir are kept from start to start (``kraft.json``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from kafkalab.dist import Distribution, java_binary
 from kafkalab.errors import KafkalabError
 
 RECORD_FILE = "kraft.json"
-STORAGE_TOOL = "kafka.tools.StorageTool"
+FORMAT_SOURCE = Path(__file__).with_name("FormatStorage.java")
 FORMAT_TIMEOUT_S = 120.0
 
 
@@ -92,10 +91,21 @@ def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[st
     if not todo:
         return
     progress(f"formatting KRaft storage of {', '.join(n for n, _ in todo)} (cluster id {record.cluster_id})")
-    with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-        for name, error in zip(todo, pool.map(lambda t: _format_one(spec, dist, record, *t), todo), strict=True):
-            if error:
-                raise KafkalabError(f"formatting {name[0]}'s storage failed: {error}")
+    argv = [java_binary(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+            f"-Dlog4j.configuration=file:{spec.node_dir(todo[0][0]) / 'log4j.properties'}",
+            "-cp", dist.classpath, str(FORMAT_SOURCE)]
+    for i, (name, node_id) in enumerate(todo):
+        argv += (["--next"] if i else []) + [name, *_format_args(spec, record, name, node_id)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S, check=False,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise KafkalabError(f"formatting the KRaft storage took over {FORMAT_TIMEOUT_S:.0f}s: is the machine "
+                            "overloaded?") from None
+    failed = [ln.removeprefix("failed ") for ln in done.stdout.splitlines() if ln.startswith("failed ")]
+    if failed or done.returncode != 0:
+        why = failed[0] if failed else (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise KafkalabError(f"formatting the KRaft storage failed: {why[:300]}")
 
 
 def _nodes(spec: ClusterSpec) -> list[tuple[str, int]]:
@@ -110,20 +120,8 @@ def _log_dir(spec: ClusterSpec, name: str) -> Path:
     return Path(settings["log.dirs"])
 
 
-def _format_one(spec: ClusterSpec, dist: Distribution, record: QuorumRecord, name: str, node_id: int) -> str:
-    """Run the StorageTool for one node; '' on success, else its last error line."""
+def _format_args(spec: ClusterSpec, record: QuorumRecord, name: str, node_id: int) -> list[str]:
+    """kafka-storage's format arguments for one node: voters with the initial quorum, brokers without."""
     quorum = (["--initial-controllers", record.initial_controllers] if node_id in spec.controller_ids
               else ["--no-initial-controllers"])
-    node_dir = spec.node_dir(name)
-    argv = [java_binary(), "-Xmx128m", "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}", "-cp", dist.classpath,
-            STORAGE_TOOL, "format", "-t", record.cluster_id, "-c", str(node_dir / "server.properties"), *quorum]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S, check=False,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return f"the StorageTool took over {FORMAT_TIMEOUT_S:.0f}s"
-    if done.returncode == 0:
-        return ""
-    lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip() and "log4j:" not in ln]
-    return (lines[-1] if lines else f"exit code {done.returncode}").strip()[:300]
+    return ["format", "-t", record.cluster_id, "-c", str(spec.node_dir(name) / "server.properties"), *quorum]

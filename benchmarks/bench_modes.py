@@ -1,0 +1,149 @@
+"""ZooKeeper mode and KRaft mode side by side, in the same run: cold start, SIGKILL leader failover, SIGTERM
+leader move, controller failover, idle RSS.
+
+    .venv/bin/python benchmarks/bench_modes.py [--runs 5]
+
+Runs alternate between the modes (ZooKeeper + 3 brokers; 3 KRaft controllers + 3 brokers), each on a fresh
+state dir on free ports, so both see the same machine load; medians go to benchmarks/results/modes.json,
+rewritten after every pair of runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_cluster import new_leader
+from benchmarks.benchutil import summary, write_results
+from kafkalab import dist
+from kafkalab.admin import Admin
+from kafkalab.cluster import Cluster, ClusterSpec, NodeState
+from kafkalab.cluster.ports import free_port
+
+MODES = ("zookeeper", "kraft")
+METRICS = ("cold_start_s", "format_s", "sigkill_failover_s", "sigterm_failover_s", "controller_failover_s",
+           "idle_rss_mb", "quorum_helper_rss_mb")
+GOALS = {"kraft_ready_vs_zookeeper": "<= 1.0", "kraft_sigkill_failover_s": 3.0, "kraft_idle_rss_mb": 1536}
+
+
+def spec(root: Path, mode: str) -> ClusterSpec:
+    ports = [free_port() for _ in range(7)]
+    return ClusterSpec(tempfile.mkdtemp(dir=root), brokers=3, zk_port=ports[0], broker_ports=ports[1:4],
+                       controller_ports=ports[4:7] if mode == "kraft" else [], controllers=3 if mode == "kraft" else 1,
+                       mode=mode, free_ports=True)
+
+
+def wait_for(probe, timeout: float = 120) -> float:  # type: ignore[no-untyped-def]
+    """Seconds until ``probe()`` is true."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if probe():
+            return time.monotonic() - started
+        time.sleep(0.02)
+    raise TimeoutError(f"not reached in {timeout}s")
+
+
+def one_run(root: Path, mode: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    marks: dict[str, float] = {}
+
+    def progress(message: str) -> None:
+        marks.setdefault(message.split()[0], time.monotonic())
+
+    t0 = time.monotonic()
+    with Cluster(spec(root, mode), dist.locate()) as cluster:
+        cluster.start(timeout=300, progress=progress)
+        admin = Admin(cluster.bootstrap, timeout_s=1.0)
+        admin.create_topic("bench", partitions=6, replication_factor=3, configs={"min.insync.replicas": "2"})
+        out["cold_start_s"] = time.monotonic() - t0
+        if "formatting" in marks:  # KRaft's first start formats every node's storage (StorageTool JVMs)
+            out["format_s"] = marks["starting"] - marks["formatting"]
+        time.sleep(5)  # let the JVMs settle before reading their memory
+        out["idle_rss_mb"] = sum(i.rss_bytes for i in cluster.infos()) / 2**20
+        if cluster.spec.kraft:
+            wait_for(lambda: cluster.quorum().reachable)
+            helper = cluster.quorum_helper_pid
+            out["quorum_helper_rss_mb"] = psutil.Process(helper).memory_info().rss / 2**20 if helper else 0.0
+        leader = admin.snapshot().partition("bench", 0).leader
+        cluster.node(leader).kill()
+        out["sigkill_failover_s"] = new_leader(admin, "bench", [0], leader)
+        cluster.node(leader).start()
+        cluster.wait_state(leader, NodeState.RUNNING, timeout=180)
+        admin.wait_for_leaders("bench", 6)
+        wait_for(lambda: all(len(p.isr) == 3 for p in admin.snapshot(offsets=False).topic("bench")))
+        snap = admin.snapshot()
+        leader = snap.partition("bench", 0).leader
+        led = [p.partition for p in snap.topic("bench") if p.leader == leader]
+        cluster.node(leader).stop()
+        out["sigterm_failover_s"] = new_leader(admin, "bench", led, leader)
+        cluster.node(leader).start()
+        cluster.wait_state(leader, NodeState.RUNNING, timeout=180)
+        out["controller_failover_s"] = controller_failover(cluster, admin)
+    return out
+
+
+def controller_failover(cluster: Cluster, admin: Admin) -> float:
+    """Kill the controller; seconds until another one is in charge.
+
+    ZooKeeper mode: the controller is a broker; a new controller is elected through ZooKeeper once the
+    killed broker's session expires. KRaft: the active controller of the quorum; the standbys elect one.
+    """
+    if cluster.spec.kraft:
+        old = wait_for_value(lambda: cluster.quorum().leader)
+        cluster.node(old).kill()
+        return wait_for(lambda: cluster.quorum(timeout_s=1.0).leader not in (None, old))
+    wait_for(lambda: admin.snapshot(offsets=False).controller is not None)
+    old = admin.snapshot(offsets=False).controller
+    cluster.node(old).kill()
+    return wait_for(lambda: (c := admin.snapshot(offsets=False).controller) is not None and c != old
+                    and cluster.node(c).state == NodeState.RUNNING)
+
+
+def wait_for_value(probe, timeout: float = 60):  # type: ignore[no-untyped-def]
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if (value := probe()) is not None:
+            return value
+        time.sleep(0.1)
+    raise TimeoutError(f"no value in {timeout}s")
+
+
+def results_of(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
+    out: dict[str, object] = {"note": "machine shared with five other helpers' test suites and JVMs (load average "
+                                      "20-45 on 2 cores during the runs): absolute times are inflated, compare "
+                                      "the modes with each other"}
+    for mode, samples in runs.items():
+        out[mode] = {m: summary([s[m] for s in samples if m in s]) for m in METRICS
+                     if any(m in s for s in samples)}
+    zk, kraft = out.get("zookeeper"), out.get("kraft")
+    if isinstance(zk, dict) and isinstance(kraft, dict) and zk["cold_start_s"]["median"]:
+        out["kraft_ready_vs_zookeeper"] = round(kraft["cold_start_s"]["median"] / zk["cold_start_s"]["median"], 2)
+        out["kraft_sigkill_failover_s"] = kraft["sigkill_failover_s"]["median"]
+        out["kraft_idle_rss_mb"] = kraft["idle_rss_mb"]["median"]
+    out["goals"] = GOALS
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5, help="runs per mode")
+    args = parser.parse_args()
+    runs: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    with tempfile.TemporaryDirectory(prefix="kafkalab-bench-modes-") as tmp:
+        for i in range(args.runs):
+            for mode in MODES:
+                runs[mode].append(one_run(Path(tmp), mode))
+                print(f"{mode} run {i + 1}: { {k: round(v, 2) for k, v in runs[mode][-1].items()} }", flush=True)
+            path = write_results("modes", results_of(runs))
+    print(path)
+
+
+if __name__ == "__main__":
+    main()
