@@ -48,15 +48,20 @@ def distribution() -> dist.Distribution:
         pytest.fail(f"{exc} (make test fetches it)")
 
 
-@pytest.fixture(scope="session")
-def cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
-    """ZooKeeper + 3 brokers, shared by every test; each test uses its own topic."""
-    c = Cluster(make_spec("shared"), distribution)
-    c.start(timeout=180)
+def started(spec: ClusterSpec, distribution: dist.Distribution, timeout: float) -> Iterator[Cluster]:
+    """A started cluster, ended (SIGKILL) when the fixture using it is torn down."""
+    c = Cluster(spec, distribution)
+    c.start(timeout=timeout)
     try:
         yield c
     finally:
         c.shutdown(graceful=False)
+
+
+@pytest.fixture(scope="session")
+def cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
+    """ZooKeeper + 3 brokers, shared by every test; each test uses its own topic."""
+    yield from started(make_spec("shared"), distribution, 180)
 
 
 @pytest.fixture(scope="session")
@@ -67,12 +72,7 @@ def admin(cluster: Cluster) -> Admin:
 @pytest.fixture(scope="session")
 def kraft_cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
     """KRaft mode: 3 dedicated controllers + 3 brokers, shared by the tests of both modes."""
-    c = Cluster(make_spec("kraft", mode="kraft", controllers=3), distribution)
-    c.start(timeout=240)
-    try:
-        yield c
-    finally:
-        c.shutdown(graceful=False)
+    yield from started(make_spec("kraft", mode="kraft", controllers=3), distribution, 240)
 
 
 @pytest.fixture(scope="session")

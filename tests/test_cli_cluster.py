@@ -111,3 +111,31 @@ def test_detached_cluster_lifecycle(tmp_path: Path) -> None:
         down = kafkalab("cluster", "down", "--state-dir", str(state), env=env)
     assert down.returncode == 0, down.stderr
     assert not marked_processes(state)
+
+
+def test_kraft_cluster_from_the_command_line_status_quorum_and_controller_kill() -> None:
+    """`cluster up --mode kraft --controllers 3`, the quorum in `cluster status`, `broker kill controller-N`."""
+    state = TEST_STATE_ROOT / "cli-kraft"
+    up = kafkalab("cluster", "up", "--detach", "--mode", "kraft", "--controllers", "3", "--brokers", "1",
+                  "--free-ports", "--state-dir", str(state), timeout=600)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state)).stdout)
+        assert status["mode"] == "kraft"
+        assert {n["name"] for n in status["nodes"]} == {"controller-1", "controller-2", "controller-3", "broker-1"}
+        for _ in range(30):  # the helper JVM answers once it has compiled and connected
+            quorum = json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state)).stdout)["quorum"]
+            if quorum["reachable"]:
+                break
+        assert quorum["reachable"], quorum
+        assert {v["node_id"] for v in quorum["voters"]} == {101, 102, 103} and quorum["leader"] in (101, 102, 103)
+        table = kafkalab("cluster", "status", "--state-dir", str(state)).stdout
+        assert f"active controller: node {quorum['leader']}" in table
+        standby = next(i for i in (1, 2, 3) if 100 + i != quorum["leader"])
+        killed = kafkalab("broker", "kill", f"controller-{standby}", "--wait", "--state-dir", str(state))
+        assert killed.returncode == 0 and f"controller-{standby}: killed" in killed.stdout, killed.stderr
+        wrong = kafkalab("broker", "kill", "zookeeper", "--state-dir", str(state))
+        assert_one_line_error(wrong, "unknown node 'zookeeper'", "controller-1..controller-3")
+    finally:
+        kafkalab("cluster", "down", "--state-dir", str(state))
+    assert not marked_processes(state)

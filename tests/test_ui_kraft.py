@@ -10,7 +10,7 @@ from textual.widgets import Static
 from kafkalab.admin.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
-from kafkalab.ui.controllers import ControllerPane
+from kafkalab.ui.controllers import ControllerPane, MetadataPanes
 from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
 from tests.test_ui_app import SIZE, settle, sync
@@ -60,7 +60,7 @@ def facts(pane: ControllerPane) -> str:
 async def test_controller_panes_mark_the_active_one_and_show_the_election() -> None:
     feed = FakeKraftSource()
     app = LabConsole(feed, [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
-                     controllers=3)
+                     metadata=MetadataPanes(3))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert not app.query(ZooKeeperPane)
@@ -86,3 +86,10 @@ async def test_controller_panes_mark_the_active_one_and_show_the_election() -> N
         await settle(pilot)
         assert app.selected == "controller-1" and ("controller-1", "start") in feed.actions
         assert "follower" in facts(panes["controller-1"])
+
+
+def test_combined_voters_have_no_pane_of_their_own_and_0_picks_their_brokers() -> None:
+    combined = MetadataPanes(0, voters=3)
+    assert list(combined.compose()) == []
+    assert [combined.next_name() for _ in range(4)] == ["broker-1", "broker-2", "broker-3", "broker-1"]
+    assert MetadataPanes().next_name() == "zookeeper"

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -154,7 +155,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         server = ControlServer(cluster, down)
         print(f"cluster ready: bootstrap {cluster.bootstrap} (state dir {spec.state_dir})", flush=True)
         if not args.daemon:
-            _print_status(spec.state_dir, [i.as_dict() for i in cluster.infos()], Admin(cluster.bootstrap).snapshot())
+            quorum = cluster.quorum().as_dict() if spec.kraft else None
+            _print_status(spec.state_dir, [i.as_dict() for i in cluster.infos()], Admin(cluster.bootstrap).snapshot(),
+                          quorum)
             print("Ctrl-C stops the cluster; `kafkalab broker kill 2` etc. work from another terminal.", flush=True)
         try:
             while not down.wait(0.5):
@@ -212,33 +215,68 @@ def cmd_status(args: argparse.Namespace) -> int:
     nodes = request(state_dir, "status")["nodes"] if is_driven(state_dir) else []
     down = ClusterSnapshot(time.time(), False, error="not running")
     snapshot = Admin(facts["bootstrap"]).snapshot() if nodes else down
+    quorum = request(state_dir, "quorum")["quorum"] if nodes and facts.get("mode") == "kraft" else None
     if args.json:
         print(json.dumps({"state_dir": str(state_dir), "bootstrap": facts["bootstrap"], "running": bool(nodes),
-                          "nodes": nodes, "snapshot": snapshot.as_dict()}, indent=2))
+                          "mode": facts.get("mode", "zookeeper"), "nodes": nodes, "snapshot": snapshot.as_dict(),
+                          "quorum": quorum}, indent=2))
         return 0
     if not nodes:
         raise KafkalabError(f"no cluster running in {state_dir}: start one with `kafkalab cluster up --detach`")
-    _print_status(state_dir, nodes, snapshot)
+    _print_status(state_dir, nodes, snapshot, quorum)
     return 0
 
 
-def _print_status(state_dir: Path, nodes: list[dict[str, object]], snapshot: ClusterSnapshot) -> None:
+def _print_status(state_dir: Path, nodes: list[dict[str, object]], snapshot: ClusterSnapshot,
+                  quorum: dict[str, Any] | None = None) -> None:
     table = Table(title=f"cluster in {state_dir}", title_justify="left")
     for col in ("node", "state", "pid", "port", "uptime", "cpu %", "rss MB", "detail"):
         table.add_column(col)
     for n in nodes:
         broker_id = n["broker_id"]
-        name = str(n["name"]) + (" (controller)" if broker_id is not None and broker_id == snapshot.controller else "")
+        if quorum is not None:  # KRaft: the active controller of the quorum, not a broker's guess
+            active = n.get("node_id") is not None and n.get("node_id") == quorum.get("leader")
+            name = str(n["name"]) + (" (active controller)" if active else "")
+        else:
+            name = str(n["name"]) + (" (controller)" if broker_id is not None and broker_id == snapshot.controller
+                                     else "")
         rss = int(n["rss_bytes"] or 0)  # type: ignore[call-overload]
         table.add_row(name, str(n["state"]), str(n["pid"] or "-"), str(n["port"]), f"{n['uptime_s']:.0f}s",
                       f"{n['cpu_percent']:.0f}", f"{rss / 2**20:.0f}", str(n["reason"]))
     console.print(table)
+    if quorum is not None:
+        _print_quorum(quorum)
     if not snapshot.reachable:
         console.print(f"[yellow]admin API unreachable:[/] {snapshot.error}")
         return
-    console.print(f"controller: broker {snapshot.controller}, brokers alive: {list(snapshot.brokers)}")
+    if quorum is None:
+        console.print(f"controller: broker {snapshot.controller}, brokers alive: {list(snapshot.brokers)}")
+    else:
+        console.print(f"brokers alive: {list(snapshot.brokers)}")
     if snapshot.partitions:
         _print_partitions(snapshot)
+
+
+def _print_quorum(quorum: dict[str, Any]) -> None:
+    """The KRaft quorum like `kafka-metadata-quorum describe --status --replication`."""
+    if not quorum["reachable"]:
+        console.print(f"[yellow]quorum unknown:[/] {quorum['error']}")
+        return
+    console.print(f"active controller: node {quorum['leader']}, epoch {quorum['epoch']}, "
+                  f"high watermark {quorum['high_watermark']}")
+    table = Table()
+    for col in ("node", "role", "log end offset", "lag", "last fetch", "last caught up"):
+        table.add_column(col)
+
+    def ago(ms: int | None) -> str:
+        return "-" if ms is None else f"{ms / 1000:.1f}s ago"
+
+    for r in [*quorum["voters"], *quorum["observers"]]:
+        role = ("leader" if r["node_id"] == quorum["leader"] else "follower") if r["voter"] else "observer"
+        unknown = "?" if r["log_end_offset"] is None else None
+        table.add_row(str(r["node_id"]), role, unknown or str(r["log_end_offset"]), unknown or str(r["lag"]),
+                      ago(r["last_fetch_ms_ago"]), ago(r["last_caught_up_ms_ago"]))
+    console.print(table)
 
 
 def _print_partitions(snapshot: ClusterSnapshot) -> None:

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from kafkalab.cli.common import add_mode_args, mode_fields
 from kafkalab.errors import KafkalabError
+
+if TYPE_CHECKING:
+    from kafkalab.ui.controllers import MetadataPanes
 
 DEFAULT_LAB = "leader-failover"
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
@@ -49,8 +53,8 @@ def cmd_console(args: argparse.Namespace) -> int:
     from kafkalab.ui.bindings import load_keymap
 
     keymap = load_keymap()
-    source, broker_ids, controllers = _bare_source(args) if args.no_lab else _lab_source(args)
-    app = LabConsole(source, broker_ids, keymap=keymap, presenter=args.presenter, controllers=controllers)
+    source, broker_ids, metadata = _bare_source(args) if args.no_lab else _lab_source(args)
+    app = LabConsole(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
     try:
         app.run()
     finally:
@@ -59,7 +63,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], int]:
+def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
     from kafkalab.analysis import WarmSession
     from kafkalab.cli.lab_cmds import with_mode
     from kafkalab.labs.loader import catalog, find_lab, load_lab
@@ -76,11 +80,11 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], int]:
     spark = None if args.no_spark_warmup else WarmSession()
     session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True)
     plan = lab.cluster
-    dedicated = plan.controllers if plan.mode == "kraft" and not plan.combined else 0
-    return LabSource(session, spark), list(range(1, plan.brokers + 1)), dedicated
+    return LabSource(session, spark), list(range(1, plan.brokers + 1)), metadata_panes(
+        plan.mode == "kraft", plan.controllers, plan.combined)
 
 
-def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], int]:
+def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
     from kafkalab import dist
     from kafkalab.cli.common import target_state_dir
     from kafkalab.cluster import Cluster, ClusterSpec
@@ -97,4 +101,14 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], int]:
                             "or give another --state-dir")
     found = dist.locate()
     dist.java_binary()
-    return ClusterSource(Cluster(spec, found)), spec.broker_ids, len(spec.dedicated_controllers)
+    return ClusterSource(Cluster(spec, found)), spec.broker_ids, metadata_panes(spec.kraft, spec.controllers,
+                                                                                  spec.combined)
+
+
+def metadata_panes(kraft: bool, controllers: int, combined: bool) -> MetadataPanes:
+    """ZooKeeper's pane, or the controllers' (none of their own when combined into the brokers)."""
+    from kafkalab.ui.controllers import MetadataPanes
+
+    if not kraft:
+        return MetadataPanes()
+    return MetadataPanes(0 if combined else controllers, voters=controllers)

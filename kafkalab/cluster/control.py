@@ -32,7 +32,8 @@ def write_cluster_file(cluster: Cluster) -> None:
     data = {
         "state_dir": str(spec.state_dir), "bootstrap": spec.bootstrap, "brokers": spec.brokers,
         "zk_port": spec.zk_port, "broker_ports": spec.broker_ports, "backend": cluster.backend.name,
-        "owner_pid": os.getpid(),
+        "owner_pid": os.getpid(), "mode": spec.mode, "controllers": spec.controllers, "combined": spec.combined,
+        "controller_ports": spec.controller_ports if spec.kraft else [],
     }
     (spec.state_dir / SPEC_FILE).write_text(json.dumps(data, indent=2))
 
@@ -81,6 +82,8 @@ class ControlServer:
             node = self.cluster.node(request.get("node", ""))
             getattr(node, op)()
             return {"ok": True, "node": node.info().as_dict()}
+        if op == "quorum":  # KRaft: DescribeQuorum through the owner's helper JVM
+            return {"ok": True, "quorum": self.cluster.quorum(float(request.get("timeout_s", 2.0))).as_dict()}
         if op == "tail":
             node = self.cluster.node(request.get("node", ""))
             return {"ok": True, "lines": node.log_tail(int(request.get("lines", 50)))}

@@ -58,11 +58,12 @@ class LabConsole(App[None]):
 
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
                  keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
-                 screenshot_dir: Path | None = None, poll_s: float | None = None, controllers: int = 0) -> None:
+                 screenshot_dir: Path | None = None, poll_s: float | None = None,
+                 metadata: MetadataPanes | None = None) -> None:
         """``poll_s`` overrides every poll interval (tests poll fast; the defaults suit a person).
-        ``controllers``: KRaft mode's dedicated controllers, shown in place of ZooKeeper (0: ZooKeeper)."""
+        ``metadata``: KRaft mode's controller panes in place of ZooKeeper's (default: ZooKeeper)."""
         super().__init__()
-        self.metadata = MetadataPanes(controllers)
+        self.metadata = metadata or MetadataPanes()
         self.source = source
         self.broker_ids = list(broker_ids)
         self.clock = clock

@@ -51,29 +51,34 @@ class ControllerPane(NodePane):
 
 
 class MetadataPanes:
-    """ZooKeeper's pane, or ``controllers`` controller panes (KRaft mode with dedicated controllers)."""
+    """ZooKeeper's pane (``controllers`` None), or a pane per dedicated KRaft controller.
 
-    def __init__(self, controllers: int = 0) -> None:
+    ``controllers`` 0 is KRaft with the voters combined into the brokers: no pane of their own.
+    """
+
+    def __init__(self, controllers: int | None = None, voters: int = 0) -> None:
         self.controllers = controllers
+        self.voters = voters or controllers or 0
         self._leader: int | None = None
         self._turn = 0
 
     def compose(self) -> Iterator[Widget]:
-        if not self.controllers:
+        if self.controllers is None:
             yield ZooKeeperPane()
             return
         for index in range(1, self.controllers + 1):
             yield ControllerPane(index)
 
     def next_name(self) -> str:
-        """What key 0 selects: ZooKeeper, or the controllers in turn (0 again moves to the next)."""
-        if not self.controllers:
+        """What key 0 selects: ZooKeeper, or the controllers in turn (0 again moves to the next); with
+        combined voters the brokers hosting them."""
+        if self.controllers is None or not self.voters:
             return "zookeeper"
-        self._turn = self._turn % self.controllers + 1
-        return f"controller-{self._turn}"
+        self._turn = self._turn % self.voters + 1
+        return f"controller-{self._turn}" if self.controllers else f"broker-{self._turn}"
 
     def show(self, app: App[object], frame: NodesFrame, brokers: int) -> None:
-        if not self.controllers:
+        if self.controllers is None:
             app.query_one(ZooKeeperPane).show_connections(frame.zk_connections, brokers)
             return
         for pane in app.query(ControllerPane):
