@@ -54,6 +54,9 @@ KRAFT_DEMO_SETTINGS: dict[str, tuple[str, str]] = {
         "1000", "Kafka's default: a candidate waits 1-2 s (randomised) before it stands again"),
     "controller.quorum.election.backoff.max.ms": (
         "1000", "Kafka's default: the longest wait after a split vote before the next one"),
+    "initial.broker.registration.timeout.ms": (
+        "240000", "default 60000: on a loaded laptop the quorum can take over a minute to form at startup; "
+                  "a broker waits for it instead of exiting"),
     "controller.socket.timeout.ms": (
         "5000", "default 30000: brokers drop a dead controller's connection sooner"),
 }
