@@ -41,11 +41,13 @@ class Cluster:
         self._quorum: QuorumWatch | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def start(self, timeout: float = 120.0, progress: Callable[[str], None] = lambda _m: None) -> None:
+    def start(self, timeout: float | None = None, progress: Callable[[str], None] = lambda _m: None) -> None:
         """Lock the state dir, reap a crashed run's leftovers, write configs, start ZooKeeper then brokers.
 
-        Blocks until every node is ready; on failure everything started is ended and KafkalabError raised.
+        Blocks until every node is ready (``timeout``: 120 s, 240 s in KRaft mode, whose twice as many JVMs
+        start at once); on failure everything started is ended and KafkalabError raised.
         """
+        timeout = timeout or (240.0 if self.spec.kraft else 120.0)
         check_mode(self.spec, self.dist, self.backend.name)
         self._lock.acquire()
         try:

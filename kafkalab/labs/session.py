@@ -390,7 +390,7 @@ class LabSession:
             lambda node, state, reason: self.timeline.add("node", node.name, f"{node.name} {state}: {reason}",
                                                           state=str(state)))
         self._check_abort()
-        self.cluster.start(timeout=180, progress=self._say)
+        self.cluster.start(timeout=240 if spec.kraft else 180, progress=self._say)
         self.admin = Admin(self.cluster.bootstrap, timeout_s=1.5)
         for b in lab.cluster.stopped:
             self._say(f"stopping broker {b}: it joins the cluster later")
