@@ -71,22 +71,30 @@ def one_run(root: Path, mode: str) -> dict[str, float]:
             wait_for(lambda: cluster.quorum().reachable)
             helper = cluster.quorum_helper_pid
             out["quorum_helper_rss_mb"] = psutil.Process(helper).memory_info().rss / 2**20 if helper else 0.0
-        leader = admin.snapshot().partition("bench", 0).leader
+        leader = leaders(admin)[0]
         cluster.node(leader).kill()
         out["sigkill_failover_s"] = new_leader(admin, "bench", [0], leader)
         cluster.node(leader).start()
         cluster.wait_state(leader, NodeState.RUNNING, timeout=180)
         admin.wait_for_leaders("bench", 6)
         wait_for(lambda: all(len(p.isr) == 3 for p in admin.snapshot(offsets=False).topic("bench")))
-        snap = admin.snapshot()
-        leader = snap.partition("bench", 0).leader
-        led = [p.partition for p in snap.topic("bench") if p.leader == leader]
+        led_by = leaders(admin)
+        leader = led_by[0]
+        led = [p for p, b in led_by.items() if b == leader]
         cluster.node(leader).stop()
         out["sigterm_failover_s"] = new_leader(admin, "bench", led, leader)
         cluster.node(leader).start()
         cluster.wait_state(leader, NodeState.RUNNING, timeout=180)
         out["controller_failover_s"] = controller_failover(cluster, admin)
     return out
+
+
+def leaders(admin: Admin) -> dict[int, int]:
+    """Partition -> leader of the bench topic, once a snapshot answers with every partition led."""
+    def probe() -> dict[int, int] | None:
+        parts = admin.snapshot(offsets=False).topic("bench")
+        return {p.partition: p.leader for p in parts} if parts and all(p.leader for p in parts) else None
+    return wait_for_value(probe)  # type: ignore[no-any-return]
 
 
 def controller_failover(cluster: Cluster, admin: Admin) -> float:
