@@ -4,8 +4,9 @@
 // Each stdin line is a JSON request {"id": N, "timeout_ms": N}; each answer is one JSON line on stdout:
 // {"id": N, "ok": true, "leader": 101, "epoch": 3, "high_watermark": 42, "voters": [...], "observers": [...]}
 // or {"ok": false, "error": "..."}. One Admin client lives as long as the process, so an answer takes
-// milliseconds instead of a JVM start. After a failed answer the Admin client is rebuilt: one that
-// talked to a killed active controller keeps waiting for it. stdin closing ends the process.
+// milliseconds instead of a JVM start. After a failed answer the Admin client is rebuilt (at most every
+// 10 s, so a slow machine does not spend its time bootstrapping clients): one that talked to a killed
+// active controller keeps waiting for it. stdin closing ends the process.
 import java.io.*;
 import java.nio.charset.StandardCharsets;
 import java.util.*;
@@ -28,15 +29,17 @@ public class QuorumWatch {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
         Admin admin = Admin.create(props);
+        long builtAt = System.nanoTime();
         out.println("{\"ok\": true, \"ready\": true}");
         String line;
         while ((line = in.readLine()) != null) {
             if (line.isBlank()) continue;
             ObjectNode reply = answer(admin, JSON.readTree(line));
             out.println(JSON.writeValueAsString(reply));
-            if (!reply.path("ok").asBoolean()) {
+            if (!reply.path("ok").asBoolean() && System.nanoTime() - builtAt > 10_000_000_000L) {
                 admin.close(java.time.Duration.ZERO);
                 admin = Admin.create(props);
+                builtAt = System.nanoTime();
             }
         }
         admin.close(java.time.Duration.ZERO);

@@ -145,34 +145,42 @@ class QuorumWatch:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def describe(self, timeout_s: float = 2.0) -> QuorumState:
-        """The quorum now, or an unreachable state saying why; never waits much over ``timeout_s``."""
+        """The quorum now, or an unreachable state saying why; waits at most about twice ``timeout_s``."""
+        if not self._lock.acquire(timeout=timeout_s):  # another thread's question is still out
+            return QuorumState(time.time(), False, error=f"the quorum helper is busy ({timeout_s:.1f}s)")
+        try:
+            return self._ask(timeout_s)
+        finally:
+            self._lock.release()
+
+    def _ask(self, timeout_s: float) -> QuorumState:
+        """One question to the helper (the caller holds the lock)."""
         began = time.monotonic()
-        with self._lock:
-            if self._closed:
-                return QuorumState(time.time(), False, error="the quorum view is closed")
-            proc = self._proc
-            if proc is None or proc.poll() is not None:
-                if proc is not None and time.monotonic() - self._started_at < RESTART_BACKOFF_S:
-                    return QuorumState(time.time(), False, error=f"the quorum helper exited ({proc.returncode})")
-                self._launch()
-            if not self._ready.wait(max(0.0, timeout_s - (time.monotonic() - began))):
-                return QuorumState(time.time(), False, error="the quorum helper is starting")
-            request_id = next(self._ids)
-            assert self._proc is not None and self._proc.stdin is not None
+        if self._closed:
+            return QuorumState(time.time(), False, error="the quorum view is closed")
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            if proc is not None and time.monotonic() - self._started_at < RESTART_BACKOFF_S:
+                return QuorumState(time.time(), False, error=f"the quorum helper exited ({proc.returncode})")
+            self._launch()
+        if not self._ready.wait(max(0.0, timeout_s - (time.monotonic() - began))):
+            return QuorumState(time.time(), False, error="the quorum helper is starting")
+        request_id = next(self._ids)
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps({"id": request_id, "timeout_ms": int(timeout_s * 1000)}) + "\n")
+            self._proc.stdin.flush()
+        except OSError as exc:
+            return QuorumState(time.time(), False, error=f"the quorum helper is gone: {exc}")
+        deadline = began + timeout_s + 1.0  # the helper's own wait, plus a margin for the pipe
+        while (left := deadline - time.monotonic()) > 0:
             try:
-                self._proc.stdin.write(json.dumps({"id": request_id, "timeout_ms": int(timeout_s * 1000)}) + "\n")
-                self._proc.stdin.flush()
-            except OSError as exc:
-                return QuorumState(time.time(), False, error=f"the quorum helper is gone: {exc}")
-            deadline = began + timeout_s + 1.0  # the helper's own wait, plus a margin for the pipe
-            while (left := deadline - time.monotonic()) > 0:
-                try:
-                    answer = self._answers.get(timeout=left)
-                except queue.Empty:
-                    break
-                if answer.get("id") == request_id:
-                    return parse_answer(answer, time.time())
-            return QuorumState(time.time(), False, error=f"no answer from the quorum helper in {timeout_s:.1f}s")
+                answer = self._answers.get(timeout=left)
+            except queue.Empty:
+                break
+            if answer.get("id") == request_id:
+                return parse_answer(answer, time.time())
+        return QuorumState(time.time(), False, error=f"no answer from the quorum helper in {timeout_s:.1f}s")
 
     def close(self) -> None:
         """Close its stdin (it exits by itself), and kill it if it lingers."""

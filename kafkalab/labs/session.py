@@ -161,6 +161,9 @@ class SessionState:
 Listener = Callable[[SessionEvent], None]
 
 
+ACTIVE_CONTROLLER_WAIT_S = 20.0
+
+
 class LabSession:
     """Owns one lab's runs. Thread-safe for its public methods; listeners run in the session's threads."""
 
@@ -551,9 +554,11 @@ class LabSession:
         assert self.cluster is not None
         if target.kind != "controller" or not self.cluster.spec.kraft:
             return None
-        quorum = self.cluster.quorum(timeout_s=3.0)
-        if quorum.leader is None:
-            raise KafkalabError(f"no active KRaft controller to act on: {quorum.error or 'no leader'}")
+        deadline = time.monotonic() + ACTIVE_CONTROLLER_WAIT_S  # a busy quorum helper may answer late
+        while (quorum := self.cluster.quorum(timeout_s=3.0)).leader is None:
+            if time.monotonic() > deadline:
+                raise KafkalabError(f"no active KRaft controller to act on: {quorum.error or 'no leader'}")
+            self._sleep(TICK_S)
         return self.cluster.node(quorum.leader).name
 
     def _topic_action(self, fault: Fault, label: str) -> list[str]:
