@@ -5,7 +5,7 @@
 // {"id": N, "ok": true, "leader": 101, "epoch": 3, "high_watermark": 42, "voters": [...], "observers": [...]}
 // or {"ok": false, "error": "..."}. One Admin client lives as long as the process, so an answer takes
 // milliseconds instead of a JVM start. After a failed answer the Admin client is rebuilt (at most every
-// 10 s, so a slow machine does not spend its time bootstrapping clients): one that talked to a killed
+// 3 s, so a slow machine does not spend its time bootstrapping clients): one that talked to a killed
 // active controller keeps waiting for it. stdin closing ends the process.
 import java.io.*;
 import java.nio.charset.StandardCharsets;
@@ -36,7 +36,7 @@ public class QuorumWatch {
             if (line.isBlank()) continue;
             ObjectNode reply = answer(admin, JSON.readTree(line));
             out.println(JSON.writeValueAsString(reply));
-            if (!reply.path("ok").asBoolean() && System.nanoTime() - builtAt > 10_000_000_000L) {
+            if (!reply.path("ok").asBoolean() && System.nanoTime() - builtAt > 3_000_000_000L) {
                 admin.close(java.time.Duration.ZERO);
                 admin = Admin.create(props);
                 builtAt = System.nanoTime();
