@@ -95,3 +95,13 @@ def test_in_kraft_mode_the_timeline_takes_the_active_controller_from_the_quorum(
         watch._watch_quorum()
     changes = timeline.events("controller-change")
     assert [e["detail"] for e in changes] == ["active controller 101 -> 103 (epoch 7)"]
+
+
+def test_a_fault_may_be_expected_to_fail(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`fails = true`: the step failing is the lesson (quorum-loss's topic creation), not a broken run."""
+    lab = load_lab(find_lab("quorum-loss"))
+    create = next(f for f in lab.faults if f.action == "create")
+    assert create.fails and create.timeout_s == 10
+    assert not any(f.fails for f in lab.faults if f is not create)
+    text = MINIMAL.replace('on = "leader test-topic/1"', 'on = "leader test-topic/1"\nfails = true')
+    assert load_lab(write(tmp_path, text)).faults[0].fails

@@ -250,6 +250,7 @@ class Fault:
     note: str = ""
     timeout_s: float = DEFAULT_TIMEOUT_S
     line: int = 0
+    fails: bool = False  # the lesson is that this step fails (e.g. no topic without a KRaft quorum)
 
     def describe(self) -> str:
         what = f"{self.action} {self.word}".strip()
@@ -304,5 +305,5 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
         at=trigger, action=action, target=target, word=word,
         configs={str(k): str(v) for k, v in dict(raw.get("configs", {})).items()},
         replication_factor=rf, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
-        timeout_s=timeout, line=line,
+        timeout_s=timeout, line=line, fails=bool(raw.get("fails", False)),
     )

@@ -494,8 +494,17 @@ class LabSession:
             try:
                 targets = self._apply(fault, previous_nodes)
             except KafkalabError as exc:
+                if fault.fails:  # the lab's lesson: this step cannot succeed now
+                    status.state, status.detail = "fired", f"failed, as the lab expects: {exc}"
+                    self.timeline.add("fault", "lab", f"fault {i + 1} ({fault.describe()}) {status.detail}", index=i)
+                    continue
                 status.state, status.detail = "failed", str(exc)
                 self.timeline.add("fault-failed", "lab", f"fault {i + 1} ({fault.describe()}): {exc}", index=i)
+                continue
+            if fault.fails:
+                status.state, status.detail = "failed", "succeeded, but the lab expects it to fail"
+                self.timeline.add("fault-failed", "lab", f"fault {i + 1} ({fault.describe()}): {status.detail}",
+                                  index=i)
                 continue
             status.state, status.targets = "fired", targets
             if fault.target.category == "nodes":
