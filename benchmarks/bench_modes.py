@@ -124,9 +124,8 @@ def wait_for_value(probe, timeout: float = 60):  # type: ignore[no-untyped-def]
 
 
 def results_of(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
-    out: dict[str, object] = {"note": "machine shared with five other helpers' test suites and JVMs (load average "
-                                      "20-45 on 2 cores during the runs): absolute times are inflated, compare "
-                                      "the modes with each other"}
+    out: dict[str, object] = {"note": "machine shared with other helpers' test suites and JVMs: absolute times "
+                                      "follow their load, compare the modes with each other"}
     for mode, samples in runs.items():
         out[mode] = {m: summary([s[m] for s in samples if m in s]) for m in METRICS
                      if any(m in s for s in samples)}
