@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from kafkalab.admin import ClusterSnapshot
-from kafkalab.cluster import NodeState
+from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import parse_check
 from kafkalab.labs.faults import Fault, RunView
@@ -27,7 +27,7 @@ class FaultHost(Protocol):
 
     def node_states(self) -> Mapping[str, NodeState]: ...
     def fresh_snapshot(self) -> ClusterSnapshot | None: ...  # the last one seen when the cluster does not answer
-    def node_action(self, name: str, action: str) -> None: ...
+    def node_action(self, name: str, action: NodeAction) -> None: ...
     def producer_action(self, start: bool) -> None: ...
     def consumer_action(self, local_id: int, action: str) -> bool: ...  # False: nothing to do (not running)
     def send_control(self, topic: str, word: str) -> int: ...
@@ -116,7 +116,7 @@ class FaultFiring:
         if not names:
             raise KafkalabError(f"{target.text} names no node right now")
         for name in names:
-            self.host.node_action(name, fault.action)
+            self.host.node_action(name, NodeAction(fault.action))
         return names
 
     def _topic(self, fault: Fault) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.admin import ClusterSnapshot
-from kafkalab.cluster import NodeState
+from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.labs import actions
 
 if TYPE_CHECKING:
@@ -54,9 +54,9 @@ class RunControls:
         snap = self.run.admin.snapshot(offsets=False)
         return snap if snap.reachable else self.run.snapshot()  # a paused broker can make a fresh one fail
 
-    def node_action(self, name: str, action: str) -> None:
+    def node_action(self, name: str, action: NodeAction) -> None:
         assert self.run.cluster is not None
-        getattr(self.run.cluster.node(name), action)()
+        action.apply(self.run.cluster.node(name))
 
     def producer_action(self, start: bool) -> None:
         self._clients.start_producer() if start else self._clients.stop_producer()
