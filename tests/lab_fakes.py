@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.clients.stats import ClientEvent, ConsumerStats, EventCallback, ProducerStats
+from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
 from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
 from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 from kafkalab.labs.run_deps import RunDeps, RunTiming
@@ -108,7 +108,7 @@ class FakeProducer:
 
     def __init__(self, world: World, plan: ProducerPlan, on_event: EventCallback) -> None:
         self.world = world
-        self.total = int(plan.settings.get("producer.num-records-per-roll", "100"))
+        self.total = plan.config.total
         self.on_event = on_event
         self.started_at: float | None = None
         self.stopped_at_acked: int | None = None
@@ -135,7 +135,8 @@ class FakeProducer:
 
     def stats(self) -> ProducerStats:
         acked = self._acked()
-        state = "starting" if self.started_at is None else "running" if self.running else "finished"
+        state = (ClientState.STARTING if self.started_at is None
+                 else ClientState.RUNNING if self.running else ClientState.FINISHED)
         return ProducerStats("producer", state, acked, acked, {}, 0, 0, 0.0, self.total)
 
 
@@ -147,27 +148,27 @@ class FakeConsumer:
         self.world, self.plan, self.on_event = world, plan, on_event
         self.name = plan.name
         self.started_at: float | None = None
-        self.state = "starting"
+        self.state = ClientState.STARTING
         self.announced = False
         self.stop_calls = 0
 
     def start(self) -> None:
         self.started_at = time.monotonic()
-        self.state = "running"
+        self.state = ClientState.RUNNING
 
     def stop(self) -> None:
         self.stop_calls += 1
-        self.state = "finished"
+        self.state = ClientState.FINISHED
 
     def crash(self) -> None:
-        self.state = "crashed"
+        self.state = ClientState.CRASHED
 
     def join(self, timeout: float | None = None) -> bool:
         return True
 
     @property
     def running(self) -> bool:
-        return self.state == "running"
+        return self.state == ClientState.RUNNING
 
     def _assignment(self) -> tuple[int, ...]:
         if not self.running or self.started_at is None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from kafkalab.labs import LabSession, Phase, load_lab
+from kafkalab.labs.events import Event, EventKind, FaultEvent
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import RunResult
 from kafkalab.labs.run import LabRun
@@ -53,8 +54,8 @@ def execute(tmp_path: Path, lab: Lab, world: World) -> tuple[LabRun, RunResult]:
     return run, run.execute()
 
 
-def kinds(run: LabRun, kind: str) -> list[dict[str, object]]:
-    return [e for e in run.timeline.events() if e["kind"] == kind]
+def kinds(run: LabRun, kind: EventKind) -> list[Event]:
+    return run.timeline.events(kind)
 
 
 def test_faults_fire_in_order_on_progress_and_isr(tmp_path: Path) -> None:
@@ -91,9 +92,19 @@ def test_faults_fire_in_order_on_progress_and_isr(tmp_path: Path) -> None:
     (kill, start) = world.actions
     assert (kill[0], kill[1]) == ("kill", "broker-1") and kill[2] >= 0.3  # leader of test-topic/0
     assert (start[0], start[1]) == ("start", "broker-1")
-    assert [e["action"] for e in kinds(run, "fault")] == ["kill", "start"]
-    assert [e["detail"] for e in kinds(run, "note")] == ["the ISR shrank"]
+    assert [e.action for e in kinds(run, EventKind.FAULT) if isinstance(e, FaultEvent)] == ["kill", "start"]
+    assert [e.detail for e in kinds(run, EventKind.NOTE)] == ["the ISR shrank"]
     assert result.checks[0].held and result.checks[0].text == "producer.acked > 0"
+    saved = json.loads((result.run_dir / "timeline.json").read_text())
+    assert set(saved) == {"lab", "started_at", "events"}
+    by_kind: dict[str, dict[str, object]] = {}
+    for e in saved["events"]:
+        by_kind.setdefault(e["kind"], e)  # the first of each kind
+    assert set(by_kind["fault"]) == {"t", "ts", "kind", "source", "detail", "action", "targets", "trigger"}
+    assert by_kind["fault"]["targets"] == ["broker-1"]
+    assert by_kind["leader-change"]["topic"] == "test-topic" and by_kind["leader-change"]["isr"] == [2, 3]
+    assert set(by_kind["leader-change"]) >= {"partition", "leader", "previous"}
+    assert by_kind["node"]["state"] == "killed" and by_kind["check"]["held"] is True
 
 
 def test_assigned_trigger_waits_for_the_late_consumer(tmp_path: Path) -> None:
@@ -117,8 +128,9 @@ def test_assigned_trigger_waits_for_the_late_consumer(tmp_path: Path) -> None:
     run, result = execute(tmp_path, lab, world)
     assert result.outcome == "passed", result.failures
     events = run.timeline.events()
-    assigned = next(i for i, e in enumerate(events) if e["kind"] == "consumer-assigned" and e["source"] == "consumer-2")
-    stopped = next(i for i, e in enumerate(events) if e["kind"] == "fault" and e["action"] == "stop")
+    assigned = next(i for i, e in enumerate(events)
+                    if e.kind == EventKind.CONSUMER_ASSIGNED and e.source == "consumer-2")
+    stopped = next(i for i, e in enumerate(events) if isinstance(e, FaultEvent) and e.action == "stop")
     assert assigned < stopped
     assert [c.name for c in world.consumers] == ["consumer-1", "consumer-2"]
 
@@ -128,7 +140,7 @@ def test_drain_ends_once_consumers_caught_up(tmp_path: Path) -> None:
     world = World()
     run, result = execute(tmp_path, lab, world)
     assert result.passed
-    phases = {e["detail"]: e["t"] for e in kinds(run, "phase")}
+    phases = {e.detail: e.t for e in kinds(run, EventKind.PHASE)}
     assert phases["auditing"] - phases["draining"] < lab.drain_s  # ended by catching up, not by the limit
     assert [c.stop_calls for c in world.consumers] == [1]
 
@@ -138,7 +150,7 @@ def test_drain_ends_at_its_limit_when_lag_stays(tmp_path: Path) -> None:
     world = World()
     world.lagging = True
     run, result = execute(tmp_path, lab, world)
-    phases = {e["detail"]: e["t"] for e in kinds(run, "phase")}
+    phases = {e.detail: e.t for e in kinds(run, EventKind.PHASE)}
     assert phases["auditing"] - phases["draining"] >= 0.3
     assert [c.state for c in world.consumers] == ["finished"]
     assert result.passed  # a lagging consumer is not a failed run by itself

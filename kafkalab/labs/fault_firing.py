@@ -13,6 +13,7 @@ from typing import Protocol
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
+from kafkalab.labs.events import CheckEvent, EventKind, FaultEvent, FaultProblem
 from kafkalab.labs.expectations import parse_check
 from kafkalab.labs.faults import Fault, RunView
 from kafkalab.labs.results import ExpectationResult, FaultStatus, num
@@ -73,7 +74,8 @@ class FaultFiring:
                 targets = self.fire(fault, previous_nodes)
             except KafkalabError as exc:
                 status.state, status.detail = "failed", str(exc)
-                self.timeline.add("fault-failed", "lab", f"fault {i + 1} ({fault.describe()}): {exc}", index=i)
+                self.timeline.add(FaultProblem(kind=EventKind.FAULT_FAILED, source="lab", index=i,
+                                               detail=f"fault {i + 1} ({fault.describe()}): {exc}"))
                 continue
             status.state, status.targets = "fired", targets
             if fault.target.category == "nodes":
@@ -82,7 +84,8 @@ class FaultFiring:
     def _missed(self, index: int, detail: str) -> None:
         status = self.statuses[index]
         status.state, status.detail = "missed", detail
-        self.timeline.add("fault-missed", "lab", f"fault {index + 1}: {detail}", index=index)
+        self.timeline.add(FaultProblem(kind=EventKind.FAULT_MISSED, source="lab", detail=f"fault {index + 1}: {detail}",
+                                       index=index))
         for rest in self.statuses[index + 1:]:
             rest.state, rest.detail = "missed", "an earlier fault never fired"
 
@@ -90,7 +93,7 @@ class FaultFiring:
         """Do one fault now; returns what it acted on."""
         category, action = fault.target.category, fault.action
         if action == "note":
-            self.timeline.add("note", "lab", fault.note or fault.at.text)
+            self.timeline.say(EventKind.NOTE, "lab", fault.note or fault.at.text)
             return []
         if action == "check":
             self._check(fault)
@@ -139,12 +142,13 @@ class FaultFiring:
     def _event(self, fault: Fault, targets: list[str], detail: str = "") -> None:
         label = f"{fault.action} {fault.word}".strip()
         text = f"{label} {', '.join(targets)}".strip() + (f": {detail}" if detail else "")
-        self.timeline.add("fault", "lab", text, action=fault.action, targets=targets, trigger=fault.at.text)
+        self.timeline.add(FaultEvent(source="lab", detail=text, action=fault.action, targets=tuple(targets),
+                                     trigger=fault.at.text))
 
     def _check(self, fault: Fault) -> None:
         expectation = parse_check(fault.expect, fault.line)
         held, actual, wanted = expectation.evaluate(self.host.live_metrics())
         self.checks.append(ExpectationResult(expectation.text, held, actual, wanted, fault.line,
                                              round(self.timeline.now(), 2)))
-        self.timeline.add("check", "lab", f"{expectation.text}: {'held' if held else 'did not hold'} "
-                          f"(was {num(actual)})", held=held)
+        self.timeline.add(CheckEvent(source="lab", held=held, detail=f"{expectation.text}: "
+                                     f"{'held' if held else 'did not hold'} (was {num(actual)})"))

@@ -23,6 +23,7 @@ from kafkalab.clients import ProducerStats
 from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
+from kafkalab.labs.events import EventKind, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import Phase, RunResult
@@ -90,7 +91,7 @@ class LabRun:
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
-        self.timeline.add("phase", "lab", str(phase))
+        self.timeline.say(EventKind.PHASE, "lab", str(phase))
         self._emit("phase", phase)
 
     def say(self, message: str) -> None:
@@ -164,7 +165,7 @@ class LabRun:
         )
         self.cluster = cluster = self.deps.cluster(spec)
         cluster.add_listener(lambda node, state, reason: self.timeline.add(
-            "node", node.name, f"{node.name} {state}: {reason}", state=str(state)))
+            NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}", state=str(state))))
         if self.abort.is_set():
             raise Aborted
         cluster.start(timeout=self.deps.timing.cluster_timeout_s, progress=self.say)

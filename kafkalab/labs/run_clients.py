@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalab.clients import Consumer, ConsumerStats, Producer, ProducerStats
+from kafkalab.clients import ClientState, Consumer, ConsumerStats, Producer, ProducerStats
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
+from kafkalab.labs.events import EventKind
 from kafkalab.labs.model import ConsumerPlan, Lab
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.timeline import Timeline
@@ -37,9 +38,10 @@ class RunClients:
                                            self.timeline.add_client_event, seed)
 
     def start_producer(self) -> None:
-        if self.producer is not None and self.producer.stats().state == "starting" and not self.producer.running:
+        producer = self.producer
+        if producer is not None and producer.stats().state == ClientState.STARTING and not producer.running:
             self.say("producer started")
-            self.producer.start()
+            producer.start()
 
     def stop_producer(self) -> None:
         if self.producer is not None:
@@ -59,7 +61,7 @@ class RunClients:
                                     "producer still sending")
             self.sleep(self.deps.timing.tick_s * 2)
         stats = self.producer.stats()
-        if stats.state == "failed":
+        if stats.state == ClientState.FAILED:
             raise KafkalabError(f"the producer failed: {stats.error}")
 
     # ---- the consumers ---------------------------------------------------------------------------
@@ -70,7 +72,7 @@ class RunClients:
             return False
         consumer = self.deps.consumer(plan, self.run_dir, self.bootstrap, self.timeline.add_client_event)
         instances.append(consumer)
-        self.timeline.add("consumer-launch", plan.name, f"{plan.name} started (group {plan.group})")
+        self.timeline.say(EventKind.CONSUMER_LAUNCH, plan.name, f"{plan.name} started (group {plan.group})")
         consumer.start()
         return True
 
@@ -87,7 +89,7 @@ class RunClients:
         deadline = time.monotonic() + timeout
         consumer = self.consumers[local_id][-1]
         while not (stats := consumer.stats()).assignment:
-            if stats.state in ("failed", "crashed", "finished"):
+            if stats.state.ended:
                 raise KafkalabError(f"{consumer.name} ended before it got partitions: {stats.error or stats.state}")
             if time.monotonic() > deadline:
                 raise KafkalabError(f"{consumer.name} got no partitions within {timeout:.0f}s")
@@ -120,7 +122,7 @@ class RunClients:
                 last, quiet_since = processed, time.monotonic()
             caught_up = all(  # every assigned partition's lag known and zero
                 s.assignment and set(s.assignment) <= set(s.lag) and s.total_lag == 0
-                for s in stats if s.state == "running") and self._groups_cover(stats)
+                for s in stats if s.state == ClientState.RUNNING) and self._groups_cover(stats)
             if caught_up and time.monotonic() - quiet_since >= timing.drain_quiet_s:
                 break
             self.sleep(timing.drain_poll_s)
@@ -138,7 +140,7 @@ class RunClients:
         partitions = next((t.partitions for t in self.lab.topics if t.name == self.lab.topic), 0)
         owned: dict[str, set[int]] = {}
         for s in stats:
-            if s.state == "running":
+            if s.state == ClientState.RUNNING:
                 owned.setdefault(s.group, set()).update(s.assignment)
         return all(len(parts) >= partitions for parts in owned.values())
 

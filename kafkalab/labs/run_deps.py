@@ -64,10 +64,10 @@ def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None)
         return dist_cache[0]
 
     def producer(plan: ProducerPlan, log_dir: Path, bootstrap: str, on_event: EventCallback, seed: int) -> Producer:
-        return Producer(plan.settings, log_dir, log_dir.name, bootstrap=bootstrap, on_event=on_event, seed=seed)
+        return Producer(plan.config, log_dir, log_dir.name, bootstrap=bootstrap, on_event=on_event, seed=seed)
 
     def consumer(plan: ConsumerPlan, log_dir: Path, bootstrap: str, on_event: EventCallback) -> Consumer:
-        return Consumer(plan.settings, log_dir, bootstrap=bootstrap, on_event=on_event)
+        return Consumer(plan.config, log_dir, bootstrap=bootstrap, on_event=on_event)
 
     def audit(bootstrap: str, topic: str, run_dir: Path) -> Path:
         from kafkalab.clients.audit import audit_topic
@@ -89,9 +89,9 @@ def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None)
         return send(bootstrap, topic, word, all_partitions=True)
 
     def reassign(bootstrap: str, topic: str, plan: dict[int, list[int]]) -> str:
-        from kafkalab.labs import actions
+        from kafkalab.admin import reassign as run_reassignment
 
-        return actions.reassign(dist(), bootstrap, topic, plan)
+        return run_reassignment(dist(), bootstrap, topic, plan)
 
     return RunDeps(
         cluster=lambda spec: Cluster(spec, dist()), admin=lambda bootstrap: Admin(bootstrap, timeout_s=1.5),

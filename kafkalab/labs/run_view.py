@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kafkalab.admin import ClusterSnapshot
+from kafkalab.admin import ClusterSnapshot, plan_replicas
+from kafkalab.clients import ClientState
 from kafkalab.cluster import NodeAction, NodeState
-from kafkalab.labs import actions
+from kafkalab.labs.events import Event, EventKind
 
 if TYPE_CHECKING:
     from kafkalab.labs.run import LabRun
@@ -28,9 +29,9 @@ class RunControls:
     def elapsed(self) -> float:
         return self.run.timeline.now()
 
-    def producer_progress(self) -> tuple[float, int, str]:
+    def producer_progress(self) -> tuple[float, int, ClientState]:
         stats = self.run.producer_stats()
-        return (0.0, 0, "starting") if stats is None else (stats.progress, stats.acked, stats.state)
+        return (0.0, 0, ClientState.STARTING) if stats is None else (stats.progress, stats.acked, stats.state)
 
     def consumed(self, local_id: int | None) -> int:
         return self._clients.consumed(local_id)
@@ -41,7 +42,7 @@ class RunControls:
     def snapshot(self) -> ClusterSnapshot | None:
         return self.run.snapshot()
 
-    def events_since(self, since: float, kind: str) -> list[dict[str, Any]]:
+    def events_since(self, since: float, kind: EventKind) -> list[Event]:
         return self.run.timeline.events(kind, since=since)
 
     # ---- what faults may do ----------------------------------------------------------------------
@@ -81,13 +82,13 @@ class RunControls:
     def replicate(self, topic: str, replication_factor: int) -> str:
         assert self.run.admin is not None and self.run.cluster is not None
         snap = self.run.admin.snapshot(offsets=False)
-        plan = actions.plan_replicas(snap.topic(topic), list(snap.brokers), replication_factor)
+        plan = plan_replicas(snap.topic(topic), list(snap.brokers), replication_factor)
         return self.run.deps.reassign(self.run.cluster.bootstrap, topic, plan)
 
     def elect_preferred(self, topic: str) -> None:
-        assert self.run.cluster is not None
+        assert self.run.admin is not None
         partitions = next(t.partitions for t in self.run.lab.topics if t.name == topic)
-        actions.elect_preferred(self.run.cluster.bootstrap, topic, partitions)
+        self.run.admin.elect_preferred(topic, partitions)
 
     def live_metrics(self) -> dict[str, float]:
         return self._clients.live_metrics()
