@@ -23,6 +23,7 @@ from confluent_kafka import Consumer as _RdConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from kafkalab.clients.control import CRASH, QUIT, WAIT
+from kafkalab.clients.lag_watch import LagWatch
 from kafkalab.clients.options import ConsumerConfig
 from kafkalab.clients.payload_log import ConsumedRows, PayloadLog
 from kafkalab.clients.preflight import check_topic, consumer_conf
@@ -140,7 +141,8 @@ class ConsumerLoop:
         self.state = ClientState.RUNNING
         self.event("started", f"group {cfg.group_id} on {cfg.topic}")
         lag_done = threading.Event()
-        lag_thread = threading.Thread(target=self._watch_lag, args=(conf, lag_done), name="kafkalab-lag",
+        watch = LagWatch(conf, cfg, self.assignment, self._position, self.lag)
+        lag_thread = threading.Thread(target=watch.run, args=(lag_done, _STATS_EVERY_S), name="kafkalab-lag",
                                       daemon=True)
         lag_thread.start()
         try:
@@ -178,44 +180,6 @@ class ConsumerLoop:
             if good or left <= 0:
                 return good
         return []
-
-    def _watch_lag(self, conf: dict[str, Any], done: threading.Event) -> None:
-        """Lag against the leaders' real high watermarks, twice a second, beside the poll loop.
-
-        A client of its own asks: confluent-kafka serializes calls on one consumer, so a query from here
-        would wait for the poll loop, and on the loop's own connections it would queue behind the fetch
-        long-poll. The position is the loop's (next offset after the last poll), read before the
-        watermark, so the lag can only be overstated, never understated, and a lab's drain cannot end
-        early. A partition not yet polled starts at the group's committed offset, else where
-        auto.offset.reset puts it.
-        """
-        side = {k: v for k, v in conf.items() if k != "group.instance.id"}
-        marks = _RdConsumer({**side, "enable.auto.commit": False})  # never subscribes: not a group member
-        try:
-            while not done.wait(_STATS_EVERY_S):
-                positions = dict(self._position)
-                for p in sorted(tuple(self.assignment)):
-                    lag = self._lag_of(marks, p, positions.get(p))
-                    if p not in self.assignment:
-                        continue  # revoked meanwhile
-                    if lag is None:
-                        self.lag.pop(p, None)
-                    else:
-                        self.lag[p] = lag
-        finally:
-            marks.close()
-
-    def _lag_of(self, marks: _RdConsumer, partition: int, position: int | None) -> int | None:
-        tp = TopicPartition(self.cfg.topic, partition)
-        try:
-            low, high = marks.get_watermark_offsets(tp, timeout=1.0, cached=False) or (-1, -1)
-            if position is None:
-                committed = marks.committed([tp], timeout=1.0)[0].offset
-                reset_to = low if self.cfg.auto_offset_reset == "earliest" else high
-                position = committed if committed >= 0 else reset_to
-        except (KafkaException, RuntimeError):
-            return None  # no reachable leader or coordinator right now
-        return max(0, high - position) if high >= 0 and position >= 0 else None
 
     def _process(self, consumer: _RdConsumer, batch: list[Message]) -> bool:
         """Process one polled batch; True when a `quit` record asks to close."""
