@@ -58,7 +58,7 @@ class Admin:
         try:
             md = self._metadata()
         except KafkaException as exc:
-            return ClusterSnapshot(time.time(), False, error=_short(exc), elapsed_s=time.monotonic() - started)
+            return ClusterSnapshot(time.time(), False, error=short_error(exc), elapsed_s=time.monotonic() - started)
         deadline = self._deadline(wait_s)
         try:  # asked now, awaited after the end offsets: the two waits overlap
             cluster = self._client.describe_cluster(request_timeout=self.timeout_s)
@@ -117,12 +117,25 @@ class Admin:
         """When to stop waiting for answers: ``wait_s`` from now, by default the request timeout and a margin."""
         return time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
 
+    @property
+    def client(self) -> AdminClient:
+        """The librdkafka admin client in use (it changes when a paused broker is routed around)."""
+        return self._client
+
     def end_offsets(self, partitions: list[tuple[str, int]], wait_s: float | None = None) -> dict[tuple[str, int], int]:
         """Log-end offsets of the partitions that answer within ``wait_s`` (default: the request timeout)."""
+        return self.list_offsets(partitions, OffsetSpec.latest(), wait_s)
+
+    def list_offsets(self, partitions: list[tuple[str, int]], spec: OffsetSpec,
+                     wait_s: float | None = None) -> dict[tuple[str, int], int]:
+        """The offsets ``spec`` names (earliest, latest, for a timestamp) of the partitions that answer in time.
+
+        For a timestamp past the last record Kafka answers -1: the caller decides what that means.
+        """
         if not partitions:
             return {}
         deadline = self._deadline(wait_s)
-        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+        request = {TopicPartition(t, p): spec for t, p in partitions}
         result: dict[tuple[str, int], int] = {}
         try:
             futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
@@ -182,7 +195,7 @@ class Admin:
                 # does not always refresh its metadata: a new client learns the controller afresh.
                 retriable = exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.NOT_CONTROLLER
                 if not retriable or time.monotonic() > deadline:
-                    raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
+                    raise KafkalabError(f"cannot create topic {name}: {short_error(exc)}") from None
                 time.sleep(0.5)
                 self._client = _admin_client(self.bootstrap)
         if wait_leaders:
@@ -204,7 +217,7 @@ class Admin:
         try:
             fut.result(timeout=timeout_s)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot delete topic {name}: {_short(exc)}") from None
+            raise KafkalabError(f"cannot delete topic {name}: {short_error(exc)}") from None
 
     def describe_topic(self, name: str) -> TopicDescription:
         try:
@@ -212,7 +225,7 @@ class Admin:
                 TopicCollection([name]), request_timeout=max(self.timeout_s, 5.0)
             )[name].result(timeout=10)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot describe topic {name}: {_short(exc)}") from None
+            raise KafkalabError(f"cannot describe topic {name}: {short_error(exc)}") from None
         configs = self._configs([name]).get(name, {})
         dynamic = {k: e.value for k, e in configs.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
         min_isr = int(dynamic.get("min.insync.replicas", configs.get("min.insync.replicas", _Entry("1")).value) or 1)
@@ -233,14 +246,14 @@ class Admin:
         try:
             self._client.incremental_alter_configs([res], request_timeout=10)[res].result(timeout=15)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot change configs of topic {name}: {_short(exc)}") from None
+            raise KafkalabError(f"cannot change configs of topic {name}: {short_error(exc)}") from None
         self._min_isr.pop(name, None)
 
     def topics(self) -> list[str]:
         try:
             return sorted(self._client.list_topics(timeout=max(self.timeout_s, 5.0)).topics)
         except KafkaException as exc:
-            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {_short(exc)}") from None
+            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {short_error(exc)}") from None
 
 
 @dataclass
@@ -252,7 +265,8 @@ def _with_end(p: PartitionState, end: int | None) -> PartitionState:
     return PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, end, p.min_isr, p.leader_epoch)
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
+    """The first line of a Kafka error's text."""
     err = exc.args[0] if exc.args else exc
     text = getattr(err, "str", lambda: str(err))()
     return text.splitlines()[0] if text else type(exc).__name__
