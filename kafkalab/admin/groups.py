@@ -289,7 +289,8 @@ class Groups:
     def partition_ids(self, topic: str) -> list[int]:
         """The partitions of a topic that exists, else one error line."""
         try:
-            md = self.admin.client.list_topics(topic=topic, timeout=max(self.admin.timeout_s, 5.0))
+            # All topics, not list_topics(topic=...): asking for one by name may auto-create it.
+            md = self.admin.client.list_topics(timeout=max(self.admin.timeout_s, 5.0))
         except KafkaException as exc:
             raise KafkalabError(f"cluster at {self.admin.bootstrap} is unreachable: {short_error(exc)}") from None
         meta = md.topics.get(topic)
