@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -58,7 +58,7 @@ class Admin:
         try:
             md = self._metadata()
         except KafkaException as exc:
-            return ClusterSnapshot(time.time(), False, error=short_error(exc), elapsed_s=time.monotonic() - started)
+            return ClusterSnapshot(time.time(), False, error=_short(exc), elapsed_s=time.monotonic() - started)
         deadline = self._deadline(wait_s)
         try:  # asked now, awaited after the end offsets: the two waits overlap
             cluster = self._client.describe_cluster(request_timeout=self.timeout_s)
@@ -195,7 +195,7 @@ class Admin:
                 # does not always refresh its metadata: a new client learns the controller afresh.
                 retriable = exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.NOT_CONTROLLER
                 if not retriable or time.monotonic() > deadline:
-                    raise KafkalabError(f"cannot create topic {name}: {short_error(exc)}") from None
+                    raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
                 time.sleep(0.5)
                 self._client = _admin_client(self.bootstrap)
         if wait_leaders:
@@ -212,12 +212,33 @@ class Admin:
                 raise KafkalabError(f"topic {name} has no leader for every partition after {timeout_s:.0f}s")
             time.sleep(0.2)
 
+    def ensure_topic(self, name: str, replication_factor: int | None, min_isr: int | None) -> None:
+        """Create the topic when missing (6 partitions), else set its min.insync.replicas (when given)."""
+        configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
+        if name not in self.topics():
+            self.create_topic(name, 6, replication_factor or 1, configs, timeout_s=30)
+        elif configs:
+            self.alter_topic_configs(name, configs)
+
+    def elect_preferred(self, name: str, partitions: int, timeout_s: float = 15.0) -> None:
+        """Ask for the preferred (first) replica to lead every partition of the topic."""
+        tps = [TopicPartition(name, p) for p in range(partitions)]
+        try:
+            results = self._client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
+            errors = results.result(timeout_s)
+        except KafkaException as exc:
+            raise KafkalabError(f"preferred leader election on {name} failed: {_short(exc)}") from None
+        for tp, err in errors.items():
+            # ELECTION_NOT_NEEDED: already led by its preferred replica
+            if err is not None and err.name() != "ELECTION_NOT_NEEDED":
+                raise KafkalabError(f"preferred leader election on {tp.topic}/{tp.partition} failed: {err.name()}")
+
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
         fut = self._client.delete_topics([name], request_timeout=timeout_s)[name]
         try:
             fut.result(timeout=timeout_s)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot delete topic {name}: {short_error(exc)}") from None
+            raise KafkalabError(f"cannot delete topic {name}: {_short(exc)}") from None
 
     def describe_topic(self, name: str) -> TopicDescription:
         try:
@@ -225,7 +246,7 @@ class Admin:
                 TopicCollection([name]), request_timeout=max(self.timeout_s, 5.0)
             )[name].result(timeout=10)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot describe topic {name}: {short_error(exc)}") from None
+            raise KafkalabError(f"cannot describe topic {name}: {_short(exc)}") from None
         configs = self._configs([name]).get(name, {})
         dynamic = {k: e.value for k, e in configs.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
         min_isr = int(dynamic.get("min.insync.replicas", configs.get("min.insync.replicas", _Entry("1")).value) or 1)
@@ -246,14 +267,14 @@ class Admin:
         try:
             self._client.incremental_alter_configs([res], request_timeout=10)[res].result(timeout=15)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot change configs of topic {name}: {short_error(exc)}") from None
+            raise KafkalabError(f"cannot change configs of topic {name}: {_short(exc)}") from None
         self._min_isr.pop(name, None)
 
     def topics(self) -> list[str]:
         try:
             return sorted(self._client.list_topics(timeout=max(self.timeout_s, 5.0)).topics)
         except KafkaException as exc:
-            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {short_error(exc)}") from None
+            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {_short(exc)}") from None
 
 
 @dataclass
@@ -265,11 +286,13 @@ def _with_end(p: PartitionState, end: int | None) -> PartitionState:
     return PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, end, p.min_isr, p.leader_epoch)
 
 
-def short_error(exc: BaseException) -> str:
-    """The first line of a Kafka error's text."""
+def _short(exc: BaseException) -> str:
     err = exc.args[0] if exc.args else exc
     text = getattr(err, "str", lambda: str(err))()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+short_error = _short  # the first line of a Kafka error's text, for the group and record modules
 
 
 class _SilentLogger:
