@@ -26,6 +26,10 @@ RESET_MODES = ("to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime
 TopicPartitionKey = tuple[str, int]
 
 
+class GroupActive(KafkalabError):
+    """The group has active members: Kafka resets offsets only of a group without any."""
+
+
 @dataclass(frozen=True)
 class GroupListing:
     group_id: str
@@ -228,7 +232,7 @@ class Groups:
         if not desc.reachable:
             raise KafkalabError(f"cannot describe group {group} at {self.admin.bootstrap}: {desc.error}")
         if desc.state not in INACTIVE_STATES:
-            raise KafkalabError(
+            raise GroupActive(
                 f"offsets of group {group} can only be reset while it is inactive, but its state is "
                 f"{desc.state} with {len(desc.members)} member(s): stop its consumers first")
         current = {(p.topic, p.partition): p.committed for p in desc.partitions}
@@ -271,6 +275,18 @@ class Groups:
         if execute:
             self.apply_reset(group, moves)
         return moves
+
+    def reset_when_inactive(self, group: str, topic_specs: list[str], target: ResetTarget,
+                            timeout_s: float) -> list[OffsetMove]:
+        """Execute a reset as soon as the group has no active member (its consumers may still be leaving)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.reset(group, topic_specs, target, execute=True)
+            except GroupActive:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def _partitions(self, topic_specs: list[str]) -> list[TopicPartitionKey]:
         if not topic_specs:
