@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster
 from tests.helpers import wait_until
+from tests.test_cli_cluster import assert_one_line_error
 
 KAFKALAB = os.environ.get("KAFKALAB", str(Path(sys.executable).with_name("kafkalab")))
 
@@ -26,14 +27,6 @@ pytestmark = pytest.mark.cluster
 def kafkalab(cluster: Cluster, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([KAFKALAB, *args, "--bootstrap", cluster.bootstrap], input=stdin, capture_output=True,
                           text=True, timeout=120)
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert result.returncode == 2, result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kafkalab: error: "), result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 def produce(cluster: Cluster, topic: str, count: int, partition: int | None = None, prefix: str = "v") -> None:

@@ -38,3 +38,12 @@ def test_type_needs_lines(tmp_path: Path) -> None:
     assert (fault.action, fault.target.topic, fault.records) == ("type", "test-topic", ("a:1", "plain"))
     msg = error_of(tmp_path, TYPE.replace("RECORDS", "[]"))
     assert "fault[1].records" in msg and "key:value" in msg
+
+
+def test_a_whole_topic_redelivered_is_named_a_replay_not_duplicates() -> None:
+    from kafkalab.analysis.verdict import verdict
+
+    assert verdict({"redelivered": 2000, "duplicated": 0}, acknowledged=2000).startswith(
+        "the whole topic (2,000 records) was processed again")
+    assert "not duplicates" in verdict({"redelivered": 2000}, acknowledged=2000)
+    assert verdict({"redelivered": 12}, acknowledged=2000).startswith("12 records were processed again")
