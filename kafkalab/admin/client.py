@@ -117,12 +117,25 @@ class Admin:
         """When to stop waiting for answers: ``wait_s`` from now, by default the request timeout and a margin."""
         return time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
 
+    @property
+    def client(self) -> AdminClient:
+        """The librdkafka admin client in use (it changes when a paused broker is routed around)."""
+        return self._client
+
     def end_offsets(self, partitions: list[tuple[str, int]], wait_s: float | None = None) -> dict[tuple[str, int], int]:
         """Log-end offsets of the partitions that answer within ``wait_s`` (default: the request timeout)."""
+        return self.list_offsets(partitions, OffsetSpec.latest(), wait_s)
+
+    def list_offsets(self, partitions: list[tuple[str, int]], spec: OffsetSpec,
+                     wait_s: float | None = None) -> dict[tuple[str, int], int]:
+        """The offsets ``spec`` names (earliest, latest, for a timestamp) of the partitions that answer in time.
+
+        For a timestamp past the last record Kafka answers -1: the caller decides what that means.
+        """
         if not partitions:
             return {}
         deadline = self._deadline(wait_s)
-        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+        request = {TopicPartition(t, p): spec for t, p in partitions}
         result: dict[tuple[str, int], int] = {}
         try:
             futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
@@ -277,6 +290,9 @@ def _short(exc: BaseException) -> str:
     err = exc.args[0] if exc.args else exc
     text = getattr(err, "str", lambda: str(err))()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+short_error = _short  # the first line of a Kafka error's text, for the group and record modules
 
 
 class _SilentLogger:

@@ -65,7 +65,8 @@ def analyze(
     if not audit_files:
         classes = {name: None if name in AUDIT_CLASSES else value for name, value in classes.items()}
     return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=result.samples,
-                  verdict=verdict(classes), inputs=inputs, elapsed_s=time.monotonic() - started,
+                  verdict=verdict(classes, totals.get("acknowledged")), inputs=inputs,
+                  elapsed_s=time.monotonic() - started,
                   spark_master=spark.sparkContext.master, audit=bool(audit_files))
 
 

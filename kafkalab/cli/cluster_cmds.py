@@ -18,7 +18,7 @@ from rich.table import Table
 
 from kafkalab import dist, doctor
 from kafkalab.admin import Admin, ClusterSnapshot
-from kafkalab.cli.common import add_state_dir, bootstrap_for, parse_settings, target_state_dir
+from kafkalab.cli.common import add_state_dir, add_target_args, bootstrap_for, parse_settings, target_state_dir
 from kafkalab.cli.docker_cmds import add_backend_args, backend_argv, backend_from_args
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.control import (
@@ -88,8 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--delete-config", action="append", metavar="NAME", help="config to remove, repeatable")
     p.set_defaults(func=cmd_topic_alter)
     for tp in (tsub.choices.values()):
-        add_state_dir(tp)
-        tp.add_argument("--bootstrap", default=None, help="bootstrap servers of any Kafka cluster")
+        add_target_args(tp)
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from kafkalab.admin import ClusterSnapshot
+from kafkalab.admin import ClusterSnapshot, ResetTarget
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import CheckEvent, EventKind, FaultEvent, FaultProblem
@@ -36,6 +36,8 @@ class FaultHost(Protocol):
     def alter_topic(self, topic: str, configs: Mapping[str, str]) -> None: ...
     def replicate(self, topic: str, replication_factor: int) -> str: ...
     def elect_preferred(self, topic: str) -> None: ...
+    def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str: ...
+    def type_records(self, topic: str, lines: Sequence[str]) -> str: ...
     def live_metrics(self) -> dict[str, float]: ...
 
 
@@ -106,6 +108,12 @@ class FaultFiring:
         elif category == "consumers":
             ids = [fault.target.local_id] if fault.target.kind == "consumer" else self.consumer_ids
             targets = [f"consumer-{i}" for i in ids if i is not None and self.host.consumer_action(i, action)]
+        elif category == "group":
+            assert fault.reset is not None
+            detail = self.host.reset_offsets(fault.target.group, fault.reset, fault.timeout_s)
+            targets = [f"group {fault.target.group}"]
+            self._event(fault, targets, detail)
+            return targets
         else:
             return self._topic(fault)
         self._event(fault, targets)
@@ -135,6 +143,8 @@ class FaultFiring:
             detail = self.host.replicate(topic, fault.replication_factor)
         elif action == "elect-preferred":
             self.host.elect_preferred(topic)
+        elif action == "type":
+            detail = self.host.type_records(topic, fault.records)
         targets = [f"topic {topic}"]
         self._event(fault, targets, detail)
         return targets

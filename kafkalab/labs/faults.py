@@ -11,10 +11,12 @@ at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20
      ``producer stalled`` | ``producer resumed`` | ``producer finished`` | ``brokers >= 3`` (live brokers)
 on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` | ``random follower T/P`` |
      ``followers T/P`` | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
-     ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T``
+     ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T`` | ``group G``
 do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
      consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
-     | replicate (``replication_factor``) | elect-preferred;  anything: check (``expect``) | note
+     | replicate (``replication_factor``) | elect-preferred | type (``records``, each ``key:value`` or a value);
+     groups: reset-offsets (``reset``: to-earliest, to-latest, to-offset N, shift-by N or to-datetime ISO;
+     once the group has no active member);  anything: check (``expect``) | note
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkalab.admin import ClusterSnapshot
+from kafkalab.admin import ClusterSnapshot, ResetTarget
+from kafkalab.admin.groups import RESET_MODES
 from kafkalab.clients.stats import ClientState
 from kafkalab.cluster.node import NodeAction
+from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind, LeaderChange
 from kafkalab.labs.expectations import OPS, parse_check
 
 NODE_ACTIONS = tuple(a.value for a in NodeAction)
 CONSUMER_ACTIONS = ("start", "stop", "crash")
 PRODUCER_ACTIONS = ("start", "stop")
-TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred")
+TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred", "type")
+GROUP_ACTIONS = ("reset-offsets",)
 ANY_ACTIONS = ("check", "note")
 CONTROL_WORDS = ("quit", "crash", "wait")
 DEFAULT_TIMEOUT_S = 90.0
@@ -150,17 +155,18 @@ def _part(m: re.Match[str]) -> int | None:
 @dataclass(frozen=True)
 class Target:
     kind: str  # brokers, leader, controller, random-follower, followers, same, zookeeper, producer,
-    #            consumer, consumers, topic, none
+    #            consumer, consumers, topic, group, none
     brokers: tuple[int, ...] = ()
     topic: str = ""
+    group: str = ""
     partition: int | None = None
     local_id: int | None = None
     text: str = ""
 
     @property
     def category(self) -> str:
-        """nodes, producer, consumers, topic or none: which actions apply."""
-        if self.kind in ("producer", "topic", "none"):
+        """nodes, producer, consumers, topic, group or none: which actions apply."""
+        if self.kind in ("producer", "topic", "group", "none"):
             return self.kind
         if self.kind in ("consumer", "consumers"):
             return "consumers"
@@ -216,10 +222,12 @@ def parse_target(text: str, brokers: int) -> Target:
         return Target(m["kind"].replace(" ", "-"), topic=m["topic"], partition=_part(m) or 0, text=s)
     if m := re.fullmatch(r"topic ([A-Za-z0-9._-]+)", s):
         return Target("topic", topic=m[1], text=s)
+    if m := re.fullmatch(r"group ([A-Za-z0-9._-]+)", s):
+        return Target("group", group=m[1], text=s)
     raise ValueError(
         f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', "
         "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'producer', 'consumer N', "
-        "'consumers' or 'topic T'"
+        "'consumers', 'topic T' or 'group G'"
     )
 
 
@@ -236,6 +244,8 @@ class Fault:
     note: str = ""
     timeout_s: float = DEFAULT_TIMEOUT_S
     line: int = 0
+    reset: ResetTarget | None = None  # reset-offsets: where to
+    records: tuple[str, ...] = ()  # type: the lines typed, each key:value or a value
 
     def describe(self) -> str:
         what = f"{self.action} {self.word}".strip()
@@ -254,7 +264,7 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
         s = "send"
     allowed = {
         "nodes": NODE_ACTIONS, "producer": PRODUCER_ACTIONS, "consumers": CONSUMER_ACTIONS,
-        "topic": TOPIC_ACTIONS, "none": (),
+        "topic": TOPIC_ACTIONS, "group": GROUP_ACTIONS, "none": (),
     }[target.category] + ANY_ACTIONS
     if s not in allowed:
         on = target.text or "nothing"
@@ -283,6 +293,12 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
     rf = int(raw.get("replication_factor", 0))
     if action == "replicate" and not 1 <= rf <= brokers:
         raise ValueError(f"replication_factor: replicate needs a replication_factor within 1..{brokers}")
+    reset = field_error("reset", lambda: parse_reset(str(raw.get("reset", "to-earliest")))) \
+        if action == "reset-offsets" else None
+    records = raw.get("records", [])
+    if action == "type" and (not isinstance(records, list) or not records or not all(
+            isinstance(r, str) and r for r in records)):
+        raise ValueError("records: type needs records = [\"key:value\", ...] (lines, not empty)")
     timeout = float(raw.get("timeout", DEFAULT_TIMEOUT_S))
     if timeout <= 0:
         raise ValueError("timeout: must be > 0 seconds")
@@ -290,5 +306,18 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
         at=trigger, action=action, target=target, word=word,
         configs={str(k): str(v) for k, v in dict(raw.get("configs", {})).items()},
         replication_factor=rf, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
-        timeout_s=timeout, line=line,
+        timeout_s=timeout, line=line, reset=reset, records=tuple(records) if action == "type" else (),
     )
+
+
+def parse_reset(text: str) -> ResetTarget:
+    """``to-earliest`` | ``to-latest`` | ``to-offset N`` | ``shift-by N`` | ``to-datetime ISO``, as the CLI takes."""
+    mode, _, value = " ".join(text.split()).partition(" ")
+    if mode not in RESET_MODES:
+        raise ValueError(f"{text!r}: write one of to-earliest, to-latest, to-offset N, shift-by N, to-datetime ISO")
+    if (mode in ("to-earliest", "to-latest")) == bool(value):
+        raise ValueError(f"{text!r}: {mode} takes {'no value' if value else 'a value'}")
+    try:
+        return ResetTarget(mode, value)
+    except KafkalabError as exc:
+        raise ValueError(str(exc)) from None

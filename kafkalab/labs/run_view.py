@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kafkalab.admin import ClusterSnapshot, plan_replicas
+from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, plan_replicas
 from kafkalab.clients import ClientState
+from kafkalab.clients.records import RecordTyper
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.labs.events import Event, EventKind
 
@@ -89,6 +90,26 @@ class RunControls:
         assert self.run.admin is not None
         partitions = next(t.partitions for t in self.run.lab.topics if t.name == topic)
         self.run.admin.elect_preferred(topic, partitions)
+
+    def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str:
+        """Reset the group's offsets on the topics it has offsets for (else the lab's), once it is inactive."""
+        assert self.run.admin is not None
+        groups = Groups(self.run.admin)
+        topics = sorted({p.topic for p in groups.describe(group, wait_s=5.0).partitions}) or \
+            [t.name for t in self.run.lab.topics]
+        moves = groups.reset_when_inactive(group, topics, target, timeout_s)
+        again = sum(max(0, m.current - m.new) for m in moves if m.current is not None)
+        return f"{len(moves)} partition(s) {target.describe()}: {again:,} record(s) to read again"
+
+    def type_records(self, topic: str, lines: Sequence[str]) -> str:
+        """Send each line as a record (``key:value`` has a key), as `kafkalab type --key-sep :` does."""
+        assert self.run.cluster is not None
+        typer = RecordTyper(self.run.cluster.bootstrap, topic)
+        try:
+            outcomes = [typer.send(line, ":" if ":" in line else None) for line in lines]
+        finally:
+            typer.close()
+        return "; ".join(f"{o.line} -> {o.describe()}" for o in outcomes)
 
     def live_metrics(self) -> dict[str, float]:
         return self._clients.live_metrics()

@@ -25,12 +25,15 @@ from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.ui import bindings
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
+from kafkalab.ui.group_source import AdminGroupsFeed, GroupsFeed, source_bootstrap
+from kafkalab.ui.groups import GroupsPane, open_reset
 from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, leader_moves
 from kafkalab.ui.producer import ProducerPane
+from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
 from kafkalab.ui.source import NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
@@ -39,6 +42,8 @@ from kafkalab.ui.zookeeper import ZooKeeperPane
 NODE_POLL_S = 0.5
 ADMIN_POLL_S = 1.0
 RUN_POLL_S = 0.5
+GROUPS_POLL_S = 2.0
+RECORDS_POLL_S = 0.3
 MOVES_IN_A_TOAST = 3
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
@@ -58,7 +63,8 @@ class LabConsole(App[None]):
 
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
                  keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
-                 screenshot_dir: Path | None = None, poll_s: float | None = None) -> None:
+                 screenshot_dir: Path | None = None, poll_s: float | None = None,
+                 groups_feed: GroupsFeed | None = None) -> None:
         """``poll_s`` overrides every poll interval (tests poll fast; the defaults suit a person)."""
         super().__init__()
         self.source = source
@@ -83,6 +89,13 @@ class LabConsole(App[None]):
             Poller(self, "admin", source.snapshot, self.apply_snapshot, poll_s or ADMIN_POLL_S, self.show_error),
             Poller(self, "run", source.run, self.apply_run, poll_s or RUN_POLL_S, self.show_error),
         ]
+        self.groups_feed = groups_feed or AdminGroupsFeed(source_bootstrap(source))
+        self.pollers += [
+            Poller(self, "groups", self.groups_feed.groups, lambda f: self.query_one(GroupsPane).show(f),
+                   poll_s or GROUPS_POLL_S, self.show_error),
+            Poller(self, "records", self.groups_feed.records, lambda f: self.query_one(RecordsPane).show(f),
+                   poll_s or RECORDS_POLL_S, self.show_error),
+        ]
 
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -101,6 +114,10 @@ class LabConsole(App[None]):
                     yield LabPane()
                 with TabPane("Results", id="tab-results"):
                     yield ResultsPane()
+                with TabPane("Groups", id="tab-groups"):
+                    yield GroupsPane()
+                with TabPane("Records", id="tab-records"):
+                    yield RecordsPane(self.groups_feed)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -339,6 +356,23 @@ class LabConsole(App[None]):
         if not self.presenter:
             self.query_one("#side", TabbedContent).active = f"tab-{name}"
 
+    def action_next_group(self) -> None:
+        self.action_show_tab("groups")
+        picked = self.query_one(GroupsPane).select_next()
+        self.set_action(f"group {picked}" if picked else "no consumer group yet")
+
+    def action_reset_group(self) -> None:
+        def done(message: str | None) -> None:
+            if message:
+                self.set_action(message)
+                for poller in self.pollers:
+                    poller.poll_now()
+
+        self.action_show_tab("groups")
+        why_not = open_reset(self.query_one(GroupsPane), self.groups_feed, self.push_screen, done)
+        if why_not:
+            self.notify(why_not, severity="warning", timeout=3)
+
     def action_samples(self) -> None:
         self.push_screen(TextScreen("anomaly samples (message ids)", self.query_one(ResultsPane).samples_text()))
 
@@ -360,7 +394,7 @@ class LabConsole(App[None]):
         for key, active in self.screen.active_bindings.items():
             binding = active.binding
             if binding.id and binding.id.startswith(("app.", "broker.", "run.", "lab.", "consumer.", "topic.",
-                                                     "view.", "results.")):
+                                                     "view.", "results.", "group.")):
                 rows.append((self.get_key_display(binding) or key, binding.description, binding.id))
         return rows
 
@@ -397,6 +431,7 @@ class LabConsole(App[None]):
 
         def work() -> None:
             try:
+                self.groups_feed.close()
                 self.source.close()
             finally:
                 self.call_from_thread(self.exit)
