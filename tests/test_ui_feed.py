@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -124,9 +125,13 @@ def sample_run() -> RunFrame:
                   (TimelineStep("progress 20%: stop broker 2", True), TimelineStep("after 3s: start broker 2", False)))
     report = ReportView("acks=all, min ISR 2: nothing acknowledged was lost", True,
                         {"lost": 0, "duplicated": 0, "recovered": 12},
-                        {p: {"recovered": 2} for p in range(6)}, {"recovered": ("run1-producer-17",)})
-    return RunFrame(False, "done", producer, (consumer,), series,
-                    (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", "leader")), lab, report,
+                        {p: {"attempted": 83_334, "acknowledged": 83_133, "consumed_rows": 83_133, "recovered": 2,
+                             "leader_changes": 1 if p in (1, 4) else 0} for p in range(6)},
+                        {"recovered": ("run1-producer-17",)})
+    markers = (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", "leader"),
+               *(Marker(9.6, f"leader __consumer_offsets/{p} 2->3", "leader") for p in range(5)),
+               Marker(14.0, "start broker 2"), Marker(19.0, "leader t/1 3->2", "leader"))
+    return RunFrame(False, "done", producer, (consumer,), series, markers, lab, report,
                     {"producer.acks": "all", "producer.idempotent": "true", "producer.max-inflight": "5",
                      "producer.linger": "0"})
 
@@ -162,8 +167,26 @@ def test_chart_marks_faults_on_their_column() -> None:
     rows = text.splitlines()
     marker_row = rows[5]
     assert marker_row.index("1") == 8 + 25  # axis width + half of the 50-column plot
-    assert "1 kill broker 2 @50s" in rows[-1]
+    assert "1 @50s kill broker 2" in rows[-1]
     assert columns([(0.0, 1.0), (0.0, 3.0), (9.9, 5.0)], 10, 10.0)[0] == 2.0
+
+
+def test_chart_legend_wraps_within_the_width_and_names_every_marker_symbol() -> None:
+    series = [(float(t), 100.0) for t in range(30)]
+    markers = [Marker(9.0, "kill broker-1"), *(Marker(14.0, f"leader __consumer_offsets/{p} 1 -> 2", "leader")
+                                              for p in range(4)),
+               Marker(20.0, "leader test-topic/3 1 -> 3", "leader"), Marker(25.0, "start broker-1")]
+    width, height = 40, 12
+    rows = render_chart(series, markers, width=width, height=height).plain.splitlines()
+    assert len(rows) == height
+    assert all(len(row) <= width for row in rows)
+    mark_row = next(i for i, row in enumerate(rows) if row.startswith(" " * 8) and row.replace(" ", "").isalnum())
+    symbols = rows[mark_row].split()
+    legend = "\n".join(rows[mark_row + 2:])
+    assert symbols == ["1", "2", "3", "4"]
+    for symbol in symbols:
+        assert re.search(rf"(^|· ){symbol} @\d+s", legend, re.M), f"{symbol} missing from the legend {legend!r}"
+    assert "4 leader changes" in legend and "kill broker-1" in legend and "start broker-1" in legend
 
 
 def test_shorten_drops_date_and_logger() -> None:

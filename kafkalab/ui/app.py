@@ -335,6 +335,10 @@ class LabConsole(App[None]):
                                      "test-topic rf=3 min.isr=2"), apply)
 
     # ---- views -----------------------------------------------------------------------------------
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """The results need more width than the clients: on a narrow screen their tab takes the whole row."""
+        self.query_one("#main").set_class(event.pane.id == "tab-results", "-results")
+
     def action_show_tab(self, name: str) -> None:
         if not self.presenter:
             self.query_one("#side", TabbedContent).active = f"tab-{name}"

@@ -217,8 +217,7 @@ def report_view(state: SessionState) -> ReportView | None:
     failures = result.failures
     if failures and result.outcome != "passed":
         verdict += f" — {'; '.join(failures[:2])}"
-    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items()
-                                             if k not in ("topic", "partition", "leader_changes")}
+    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items() if k not in ("topic", "partition")}
                      for row in report.get("per_partition", [])}
     totals = {k: int(report.get(k) or 0) for k in ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated",
                                                    "redelivered", "reordered", "recovered", "unexpected")}
