@@ -114,11 +114,11 @@ async def test_consumers_table_follows_changes_and_removals() -> None:
     feed = FakeSource(with_run=True)
     async with running(feed) as (app, pilot):
         table = app.query_one(ConsumersTable)
-        assert table.get_cell("consumer", "received").plain == "498,796"
+        assert table.get_cell("consumer", "received").plain.strip() == "498,796"
         consumer = feed.run_frame.consumers[0]
         feed.run_frame = replace(feed.run_frame, consumers=(replace(consumer, received=500_000),))
         await settle(pilot)
-        assert table.get_cell("consumer", "received").plain == "500,000"
+        assert table.get_cell("consumer", "received").plain.strip() == "500,000"
         feed.run_frame = replace(feed.run_frame, consumers=())
         await settle(pilot)
         assert table.row_count == 0
@@ -274,3 +274,23 @@ async def test_quit_during_a_live_run_confirms_and_closes_the_source() -> None:
                 break
             await asyncio.sleep(0.05)
     assert feed.closed
+
+
+@sync
+async def test_consumers_table_shows_every_column_at_160_columns_and_titles_are_not_doubled() -> None:
+    feed = FakeSource(with_run=True)
+    consumer = feed.run_frame.consumers[0]
+    wide = replace(consumer, name="consumer-1", state="running", group_state="rebalancing", received=498_796,
+                   processed=498_796, committed={p: 83_000 for p in range(6)}, lag={p: 12_345 for p in range(6)})
+    feed.run_frame = replace(feed.run_frame, consumers=(wide, replace(wide, name="consumer-2")))
+    app = console(feed)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")  # the report took the Results tab
+        await pilot.pause()
+        table = app.query_one(ConsumersTable)
+        assert [str(c.label).strip() for c in table.columns.values()][-2:] == ["lag", "rebal"]
+        assert table.virtual_size.width <= table.scrollable_content_region.width, "columns cut off"
+        assert table.get_cell("consumer-1", "assigned").plain.strip() == "0-5"
+        assert table.border_title == "consumers · group test-app"
+        assert app.query_one("#producer").border_title == "producer"
