@@ -15,6 +15,7 @@ from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafkalab.admin import PartitionState
+from kafkalab.clients.preflight import base_conf
 from kafkalab.dist import Distribution, java_binary
 from kafkalab.errors import KafkalabError
 
@@ -44,7 +45,8 @@ def reassign(dist: Distribution, bootstrap: str, topic: str, plan: dict[int, lis
     args = [f"{p}={','.join(map(str, r))}" for p, r in sorted(plan.items())]
     cmd = [java_binary(), "-Xmx128m", "-cp", dist.classpath, str(REASSIGN_SOURCE), bootstrap, topic, *args]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+                              check=False)
     except subprocess.TimeoutExpired:
         raise KafkalabError(f"reassigning {topic} took over {timeout:.0f}s: check the brokers") from None
     if done.returncode != 0:
@@ -55,7 +57,7 @@ def reassign(dist: Distribution, bootstrap: str, topic: str, plan: dict[int, lis
 
 def elect_preferred(bootstrap: str, topic: str, partitions: int, timeout: float = 15) -> None:
     """Ask for the preferred (first) replica to lead every partition of ``topic``."""
-    client = AdminClient({"bootstrap.servers": bootstrap})
+    client = AdminClient(base_conf({"bootstrap.servers": bootstrap}))  # librdkafka logs off the terminal
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     try:
         results = client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout).result(timeout)

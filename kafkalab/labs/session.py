@@ -233,7 +233,7 @@ class LabSession:
             if self._spark is None:
                 from kafkalab.analysis import WarmSession
 
-                self._spark = WarmSession(warmup_rows=LAB_WARMUP_ROWS).start()
+                self._spark = WarmSession(warmup_rows=LAB_WARMUP_ROWS, log_path=self.runs_root / "spark.log").start()
             self._thread = threading.Thread(target=self._run, name=f"kafkalab-lab-{self.lab.id}", daemon=True)
             self._thread.start()
             return self.run_dir
