@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.table import Table
 from textual.pilot import Pilot
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from kafkalab.admin import ClusterSnapshot
@@ -22,7 +23,9 @@ from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
-from tests.test_ui_feed import FakeSource
+from kafkalab.ui.source import ClusterSource
+from kafkalab.ui.workload import waiting_for
+from tests.test_ui_feed import TOPIC, FakeSource
 
 SIZE = (120, 36)
 
@@ -294,3 +297,35 @@ async def test_consumers_table_shows_every_column_at_160_columns_and_titles_are_
         assert table.get_cell("consumer-1", "assigned").plain.strip() == "0-5"
         assert table.border_title == "consumers · group test-app"
         assert app.query_one("#producer").border_title == "producer"
+
+
+@sync
+async def test_bare_console_offers_only_keys_that_act_and_brokers_that_exist() -> None:
+    feed = FakeSource()
+    feed.offers = ClusterSource.offers  # type: ignore[attr-defined]
+    app = console(feed)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        footer = " ".join(str(k.description) for k in app.query("FooterKey"))  # type: ignore[attr-defined]
+        assert "Start run" in footer and "Stop run" in footer
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        ids = {row[2] for row in app.screen.rows}
+        assert {"run.start", "run.stop", "topic.alter"} <= ids
+        assert not ids & {"lab.reset", "run.setting", "consumer.quit", "consumer.crash", "consumer.wait"}
+        assert not any(i.startswith("broker.select.") and int(i[-1]) > 3 for i in ids)
+        await pilot.press("escape", "n", "e", "4")
+        await settle(pilot)
+        assert isinstance(app.screen, Screen) and not isinstance(app.screen, ModalScreen)
+        assert app.selected is None and not app._notifications  # no toast, nothing happened
+
+
+def test_waiting_for_names_the_partition_its_missing_replicas_and_the_broker_down() -> None:
+    feed = FakeSource()
+    assert waiting_for(feed.snapshot(), TOPIC) == ""
+    feed.node_action("broker-2", "kill")
+    feed.node_action("broker-3", "kill")
+    said = waiting_for(feed.snapshot(), TOPIC)
+    assert said == f"waiting for 2 in-sync replicas of {TOPIC}/0: brokers 2, 3 are down"
+    assert waiting_for(ClusterSnapshot(0.0, False), TOPIC) == "waiting for the brokers to answer"

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
 
+from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.modals import ConfirmScreen
 from kafkalab.ui.source import ClusterSource
+from kafkalab.ui.workload import DEMO_TOPIC
 from tests.test_ui_app import leader_cell, sync
 
 pytestmark = pytest.mark.cluster
@@ -53,3 +56,31 @@ def test_kill_key_on_the_leader_moves_the_table_leader(cluster: Cluster, topic_f
         for node in cluster.brokers:  # the next test wants every broker back
             if node.state in (NodeState.KILLED, NodeState.STOPPED):
                 node.start()
+
+
+def test_bare_console_opens_with_the_demo_topic_and_g_x_run_the_default_workload(cluster: Cluster,
+                                                                                   admin: Admin) -> None:
+    source = ClusterSource(cluster, owned=False)
+    said: list[str] = []
+    try:
+        source.boot(said.append)
+        assert said and said[-1].endswith("g runs a producer and a consumer")
+        partitions = [p for p in admin.snapshot(offsets=False).partitions if p.topic == DEMO_TOPIC]
+        assert len(partitions) == 6
+        assert {len(p.replicas) for p in partitions} == {3} and {p.min_isr for p in partitions} == {2}
+        assert source.run().phase == "idle" and not source.run().live
+        source.start_run()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            frame = source.run()
+            if frame.producer and frame.producer.acked and frame.consumers and frame.consumers[0].processed:
+                break
+            time.sleep(0.5)
+        frame = source.run()
+        assert frame.live and frame.phase == "running"
+        assert frame.consumers and frame.consumers[0].processed > 0, "the consumer processed nothing in 120 s"
+        source.stop_run()
+        frame = source.run()
+        assert not frame.live and frame.phase == "stopped"
+    finally:
+        source.close()

@@ -73,7 +73,7 @@ def test_kafkalab_console_kill_key_moves_leader_and_quit_leaves_nothing(tmux: Tm
     command = f"{KAFKALAB} console --no-lab --free-ports --state-dir {state_dir}"
     tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "36", command)
     try:
-        tmux.wait_for(lambda s: "cluster ready" in s, 180, "'cluster ready'")
+        tmux.wait_for(lambda s: "g runs a producer" in s, 180, "the console ready")
         subprocess.run([str(KAFKALAB), "topic", "create", TOPIC, "--partitions", "3", "--replication-factor", "3",
                         "--state-dir", str(state_dir)], check=True, capture_output=True, timeout=90)
         screen = tmux.wait_for(lambda s: (leader_of(s, f"{TOPIC}/0") or "none") != "none", 60, "the topic's leader")

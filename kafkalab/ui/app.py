@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -32,8 +33,9 @@ from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, leader_moves
 from kafkalab.ui.producer import ProducerPane
 from kafkalab.ui.results import ResultsPane
-from kafkalab.ui.source import NodesFrame, RunFrame, Source
+from kafkalab.ui.source import RUN_ACTIONS, NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
+from kafkalab.ui.workload import DEMO_TOPIC, waiting_for
 from kafkalab.ui.zookeeper import ZooKeeperPane
 
 NODE_POLL_S = 0.5
@@ -74,6 +76,7 @@ class LabConsole(App[None]):
         self.node_states: dict[str, NodeState] = {}
         self.node_panes: dict[str, NodePane] = {}  # by node name, found once: a DOM query walks every widget
         self.last_action = ""
+        self.waiting = ""  # what a live run's producer waits for, shown until it is resolved
         self.quitting = False
         self.register_theme(CONTRAST)
         if keymap:
@@ -83,6 +86,14 @@ class LabConsole(App[None]):
             Poller(self, "admin", source.snapshot, self.apply_snapshot, poll_s or ADMIN_POLL_S, self.show_error),
             Poller(self, "run", source.run, self.apply_run, poll_s or RUN_POLL_S, self.show_error),
         ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that cannot act here are not offered: brokers the cluster lacks, what the source cannot do."""
+        if action == "select_node" and parameters:
+            return parameters[0] == 0 or parameters[0] in self.broker_ids
+        if action in RUN_ACTIONS:
+            return action in getattr(self.source, "offers", RUN_ACTIONS)
+        return True
 
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -130,9 +141,9 @@ class LabConsole(App[None]):
         self.call_from_thread(self._booted)
 
     def _booted(self) -> None:
+        """The source's last word on its boot stays up (a lab's cluster starts only with its run)."""
         self.ready = True
-        self.set_action("cluster ready")
-        self.notify("cluster ready", timeout=3)
+        self.notify(self.last_action or "ready", timeout=3)
         for poller in self.pollers:
             poller.poll_now()
         self.call_after_refresh(freeze_long_lived)  # the cluster's and admin client's objects too
@@ -166,6 +177,7 @@ class LabConsole(App[None]):
                 pane.show_roles(pane.controller, *self._counts(previous, pane.broker_id), reachable=False)
             return
         self.snapshot = snapshot
+        self.show_waiting()
         for pane in self.query(BrokerPane):
             pane.show_roles(snapshot.controller == pane.broker_id, *self._counts(snapshot, pane.broker_id),
                             reachable=True)
@@ -194,6 +206,16 @@ class LabConsole(App[None]):
             self.action_show_tab("results")
         if (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
+        if frame.live != previous.live:
+            self.show_waiting()
+
+    def show_waiting(self) -> None:
+        """While a run is live, say what its producer waits for (a leader, in-sync replicas) and why."""
+        topic = self.run_frame.settings.get("producer.topic", DEMO_TOPIC)
+        waiting = waiting_for(self.snapshot, topic) if self.run_frame.live and self.snapshot else ""
+        if waiting != self.waiting:
+            self.waiting = waiting
+            self.update_topbar()
 
     # ---- status ----------------------------------------------------------------------------------
     def set_action(self, message: str) -> None:
@@ -205,8 +227,10 @@ class LabConsole(App[None]):
         lab = frame.lab.lab_id if frame.lab else "no lab"
         phase_style = "bold black on green" if frame.live else "bold reverse"
         line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style),
-                             ("  selected: ", "dim"), (self.selected or "none (press 1..9, 0)", "bold"))
-        if self.last_action:
+                             ("  selected: ", "dim"), (self.selected or f"none (press 1..{max(self.broker_ids, default=1)}, 0)", "bold"))
+        if self.waiting:
+            line.append("  » ", style="dim").append(self.waiting, style="bold yellow")
+        elif self.last_action:
             line.append("  » ", style="dim").append(self.last_action, style="italic")
         self.query_one("#topbar", Line).show(line)
 
@@ -359,10 +383,16 @@ class LabConsole(App[None]):
         path = self.save_screenshot(name, str(self.screenshot_dir))
         self.notify(f"screenshot saved: {path}", timeout=5)
 
+    def offered(self, binding: Binding) -> bool:
+        _namespace, name, params = parse_action(binding.action)
+        return self.check_action(name, params) is not False
+
     def help_rows(self) -> list[tuple[str, str, str]]:
         rows = []
         for key, active in self.screen.active_bindings.items():
             binding = active.binding
+            if not self.offered(binding):
+                continue
             if binding.id and binding.id.startswith(("app.", "broker.", "run.", "lab.", "consumer.", "topic.",
                                                      "view.", "results.")):
                 rows.append((self.get_key_display(binding) or key, binding.description, binding.id))
@@ -376,7 +406,8 @@ class LabConsole(App[None]):
         seen = set()
         for _key, active in screen.active_bindings.items():
             b: Binding = active.binding
-            if b.id and b.id not in seen and not b.id.startswith("broker.select") and b.id != "app.help":
+            if (b.id and b.id not in seen and not b.id.startswith("broker.select") and b.id != "app.help"
+                    and self.offered(b)):
                 seen.add(b.id)
                 yield SystemCommand(b.description, f"key {self.get_key_display(b)} · {b.id}",
                                     lambda action=b.action: self.call_later(self.run_action, action))

@@ -21,6 +21,9 @@ from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.session import LabSession, Phase, SessionState
 from kafkalab.ui.source import (
+    CLUSTER_STARTING,
+    NO_CLUSTER_YET,
+    RUN_ACTIONS,
     SNAPSHOT_WAIT_S,
     LabView,
     LogFollower,
@@ -38,6 +41,8 @@ THROUGHPUT_POINTS = 600
 
 
 class LabSource:
+    offers = RUN_ACTIONS
+
     def __init__(self, session: LabSession, spark: WarmSession | None = None) -> None:
         """``spark`` is the warm session given to ``session`` too: started at boot, stopped by the session."""
         self.session = session
@@ -98,7 +103,7 @@ class LabSource:
         self._track()
         admin = self._admin
         if admin is None:
-            what = "no cluster yet: press g to start a run" if self._cluster is None else "cluster starting"
+            what = NO_CLUSTER_YET if self._cluster is None else CLUSTER_STARTING
             return ClusterSnapshot(time.time(), False, error=what)
         return admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 

@@ -14,6 +14,9 @@ from textual.widgets import DataTable
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.ui.line import Line
+from kafkalab.ui.source import CLUSTER_STARTING, NO_CLUSTER_YET
+
+NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING)
 
 MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
@@ -156,12 +159,15 @@ class PartitionsPane(Vertical):
 
     def show(self, snapshot: ClusterSnapshot) -> None:
         self.query_one(PartitionTable).show(snapshot)
-        self.set_class(not snapshot.reachable, "-stale")
+        self.set_class(not snapshot.reachable and snapshot.error not in NOT_FAILURES, "-stale")
         self.query_one("#partitions-status", Line).show(self.status_line(snapshot))
         if snapshot.reachable:
             self.last_ok = snapshot
 
     def status_line(self, snapshot: ClusterSnapshot) -> Text:
+        if not snapshot.reachable and snapshot.error in NOT_FAILURES:
+            return Text.assemble((f" {snapshot.error.split(':')[0].upper()} ", "bold reverse"),
+                                 f" {snapshot.error.partition(': ')[2] or 'the table fills when it is up'}")
         if not snapshot.reachable:
             since = f" since {clock_time(self.last_ok.taken_at)}" if self.last_ok else ""
             return Text.assemble((" UNREACHABLE ", "bold white on red"),

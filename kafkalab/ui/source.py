@@ -20,6 +20,9 @@ from kafkalab.cluster import Cluster, NodeInfo
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
 
+# snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE
+NO_CLUSTER_YET = "no cluster yet: the lab's cluster starts with its run (press g)"
+CLUSTER_STARTING = "the cluster is starting"
 LOG_LINES_KEPT = 200
 SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
 _LOG_READ_MAX = 65536
@@ -83,10 +86,18 @@ class RunFrame:
     settings: Mapping[str, str] = field(default_factory=dict)
 
 
+RUN_ACTIONS = frozenset({"start_run", "stop_run", "reset_lab", "send_control", "edit_setting", "edit_topic"})
+
+
 class Source(Protocol):
-    """The console's view of a lab: every method may block and is called from a thread worker."""
+    """The console's view of a lab: every method may block and is called from a thread worker.
+
+    ``offers`` names the console actions (of :data:`RUN_ACTIONS`) this source can carry out; the console
+    neither shows nor runs the others.
+    """
 
     title: str
+    offers: frozenset[str]
 
     def boot(self, progress: Callable[[str], None]) -> None: ...
     def nodes(self) -> NodesFrame: ...
@@ -145,11 +156,17 @@ def zookeeper_connections(port: int) -> int | None:
 
 
 class ClusterSource:
-    """A bare cluster with the console as its owner: nodes, logs, admin snapshots, node controls."""
+    """A bare cluster with the console as its owner: nodes, logs, admin snapshots, node controls, and the
+    default workload (the demo topic, a producer and a consumer) on `g` / `x`."""
+
+    offers = frozenset({"start_run", "stop_run", "edit_topic"})
 
     def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True) -> None:
         """``owned=False`` attaches to a cluster someone else started and will shut down."""
+        from kafkalab.ui.workload import Workload
+
         self.cluster = cluster
+        self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned
         self._admin: Admin | None = None
@@ -164,6 +181,11 @@ class ClusterSource:
             write_cluster_file(self.cluster)
             self._server = ControlServer(self.cluster, self._down)
         self._followers = {n.name: LogFollower(n.log_path) for n in self.cluster.nodes}
+        admin = Admin(self.cluster.bootstrap, timeout_s=5.0)
+        from kafkalab.ui.workload import DEMO_TOPIC, ensure_demo_topic
+
+        progress(ensure_demo_topic(admin, len(self.cluster.spec.broker_ids)))
+        progress(f"{DEMO_TOPIC} ready: g runs a producer and a consumer")
         self._admin = Admin(self.cluster.bootstrap)
 
     def nodes(self) -> NodesFrame:
@@ -177,25 +199,29 @@ class ClusterSource:
 
     def snapshot(self) -> ClusterSnapshot:
         if self._admin is None:
-            return ClusterSnapshot(time.time(), False, error="cluster starting")
+            return ClusterSnapshot(time.time(), False, error=CLUSTER_STARTING)
         return self._admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
     def run(self) -> RunFrame:
-        return RunFrame()
+        return self.workload.frame()
 
     def node_action(self, node: str, action: str) -> None:
         getattr(self.cluster.node(node), action)()
 
     def start_run(self) -> None:
-        raise NotImplementedError("no lab loaded: open the console on a lab to run it")
+        self.workload.start(self.cluster.bootstrap)
 
-    stop_run = reset = start_run
+    def stop_run(self) -> None:
+        self.workload.stop()
+
+    def reset(self) -> None:
+        raise NotImplementedError("no lab loaded: open the console on a lab to reset it")
 
     def send_control(self, word: str) -> None:
-        raise NotImplementedError("no lab loaded: there are no consumers to send to")
+        raise NotImplementedError("no lab loaded: send-control needs a lab's consumers")
 
     def change_setting(self, name: str, value: str) -> None:
-        raise NotImplementedError("no lab loaded: there is no producer or consumer to configure")
+        raise NotImplementedError("no lab loaded: settings belong to a lab's clients")
 
     def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
         if self._admin is None:
@@ -206,6 +232,7 @@ class ClusterSource:
         if self._closed:
             return
         self._closed = True
+        self.workload.stop()
         if self._server is not None:
             self._server.close()
         if self.owned:
