@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster.node import NodeAction
 from kafkalab.labs.expectations import OPS, parse_check
 
-NODE_ACTIONS = ("stop", "kill", "pause", "resume", "start", "restart")
+NODE_ACTIONS = tuple(a.value for a in NodeAction)
 CONSUMER_ACTIONS = ("start", "stop", "crash")
 PRODUCER_ACTIONS = ("start", "stop")
 TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred")

@@ -22,7 +22,7 @@ from textual.theme import Theme
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
-from kafkalab.cluster import NodeState
+from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.ui import bindings
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
@@ -226,8 +226,9 @@ class LabConsole(App[None]):
         frame = self.run_frame
         lab = frame.lab.lab_id if frame.lab else "no lab"
         phase_style = "bold black on green" if frame.live else "bold reverse"
+        pick = f"none (press 1..{max(self.broker_ids, default=1)}, 0)"
         line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style),
-                             ("  selected: ", "dim"), (self.selected or f"none (press 1..{max(self.broker_ids, default=1)}, 0)", "bold"))
+                             ("  selected: ", "dim"), (self.selected or pick, "bold"))
         if self.waiting:
             line.append("  » ", style="dim").append(self.waiting, style="bold yellow")
         elif self.last_action:
@@ -299,7 +300,7 @@ class LabConsole(App[None]):
 
     def do_node(self, name: str, action: str) -> None:
         self.set_action(f"{action} → {name}")
-        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, action))
+        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, NodeAction(action)))
 
     def last_isr_of(self, name: str) -> list[str]:
         """Partitions whose only in-sync replica is this broker."""

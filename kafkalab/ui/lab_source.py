@@ -16,7 +16,7 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis import WarmSession
 from kafkalab.clients.control import send_control
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig
-from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.session import LabSession, Phase, SessionState
@@ -107,11 +107,11 @@ class LabSource:
             return ClusterSnapshot(time.time(), False, error=what)
         return admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
-    def node_action(self, node: str, action: str) -> None:
+    def node_action(self, node: str, action: NodeAction) -> None:
         cluster = self.session.cluster
         if cluster is None:
             raise KafkalabError("no cluster yet: the lab's cluster starts with the run (press g)")
-        getattr(cluster.node(node), action)()
+        action.apply(cluster.node(node))
 
     # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> RunFrame:

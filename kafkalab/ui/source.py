@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
-from kafkalab.cluster import Cluster, NodeInfo
+from kafkalab.cluster import Cluster, NodeAction, NodeInfo
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
 
@@ -103,7 +103,7 @@ class Source(Protocol):
     def nodes(self) -> NodesFrame: ...
     def snapshot(self) -> ClusterSnapshot: ...
     def run(self) -> RunFrame: ...
-    def node_action(self, node: str, action: str) -> None: ...
+    def node_action(self, node: str, action: NodeAction) -> None: ...
     def start_run(self) -> None: ...
     def stop_run(self) -> None: ...
     def reset(self) -> None: ...
@@ -205,8 +205,8 @@ class ClusterSource:
     def run(self) -> RunFrame:
         return self.workload.frame()
 
-    def node_action(self, node: str, action: str) -> None:
-        getattr(self.cluster.node(node), action)()
+    def node_action(self, node: str, action: NodeAction) -> None:
+        action.apply(self.cluster.node(node))
 
     def start_run(self) -> None:
         self.workload.start(self.cluster.bootstrap)
