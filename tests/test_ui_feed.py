@@ -22,11 +22,12 @@ FROZEN_EPOCH = 1_700_000_000.0  # 2023-11-14, the feed's frozen wall clock
 TOPIC = "test-topic"
 
 
-def node_info(name: str, state: NodeState = NodeState.RUNNING, broker_id: int | None = None) -> NodeInfo:
+def node_info(name: str, state: NodeState = NodeState.RUNNING, broker_id: int | None = None,
+              reason: str | None = None) -> NodeInfo:
     alive = state.alive
     return NodeInfo(name=name, kind="broker" if broker_id else "zookeeper", broker_id=broker_id,
                     port=9092 + 100 * (broker_id or 0), state=state,
-                    reason="killed (SIGKILL)" if state == NodeState.KILLED else "ready in 9.1s",
+                    reason=reason or ("killed (SIGKILL)" if state == NodeState.KILLED else "ready in 9.1s"),
                     pid=4000 + (broker_id or 0) if alive else None, uptime_s=125.0 if alive else 0.0,
                     cpu_percent=3.0 if alive else 0.0, rss_bytes=(300 << 20) if alive else 0, restarts=0)
 
@@ -46,6 +47,7 @@ class FakeSource:
             for p in range(6)
         ]
         self.reachable = True
+        self.reasons: dict[str, str] = {}
         self.actions: list[tuple[str, str]] = []
         self.closed = False
         self.run_frame = sample_run() if with_run else RunFrame()
@@ -57,7 +59,8 @@ class FakeSource:
 
     def nodes(self) -> NodesFrame:
         with self.lock:
-            infos = tuple(node_info(n, s, None if n == "zookeeper" else int(n[-1])) for n, s in self.states.items())
+            infos = tuple(node_info(n, s, None if n == "zookeeper" else int(n[-1]), self.reasons.get(n))
+                          for n, s in self.states.items())
             logs, self.logs = self.logs, {}
         return NodesFrame(infos, logs, zk_connections=3)
 

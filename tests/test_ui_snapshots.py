@@ -12,7 +12,10 @@ from collections.abc import Iterator
 import pytest
 from textual.pilot import Pilot
 
+from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
+from kafkalab.ui.source import NO_CLUSTER_YET
 from tests.test_ui_app import settle
 from tests.test_ui_feed import FakeSource
 
@@ -75,6 +78,21 @@ def test_results_scrolled_to_the_chart_at_100x30(snap_compare) -> None:  # type:
         await pilot.pause()
 
     assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(100, 30), run_before=run_before)
+
+
+def test_finished_run_after_reset_shows_stopped_nodes_and_the_full_table(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Nodes kafkalab ended are grey 'stopped' with the reason, never red 'killed'."""
+    feed = FakeSource(with_run=True)
+    feed.states = dict.fromkeys(feed.states, NodeState.STOPPED)
+    feed.reasons = dict.fromkeys(feed.states, "run reset")
+    feed.snapshot = lambda: ClusterSnapshot(0.0, False, error=NO_CLUSTER_YET)  # type: ignore[method-assign]
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await ready(pilot)
+        await pilot.press("v")
+        await ready(pilot)
+
+    assert snap_compare(app(feed), terminal_size=(160, 48), run_before=run_before)
 
 
 def test_broker_down_leaders_moved_and_marked(snap_compare) -> None:  # type: ignore[no-untyped-def]

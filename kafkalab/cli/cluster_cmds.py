@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     broker = sub.add_parser("broker", help="stop, kill, pause, resume, start or restart one node")
     broker.add_argument("action", choices=NODE_ACTIONS)
-    broker.add_argument("node", help="broker id (1..N) or 'zookeeper'")
+    broker.add_argument("node", help="broker id (1..N), or 0 or 'zookeeper' for ZooKeeper")
     broker.add_argument("--wait", action="store_true", help="return when the node reached its new state")
     add_state_dir(broker)
     broker.set_defaults(func=cmd_broker)

@@ -71,7 +71,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
     lab = load_lab(find_lab(ref))
     spark = None if args.no_spark_warmup else WarmSession(log_path=args.runs_dir / "spark.log")
-    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True)
+    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True, keep_cluster=True)
     return LabSource(session, spark), list(range(1, lab.cluster.brokers + 1))
 
 

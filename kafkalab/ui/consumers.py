@@ -57,7 +57,8 @@ class ConsumersTable(DataTable[Text]):
     def show(self, consumers: tuple[ConsumerStats, ...]) -> None:
         """Add and remove rows, update only the cells that changed (each update re-renders the table)."""
         groups = sorted({c.group for c in consumers})
-        title = f"consumers · group {groups[0]}" if len(groups) == 1 else f"consumers · groups {', '.join(groups)}"
+        title = "consumers" + (f" · group {groups[0]}" if len(groups) == 1 else
+                               f" · groups {', '.join(groups)}" if groups else "")
         if self.border_title != title:
             self.border_title = title
         names = {c.name for c in consumers}

@@ -1,7 +1,7 @@
 """The console's source for a lab: a :class:`LabSession`, the object the headless runner drives too.
 
-A lab's cluster exists while a run goes on (the session starts it fresh for every run); between runs the
-node panes show the last run's nodes as they ended.
+A lab's cluster starts with its first run and stays up after it (the instructor keeps exploring); the next
+run, a reset or quit ends it, and its nodes then show as stopped with that reason.
 """
 
 from __future__ import annotations
