@@ -25,6 +25,7 @@ from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource
 from kafkalab.ui.workload import waiting_for
+from tests.screen_text import svg_rows
 from tests.test_ui_feed import TOPIC, FakeSource
 
 SIZE = (120, 36)
@@ -85,6 +86,24 @@ async def test_kill_on_leader_changes_badge_and_table_leader() -> None:
         assert feed.actions == [("broker-2", "kill")]
         assert leader_cell(app, "test-topic/1") == "3"
         assert ("test-topic/1", "leader") in app.query_one(PartitionTable).marks
+
+
+@sync
+async def test_a_killed_leader_is_marked_down_at_once_then_the_election_shows() -> None:
+    feed = FakeSource()
+    feed.delay_election = True
+    async with running(feed) as (app, pilot):
+        await pilot.press("2", "k")
+        await settle(pilot)
+        table = app.query_one(PartitionTable)
+        assert leader_cell(app, "test-topic/1") == "2✗"  # metadata still names broker 2: kafkalab knows better
+        assert table.get_cell("test-topic/1", "status").plain.strip() == "leader down, electing"
+        assert table.get_cell("test-topic/0", "status").plain.strip() == "ok"
+        with feed.lock:
+            feed.elect(2)
+        await settle(pilot)
+        assert leader_cell(app, "test-topic/1") == "3"
+        assert table.get_cell("test-topic/1", "status").plain.strip() == "under-replicated"
 
 
 @sync
@@ -343,3 +362,17 @@ async def test_lab_console_before_its_first_run_says_no_cluster_yet_not_unreacha
         assert "UNREACHABLE" not in status and not app.query_one("#partitions").has_class("-stale")
         topbar = str(app.query_one("#topbar", Static).render())
         assert "fake cluster ready" in topbar and "» cluster ready" not in topbar
+
+
+@sync
+async def test_a_starting_nodes_reason_is_shown_whole_at_100x30() -> None:
+    feed = FakeSource()
+    feed.states["broker-2"] = NodeState.STARTING
+    feed.reasons["broker-2"] = "launched, waiting until ready"
+    app = console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        rows = svg_rows(app.export_screenshot(), 30, 100)
+        pane = app.query_one("#node-broker-2", BrokerPane).region
+        text = " ".join(row[pane.x + 1:pane.right - 1].strip() for row in rows[pane.y + 1:pane.y + 4])
+        assert "STARTING launched, waiting until ready" in " ".join(text.split())

@@ -8,9 +8,7 @@ export of the app holds, and it stays there until the app redraws that region.
 
 from __future__ import annotations
 
-import html
 import os
-import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -22,26 +20,14 @@ import pytest
 from kafkalab.analysis.verdict import CLEAN
 from kafkalab.cluster.process import reap_marked_processes
 from tests.conftest import TEST_STATE_ROOT
+from tests.screen_text import svg_rows
 from tests.test_ui_e2e import KAFKALAB, Tmux
 
 pytestmark = [pytest.mark.cluster, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
 
 COLS, ROWS = 120, 36
-CHAR_W = 12.2  # Rich's SVG export: one cell is 0.61 of a 20 px line
-TEXT = re.compile(r'<text [^>]*x="([\d.]+)"[^>]*clip-path="url\(#[\w-]+-line-(\d+)\)">([^<]*)</text>')
 ROUNDS = 6
 MIN_STABLE_ROWS = ROWS // 2
-
-
-def svg_rows(svg: str, rows: int, cols: int) -> list[str]:
-    """The text of each terminal row in a Rich/Textual SVG export."""
-    grid = [[" "] * cols for _ in range(rows)]
-    for x, line, text in TEXT.findall(svg):
-        row, col = int(line), round(float(x) / CHAR_W)
-        for offset, ch in enumerate(html.unescape(text).replace("\xa0", " ")):
-            if row < rows and col + offset < cols:
-                grid[row][col + offset] = ch
-    return ["".join(r).rstrip() for r in grid]
 
 
 def pane_rows(tmux: Tmux) -> list[str]:

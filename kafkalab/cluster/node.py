@@ -257,7 +257,7 @@ class Node:
         self._started_at = time.monotonic()
         self._ready = False
         self._proc = self._backend.launch(self.name, self._argv, self.stdout_path)
-        self.reason = "launched, waiting for it to be ready"
+        self.reason = "launched, waiting until ready"
 
     def _ready_line_seen(self) -> bool:
         if self._ready:

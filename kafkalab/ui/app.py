@@ -30,7 +30,7 @@ from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
-from kafkalab.ui.partitions import PartitionsPane, leader_moves
+from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane
 from kafkalab.ui.results import ResultsPane
 from kafkalab.ui.source import RUN_ACTIONS, NodesFrame, RunFrame, Source
@@ -163,6 +163,9 @@ class LabConsole(App[None]):
             self.node_states[info.name] = info.state
         for name, lines in frame.new_log_lines.items():
             self.pane(name).add_log(lines)
+        self.query_one(PartitionTable).set_down(frozenset(
+            info.broker_id for info in frame.infos
+            if info.broker_id is not None and info.state in (NodeState.KILLED, NodeState.STOPPED, NodeState.FAILED)))
         zk = self.query_one(ZooKeeperPane)
         zk.show_connections(frame.zk_connections, len(self.snapshot.brokers) if self.snapshot else 0)
         if frame.down_requested and not self.quitting:
