@@ -103,6 +103,11 @@ def test_fault_on_unknown_topic_or_consumer(tmp_path: Path) -> None:
     assert "consumer 7 is not a [[consumer]]" in error_of(tmp_path, text)
 
 
+def test_fault_on_a_partition_the_topic_lacks_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "leader test-topic/9"))
+    assert "fault[1].on" in msg and "test-topic/9 does not exist: test-topic has 6 partitions (0..5)" in msg
+
+
 def test_broker_out_of_range_and_same_without_node(tmp_path: Path) -> None:
     assert "broker 5 does not exist" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "broker 5"))
     assert "'same' needs an earlier fault" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "same"))

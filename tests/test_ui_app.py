@@ -13,14 +13,14 @@ from typing import Any
 from rich.table import Table
 from textual.pilot import Pilot
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Static
+from textual.widgets import Label, Static
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
-from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
+from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource
@@ -376,3 +376,24 @@ async def test_a_starting_nodes_reason_is_shown_whole_at_100x30() -> None:
         pane = app.query_one("#node-broker-2", BrokerPane).region
         text = " ".join(row[pane.x + 1:pane.right - 1].strip() for row in rows[pane.y + 1:pane.y + 4])
         assert "STARTING launched, waiting until ready" in " ".join(text.split())
+
+
+@sync
+async def test_topic_prompt_shows_its_brackets_and_offers_a_reassignment_for_an_rf_change() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, InputScreen)
+        assert "NAME [rf=N] [min.isr=N]" in str(app.screen.query_one(Label).render())
+        await pilot.press(*"test-topic rf=5", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "RF 3 to RF 5" in app.screen.question
+        await pilot.press("y")
+        await settle(pilot)
+        assert ("reassign test-topic", "5") in feed.actions
+        await pilot.press("t", *"new-topic rf=9", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ErrorScreen)
+        assert app.screen.title_text == "topic new-topic failed" and "give rf=3 or fewer" in app.screen.message

@@ -10,10 +10,11 @@ import pytest
 
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.modals import ConfirmScreen
-from kafkalab.ui.source import ClusterSource
+from kafkalab.ui.source import ClusterSource, NeedsReassignment, alter_topic, reassign_topic
 from kafkalab.ui.workload import DEMO_TOPIC
 from tests.test_ui_app import leader_cell, sync
 
@@ -84,3 +85,19 @@ def test_bare_console_opens_with_the_demo_topic_and_g_x_run_the_default_workload
         assert not frame.live and frame.phase == "stopped"
     finally:
         source.close()
+
+
+def test_topic_prompt_on_the_cluster_refuses_too_large_rf_and_reassigns_an_rf_change(
+        cluster: Cluster, admin: Admin, topic_factory: Callable[..., str]) -> None:
+    with pytest.raises(KafkalabError, match=r"rf=4 is more than the 3 brokers running: give rf=3 or fewer"):
+        alter_topic(admin, "prompt-too-large", 4, None)
+    topic = topic_factory(partitions=2, replication_factor=2)
+    with pytest.raises(NeedsReassignment) as need:
+        alter_topic(admin, topic, 3, 2)
+    assert (need.value.current, need.value.wanted) == (2, 3)
+    assert admin.snapshot(offsets=False).topic(topic)[0].min_isr == 2  # the min ISR part was applied
+    reassign_topic(cluster, admin, topic, 3)
+    deadline = time.monotonic() + 90
+    while {len(p.replicas) for p in admin.snapshot(offsets=False).topic(topic)} != {3}:
+        assert time.monotonic() < deadline, "the reassignment did not reach RF 3 within 90 s"
+        time.sleep(0.5)

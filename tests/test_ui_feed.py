@@ -12,11 +12,12 @@ import pytest
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.ui.app import parse_topic_request
 from kafkalab.ui.chart import columns, render_chart
 from kafkalab.ui.logtail import shorten
 from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
-from kafkalab.ui.source import LabView, Marker, NodesFrame, ReportView, RunFrame, TimelineStep
+from kafkalab.ui.source import LabView, Marker, NeedsReassignment, NodesFrame, ReportView, RunFrame, TimelineStep
 
 FROZEN_EPOCH = 1_700_000_000.0  # 2023-11-14, the feed's frozen wall clock
 TOPIC = "test-topic"
@@ -106,8 +107,18 @@ class FakeSource:
     def change_setting(self, name: str, value: str) -> None:
         self.actions.append((name, value))
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+        """As the bare console's: an RF change on the existing topic needs a reassignment; too large an RF
+        on a new topic is refused; anything else fails as a broker would."""
+        if topic == TOPIC and replication_factor and replication_factor != 3:
+            raise NeedsReassignment(TOPIC, 3, replication_factor)
+        if replication_factor and replication_factor > 3:
+            raise KafkalabError(f"rf={replication_factor} is more than the 3 brokers running: give rf=3 or fewer")
         raise RuntimeError(f"cannot alter {topic}: broker says no")
+
+    def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        self.actions.append((f"reassign {topic}", str(replication_factor)))
+        return f"{topic}: reassignment submitted"
 
     def close(self) -> None:
         self.closed = True

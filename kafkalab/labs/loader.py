@@ -143,7 +143,7 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     topics = _topics(r, data.get("topic", []), cluster.brokers)
     producer = _producer(r, r.table(data, "producer"))
     consumers = _consumers(r, r.table(data, "consumers"), data.get("consumer", []))
-    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name for t in topics}, consumers)
+    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
     expectations = tuple(
         _wrap(r, "expect", 0, key, lambda k=key, v=value: make_expectation(k, v, r.index.line("expect", 0, k)))
         for key, value in r.table(data, "expect", required=True).items()
@@ -264,7 +264,7 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
     return tuple(plans)
 
 
-def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
+def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
             consumers: tuple[ConsumerPlan, ...]) -> tuple[Fault, ...]:
     if not isinstance(raw, list):
         raise r.fail("fault", 0, None, "must be [[fault]] tables", array=True)
@@ -280,9 +280,13 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
         except ValueError as exc:
             key, _, why = str(exc).partition(": ")
             raise r.fail("fault", i, key if key in FAULT_KEYS else None, why or str(exc), array=True) from None
-        for key, topic in (("at", fault.at.topic), ("on", fault.target.topic)):
+        for key, topic, partition in (("at", fault.at.topic, fault.at.partition),
+                                      ("on", fault.target.topic, fault.target.partition)):
             if topic and topic not in topics:
                 raise r.fail("fault", i, key, f"topic {topic} is not a [[topic]] of this lab", array=True)
+            if topic and partition is not None and partition >= topics[topic]:
+                raise r.fail("fault", i, key, f"{topic}/{partition} does not exist: {topic} has {topics[topic]} "
+                             f"partitions (0..{topics[topic] - 1})", array=True)
         for key, local_id in (("at", fault.at.local_id), ("on", fault.target.local_id)):
             if local_id is not None and local_id not in ids:
                 raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)

@@ -33,7 +33,7 @@ from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane
 from kafkalab.ui.results import ResultsPane
-from kafkalab.ui.source import RUN_ACTIONS, NodesFrame, RunFrame, Source
+from kafkalab.ui.source import RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
 from kafkalab.ui.workload import DEMO_TOPIC, waiting_for
 from kafkalab.ui.zookeeper import ZooKeeperPane
@@ -239,26 +239,46 @@ class LabConsole(App[None]):
         self.query_one("#topbar", Line).show(line)
 
     def show_error(self, where: str, exc: BaseException) -> None:
-        """Errors of workers and actions: a dismissable modal, never the end of the app."""
+        """Errors of workers and actions: a dismissable modal titled with what failed, never the end of the app."""
         message = str(exc) or type(exc).__name__
         if isinstance(exc, NotImplementedError):
             self.notify(message, severity="warning", timeout=5)
             return
+        if isinstance(exc, NeedsReassignment):
+            self.offer_reassignment(exc)
+            return
         if any(isinstance(s, ErrorScreen) and s.message == message for s in self.screen_stack):
             return
-        self.push_screen(ErrorScreen(f"{where}: {type(exc).__name__}", message))
+        self.push_screen(ErrorScreen(f"{where} failed", message))
+
+    def offer_reassignment(self, need: NeedsReassignment) -> None:
+        reassign = getattr(self.source, "reassign_topic", None)
+        if reassign is None:
+            self.push_screen(ErrorScreen(f"topic {need.topic}", str(need)))
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.set_action(f"reassigning {need.topic} to RF {need.wanted} ...")
+                self.in_thread(f"reassign {need.topic}", lambda: reassign(need.topic, need.wanted))
+            else:
+                self.set_action(f"{need.topic} keeps RF {need.current}")
+
+        self.push_screen(ConfirmScreen(f"Change {need.topic} from RF {need.current} to RF {need.wanted}?",
+                                       f"{need}: kafkalab submits one (Kafka's admin API) and the ISR column "
+                                       "shows the new replicas catch up."), answer)
 
     def in_thread(self, what: str, call: Callable[[], object], done: str = "") -> None:
         """Run a source call off the event loop; its error shows in a modal, its success as ``done``."""
 
         def work() -> None:
             try:
-                call()
+                said = call()
             except Exception as exc:
                 self.call_from_thread(self.show_error, what, exc)
                 return
-            if done:
-                self.call_from_thread(self.set_action, done)
+            if done or isinstance(said, str):
+                self.call_from_thread(self.set_action, said if isinstance(said, str) else done)
             for poller in self.pollers:
                 self.call_from_thread(poller.poll_now)
 
@@ -357,9 +377,9 @@ class LabConsole(App[None]):
                 self.notify(str(exc), severity="error")
                 return
             self.in_thread(f"topic {topic}", lambda: self.source.alter_topic(topic, rf, min_isr),
-                           f"topic {topic} updated")
+                           f"topic {topic}: done")
 
-        self.push_screen(InputScreen("Create or alter a topic: NAME [rf=N] [min.isr=N]",
+        self.push_screen(InputScreen(Text("Create or alter a topic: NAME [rf=N] [min.isr=N]"),
                                      "test-topic rf=3 min.isr=2"), apply)
 
     # ---- views -----------------------------------------------------------------------------------

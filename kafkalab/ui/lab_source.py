@@ -181,7 +181,7 @@ class LabSource:
         else:
             raise KafkalabError(f"{name!r} is not a producer.* or consumer.* option: e.g. producer.acks=all")
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
         """During a run: min ISR now, on the live topic. Between runs: the lab's topic plan for the next run."""
         lab = self.lab
         configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
@@ -191,7 +191,7 @@ class LabSource:
             if self._admin is None:
                 raise KafkalabError("the cluster is not up yet: try again in a moment")
             self._admin.alter_topic_configs(topic, configs)
-            return
+            return f"{topic}: min.insync.replicas {min_isr} now"
         if replication_factor is not None and replication_factor > lab.cluster.brokers:
             raise KafkalabError(f"rf={replication_factor} is more than the lab's {lab.cluster.brokers} brokers")
         plans = list(lab.topics)
@@ -205,6 +205,9 @@ class LabSource:
 
             plans.append(TopicPlan(topic, replication_factor=replication_factor or 1, configs=configs))
         self.session.lab = replace(lab, topics=tuple(plans))
+        what = ", ".join(w for w in (f"RF {replication_factor}" if replication_factor else "",
+                                     f"min.insync.replicas {min_isr}" if min_isr else "") if w)
+        return f"{topic}: {what or 'as planned'} from the next run"
 
     def close(self) -> None:
         """Stop any run (its teardown ends the cluster and clients) and the Spark session."""

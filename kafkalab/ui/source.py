@@ -19,6 +19,7 @@ from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import Cluster, NodeAction, NodeInfo
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
+from kafkalab.errors import KafkalabError
 
 # snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE
 NO_CLUSTER_YET = "no cluster yet: the lab's cluster starts with its run (press g)"
@@ -109,7 +110,7 @@ class Source(Protocol):
     def reset(self) -> None: ...
     def send_control(self, word: str) -> None: ...
     def change_setting(self, name: str, value: str) -> None: ...
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None: ...
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str | None: ...
     def close(self) -> None: ...
 
 
@@ -223,10 +224,15 @@ class ClusterSource:
     def change_setting(self, name: str, value: str) -> None:
         raise NotImplementedError("no lab loaded: settings belong to a lab's clients")
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
         if self._admin is None:
-            raise RuntimeError("the cluster is still starting")
-        alter_topic(self._admin, topic, replication_factor, min_isr)
+            raise KafkalabError("the cluster is still starting: try again in a moment")
+        return alter_topic(self._admin, topic, replication_factor, min_isr)
+
+    def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        if self._admin is None:
+            raise KafkalabError("the cluster is still starting: try again in a moment")
+        return reassign_topic(self.cluster, self._admin, topic, replication_factor)
 
     def close(self) -> None:
         if self._closed:
@@ -239,10 +245,41 @@ class ClusterSource:
             self.cluster.shutdown()
 
 
-def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
-    """Create the topic when missing (6 partitions), else set its min.insync.replicas."""
+class NeedsReassignment(KafkalabError):
+    """A replication factor change on an existing topic: only a partition reassignment does it."""
+
+    def __init__(self, topic: str, current: int, wanted: int) -> None:
+        super().__init__(f"{topic} has RF {current}: changing it to {wanted} needs a partition reassignment")
+        self.topic, self.current, self.wanted = topic, current, wanted
+
+
+def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+    """Create the topic when missing (6 partitions), else set its min.insync.replicas; says what it did.
+
+    An RF change on an existing topic raises :class:`NeedsReassignment` (after any min ISR change).
+    """
     configs: dict[str, Any] = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
+    snapshot = admin.snapshot(offsets=False)
+    live = len(snapshot.brokers)
     if topic not in admin.topics():
-        admin.create_topic(topic, 6, replication_factor or 1, configs, timeout_s=30)
-    elif configs:
+        rf = replication_factor or min(3, live) or 1
+        if snapshot.reachable and rf > live:
+            raise KafkalabError(f"rf={rf} is more than the {live} brokers running: give rf={live} or fewer")
+        admin.create_topic(topic, 6, rf, configs, timeout_s=30)
+        return f"created {topic}: 6 partitions, RF {rf}" + (f", min.insync.replicas {min_isr}" if min_isr else "")
+    if configs:
         admin.alter_topic_configs(topic, configs)
+    current = max((len(p.replicas) for p in snapshot.topic(topic)), default=0)
+    if replication_factor is not None and current and replication_factor != current:
+        raise NeedsReassignment(topic, current, replication_factor)
+    return f"{topic}: min.insync.replicas {min_isr}" if configs else f"{topic} unchanged"
+
+
+def reassign_topic(cluster: Cluster, admin: Admin, topic: str, replication_factor: int) -> str:
+    """Move ``topic`` to ``replication_factor`` replicas per partition (Kafka's reassignment, via the jars)."""
+    from kafkalab.labs.actions import plan_replicas, reassign
+
+    snapshot = admin.snapshot(offsets=False)
+    plan = plan_replicas(snapshot.topic(topic), snapshot.brokers, replication_factor)
+    reassign(cluster.dist, cluster.bootstrap, topic, plan)
+    return f"{topic}: reassignment to RF {replication_factor} submitted; the ISR column shows it complete"
