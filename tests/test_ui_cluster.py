@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkalab.admin import Admin
+from kafkalab.admin import Admin, PartitionState
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.ui.app import LabConsole
@@ -16,6 +16,7 @@ from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.modals import ConfirmScreen
 from kafkalab.ui.source import ClusterSource, NeedsReassignment, alter_topic, reassign_topic
 from kafkalab.ui.workload import DEMO_TOPIC
+from tests.helpers import wait_until
 from tests.test_ui_app import leader_cell, sync
 
 pytestmark = pytest.mark.cluster
@@ -66,8 +67,11 @@ def test_bare_console_opens_with_the_demo_topic_and_g_x_run_the_default_workload
     try:
         source.boot(said.append)
         assert said and said[-1].endswith("g runs a producer and a consumer")
-        partitions = [p for p in admin.snapshot(offsets=False).partitions if p.topic == DEMO_TOPIC]
-        assert len(partitions) == 6
+        def led() -> list[PartitionState]:
+            found = [p for p in admin.snapshot(offsets=False).topic(DEMO_TOPIC) if p.leader is not None]
+            return found if len(found) == 6 else []
+
+        partitions = wait_until(led, 30, what="the demo topic's 6 partitions, each led, in the metadata")
         assert {len(p.replicas) for p in partitions} == {3} and {p.min_isr for p in partitions} == {2}
         assert source.run().phase == "idle" and not source.run().live
         source.start_run()

@@ -51,6 +51,10 @@ def test_smallest_supported_size_100x30(snap_compare) -> None:  # type: ignore[n
     assert snap_compare(app(), terminal_size=(100, 30), run_before=ready)
 
 
+def test_below_the_smallest_size_80x24_says_what_size_is_needed(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=ready)
+
+
 def test_full_screen_with_results_after_a_run(snap_compare) -> None:  # type: ignore[no-untyped-def]
     async def run_before(pilot: Pilot[None]) -> None:
         await ready(pilot)

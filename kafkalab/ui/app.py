@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
@@ -42,6 +43,10 @@ NODE_POLL_S = 0.5
 ADMIN_POLL_S = 1.0
 RUN_POLL_S = 0.5
 MOVES_IN_A_TOAST = 3
+# The smallest terminal every pane, button and tab stays usable in: four node panes of 24 columns (badge,
+# buttons in two rows, log), the partition table beside the clients pane, the footer's keys. Below it the
+# console says so instead of drawing cut-off panes.
+MIN_SIZE = (100, 30)
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
@@ -98,6 +103,7 @@ class LabConsole(App[None]):
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Line(id="topbar")
+        yield Static(id="too-small")
         with Horizontal(id="nodes"):
             yield ZooKeeperPane()
             for broker_id in self.broker_ids:
@@ -118,6 +124,7 @@ class LabConsole(App[None]):
         self.node_panes = {pane.node_name: pane for pane in self.query(NodePane)}
         self.title = self.source.title
         self.set_presenter(self.presenter)
+        self.fit_to(self.size.width, self.size.height)
         self.update_topbar()
         if self.boot_source:
             self.run_worker(self._boot, name="boot", thread=True, exit_on_error=False)
@@ -125,6 +132,19 @@ class LabConsole(App[None]):
             self.ready = True
         for poller in self.pollers:
             poller.start()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_to(event.size.width, event.size.height)
+
+    def fit_to(self, width: int, height: int) -> None:
+        """Below :data:`MIN_SIZE` the panes give way to a message saying what size is needed."""
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        self.screen.set_class(small, "-too-small")
+        self.query_one(Footer).compact = width < self.HORIZONTAL_BREAKPOINTS[1][0]  # every key fits at 100
+        if small:
+            self.query_one("#too-small", Static).update(Text(
+                f"The console needs a terminal of at least {MIN_SIZE[0]}x{MIN_SIZE[1]}; this one is {width}x{height}.\n"
+                "Enlarge the window or zoom out (ctrl+minus in most terminals). ctrl+q quits.", justify="center"))
 
     def on_ready(self) -> None:
         freeze_long_lived()
