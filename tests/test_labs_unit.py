@@ -242,3 +242,11 @@ def test_a_producer_stall_is_seen_while_an_admin_snapshot_hangs() -> None:
     finally:
         release.set()
         watch.stop()
+
+
+def test_a_copied_labs_first_error_is_its_real_one_and_then_its_name(tmp_path: Path) -> None:
+    broken = MINIMAL.replace("leader test-topic/1", "leader test-topic/9")
+    with pytest.raises(KafkalabError, match="test-topic/9 does not exist"):
+        load_lab(write(tmp_path, broken, name="my-copy.toml"))
+    with pytest.raises(KafkalabError, match=r"differs from the file name my-copy\.toml"):
+        load_lab(write(tmp_path, MINIMAL, name="my-copy.toml"))

@@ -397,3 +397,17 @@ async def test_topic_prompt_shows_its_brackets_and_offers_a_reassignment_for_an_
         await settle(pilot)
         assert isinstance(app.screen, ErrorScreen)
         assert app.screen.title_text == "topic new-topic failed" and "give rf=3 or fewer" in app.screen.message
+
+
+@sync
+async def test_a_runs_verdict_is_told_once_though_its_report_is_rebuilt() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        await pilot.press("g", "x")
+        await settle(pilot)
+        report = feed.run_frame.report
+        assert report is not None
+        feed.run_frame = replace(feed.run_frame, report=replace(report, samples={}))  # same verdict, new report
+        await settle(pilot)
+        told = [n for n in app._notifications if n.message == report.verdict]
+        assert len(told) == 1

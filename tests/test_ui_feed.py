@@ -15,6 +15,7 @@ from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.ui.app import parse_topic_request
 from kafkalab.ui.chart import columns, render_chart
+from kafkalab.ui.lab_source import sample_line
 from kafkalab.ui.logtail import shorten
 from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
 from kafkalab.ui.source import LabView, Marker, NeedsReassignment, NodesFrame, ReportView, RunFrame, TimelineStep
@@ -225,3 +226,9 @@ def test_parse_topic_request(text: str, expected: tuple[str, int | None, int | N
 def test_parse_topic_request_rejects_bad_input(text: str) -> None:
     with pytest.raises(ValueError, match=r"topic name|rf=N"):
         parse_topic_request(text)
+
+
+def test_a_sample_names_its_partition_and_offset_then_its_message_id() -> None:
+    assert sample_line({"msg_id": "r1:producer:17", "topic": "t", "partition": 3, "offset": 1204}) == \
+        "t/3 @ offset 1,204  r1:producer:17"
+    assert sample_line({"msg_id": None, "topic": "t", "partition": 0, "offset": 5}) == "t/0 @ offset 5"

@@ -137,8 +137,6 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     lab_id = r.typed(lab, "id", str, "lab")
     if not _ID.fullmatch(lab_id):
         raise r.fail("lab", 0, "id", f"{lab_id!r}: use lower-case letters, digits and dashes")
-    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
-        raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
     cluster = _cluster(r, r.table(data, "cluster"))
     topics = _topics(r, data.get("topic", []), cluster.brokers)
     producer = _producer(r, r.table(data, "producer"))
@@ -152,6 +150,9 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
         raise r.fail("expect", 0, None, "empty: a lab says what must show, e.g. lost = \"> 0\"")
     if producer.settings.get("producer.topic", "test-topic") not in {t.name for t in topics}:
         raise r.fail("producer", 0, "producer.topic", "names no [[topic]] of this lab: add the topic")
+    # last: a copied lab's first error must be its real one, not the name it has not been given yet
+    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
+        raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
     return Lab(
         id=lab_id,
         title=r.typed(lab, "title", str, "lab"),

@@ -81,6 +81,7 @@ class LabConsole(App[None]):
         self.node_states: dict[str, NodeState] = {}
         self.node_panes: dict[str, NodePane] = {}  # by node name, found once: a DOM query walks every widget
         self.last_action = ""
+        self.told_verdict = ""  # the last run's verdict, as its toast said it
         self.waiting = ""  # what a live run's producer waits for, shown until it is resolved
         self.quitting = False
         self.register_theme(CONTRAST)
@@ -224,9 +225,13 @@ class LabConsole(App[None]):
         self.query_one(LabPane).show(frame.lab)
         self.query_one(ResultsPane).show(frame)
         if frame.report is not None and frame.report != previous.report:
-            self.notify(frame.report.verdict, title="report ready", timeout=8,
-                        severity="information" if frame.report.ok else "warning")
+            if frame.report.verdict != self.told_verdict:  # once, though the report may be rebuilt
+                self.told_verdict = frame.report.verdict
+                self.notify(frame.report.verdict, title="report ready" if frame.report.totals else "run ended",
+                            timeout=8, severity="information" if frame.report.ok else "warning")
             self.action_show_tab("results")
+        elif frame.report is None:
+            self.told_verdict = ""
         if (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
         if frame.live != previous.live:
@@ -412,7 +417,8 @@ class LabConsole(App[None]):
             self.query_one("#side", TabbedContent).active = f"tab-{name}"
 
     def action_samples(self) -> None:
-        self.push_screen(TextScreen("anomaly samples (message ids)", self.query_one(ResultsPane).samples_text()))
+        self.push_screen(TextScreen("anomaly samples (partition, offset, message id)",
+                                    self.query_one(ResultsPane).samples_text()))
 
     def action_toggle_presenter(self) -> None:
         self.set_presenter(not self.presenter)

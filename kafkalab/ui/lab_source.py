@@ -216,6 +216,12 @@ class LabSource:
             self._close_server()
 
 
+def sample_line(sample: dict[str, Any]) -> str:
+    """'test-topic/3 @ offset 1,204  run1:producer:17': where the record is, then its message id."""
+    where = f"{sample['topic']}/{sample['partition']} @ offset {sample['offset']:,}"
+    return f"{where}  {sample['msg_id']}" if sample.get("msg_id") else where
+
+
 def report_view(state: SessionState) -> ReportView | None:
     result = state.result
     if result is None:
@@ -229,6 +235,5 @@ def report_view(state: SessionState) -> ReportView | None:
                      for row in report.get("per_partition", [])}
     totals = {k: int(report.get(k) or 0) for k in ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated",
                                                    "redelivered", "reordered", "recovered", "unexpected")}
-    samples = {name: tuple(str(s.get("msg_id") or f"{s['topic']}/{s['partition']}@{s['offset']}") for s in found)
-               for name, found in report.get("samples", {}).items()}
+    samples = {name: tuple(sample_line(s) for s in found) for name, found in report.get("samples", {}).items()}
     return ReportView(verdict, result.passed, totals, per_partition, samples)
