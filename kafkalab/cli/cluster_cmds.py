@@ -139,8 +139,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     down = threading.Event()
     _stop_on_signals(down)
     cluster = Cluster(spec, found, backend_from_args(args))
+    cluster.start(progress=lambda m: print(m, flush=True))  # a failed start ends what it started, says why
     try:
-        cluster.start(progress=lambda m: print(m, flush=True))
         write_cluster_file(cluster)
         server = ControlServer(cluster, down)
         print(f"cluster ready: bootstrap {cluster.bootstrap} (state dir {spec.state_dir})", flush=True)

@@ -6,6 +6,7 @@ Textual is imported only when the console opens, so every other command starts w
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -79,6 +80,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
     from kafkalab import dist
     from kafkalab.cli.common import target_state_dir
     from kafkalab.cluster import Cluster, ClusterSpec
+    from kafkalab.cluster.ports import port_is_free
     from kafkalab.cluster.spec import MAX_BROKERS
     from kafkalab.cluster.supervision import is_driven
     from kafkalab.ui.source import ClusterSource
@@ -89,6 +91,11 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
                             "or give another --state-dir")
+    note = ""
+    taken = [port for port in (spec.zk_port, *map(spec.broker_port, spec.broker_ids)) if not port_is_free(port)]
+    if taken and not spec.free_ports:  # another cluster holds the defaults: this one takes free ports
+        spec = replace(spec, free_ports=True)
+        note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
     found = dist.locate()
     dist.java_binary()
-    return ClusterSource(Cluster(spec, found)), spec.broker_ids
+    return ClusterSource(Cluster(spec, found), note=note), spec.broker_ids

@@ -162,8 +162,10 @@ class ClusterSource:
 
     offers = frozenset({"start_run", "stop_run", "edit_topic"})
 
-    def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True) -> None:
-        """``owned=False`` attaches to a cluster someone else started and will shut down."""
+    def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True, note: str = "") -> None:
+        """``owned=False`` attaches to a cluster someone else started and will shut down; ``note`` is said
+        first when the console boots (e.g. why the cluster took free ports)."""
+        self.note = note
         from kafkalab.ui.workload import Workload
 
         self.cluster = cluster
@@ -177,6 +179,8 @@ class ClusterSource:
         self._closed = False
 
     def boot(self, progress: Callable[[str], None]) -> None:
+        if self.note:
+            progress(self.note)
         if self.owned:
             self.cluster.start(progress=progress)
             write_cluster_file(self.cluster)
