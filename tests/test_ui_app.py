@@ -97,7 +97,7 @@ async def test_a_killed_leader_is_marked_down_at_once_then_the_election_shows() 
         await settle(pilot)
         table = app.query_one(PartitionTable)
         assert leader_cell(app, "test-topic/1") == "2✗"  # metadata still names broker 2: kafkalab knows better
-        assert table.get_cell("test-topic/1", "status").plain.strip() == "leader down, electing"
+        assert table.get_cell("test-topic/1", "status").plain.strip() == "electing a leader"
         assert table.get_cell("test-topic/0", "status").plain.strip() == "ok"
         with feed.lock:
             feed.elect(2)
@@ -346,7 +346,7 @@ def test_waiting_for_names_the_partition_its_missing_replicas_and_the_broker_dow
     feed.node_action("broker-2", "kill")
     feed.node_action("broker-3", "kill")
     said = waiting_for(feed.snapshot(), TOPIC)
-    assert said == f"waiting for 2 in-sync replicas of {TOPIC}/0: brokers 2, 3 are down"
+    assert said == f"waiting for 2 in-sync replicas of {TOPIC}/0: brokers 2, 3 down"
     assert waiting_for(ClusterSnapshot(0.0, False), TOPIC) == "waiting for the brokers to answer"
 
 

@@ -255,8 +255,9 @@ class LabConsole(App[None]):
         lab = frame.lab.lab_id if frame.lab else "no lab"
         phase_style = "bold black on green" if frame.live else "bold reverse"
         pick = f"none (press 1..{max(self.broker_ids, default=1)}, 0)"
-        line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style),
-                             ("  selected: ", "dim"), (self.selected or pick, "bold"))
+        line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style))
+        if not self.waiting:  # what the run waits for needs the room more (the picked pane is outlined anyway)
+            line.append("  selected: ", style="dim").append(self.selected or pick, style="bold")
         if self.waiting:
             line.append("  » ", style="dim").append(self.waiting, style="bold yellow")
         elif self.last_action:

@@ -21,7 +21,7 @@ NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING)
 MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
            ("end", "offset"), ("status", "status"))
-LEADER_DOWN = "leader down, electing"
+LEADER_DOWN = "electing a leader"
 STATUS_STYLE = {"ok": "green", "under-replicated": "yellow", "under min ISR": "bold dark_orange",
                 "offline": "bold red", LEADER_DOWN: "bold red"}
 Row = dict[str, str]
@@ -35,7 +35,7 @@ def row_of(p: PartitionState, down: frozenset[int] = frozenset()) -> Row:
         "partition": row_key(p),
         "leader": "none" if p.leader is None else f"{p.leader}✗" if leader_down else str(p.leader),
         "replicas": ",".join(map(str, p.replicas)), "isr": ",".join(map(str, p.isr)),
-        "end": "?" if p.end_offset is None else f"{p.end_offset:,}",
+        "end": "?" if p.end_offset is None or p.end_offset < 0 else f"{p.end_offset:,}",  # -1001: no leader
         "status": LEADER_DOWN if leader_down else p.status,
     }
 

@@ -44,15 +44,15 @@ def ensure_demo_topic(admin: Admin, brokers: int) -> str:
 
 def waiting_for(snapshot: ClusterSnapshot | None, topic: str = DEMO_TOPIC) -> str:
     """What a producer with acks=all on ``topic`` waits for now, e.g. 'waiting for 2 in-sync replicas of
-    test-topic/2: broker 2 is down' ('' when nothing holds it up)."""
+    test-topic/2: broker 2 down' ('' when nothing holds it up)."""
     if snapshot is None or not snapshot.reachable:
         return "waiting for the brokers to answer"
     for p in snapshot.partitions:
         if p.topic != topic:
             continue
         down = [r for r in p.replicas if r not in snapshot.brokers]
-        why = (f": broker {down[0]} is down" if len(down) == 1 else
-               f": brokers {', '.join(map(str, down))} are down" if down else "")
+        why = (f": broker {down[0]} down" if len(down) == 1 else
+               f": brokers {', '.join(map(str, down))} down" if down else "")
         if p.leader is None:
             return f"waiting for a leader of {topic}/{p.partition}{why}"
         if p.min_isr is not None and len(p.isr) < p.min_isr:
