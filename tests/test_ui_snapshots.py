@@ -64,20 +64,19 @@ def test_full_screen_with_results_after_a_run(snap_compare) -> None:  # type: ig
     assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(160, 48), run_before=run_before)
 
 
-def test_results_after_a_run_at_100x30_show_the_table_and_the_legend(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    async def run_before(pilot: Pilot[None]) -> None:
-        await ready(pilot)
-        await pilot.press("v")
-        await ready(pilot)
+async def on_results(pilot: Pilot[None]) -> None:
+    await ready(pilot)
+    await pilot.press("v")
+    await ready(pilot)
 
-    assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(100, 30), run_before=run_before)
+
+def test_results_after_a_run_at_100x30_show_the_table_and_the_legend(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(100, 30), run_before=on_results)
 
 
 def test_results_scrolled_to_the_chart_at_100x30(snap_compare) -> None:  # type: ignore[no-untyped-def]
     async def run_before(pilot: Pilot[None]) -> None:
-        await ready(pilot)
-        await pilot.press("v")
-        await ready(pilot)
+        await on_results(pilot)
         pilot.app.query_one("#results").scroll_end(animate=False)
         await pilot.pause()
 
@@ -90,13 +89,7 @@ def test_finished_run_after_reset_shows_stopped_nodes_and_the_full_table(snap_co
     feed.states = dict.fromkeys(feed.states, NodeState.STOPPED)
     feed.reasons = dict.fromkeys(feed.states, "run reset")
     feed.snapshot = lambda: ClusterSnapshot(0.0, False, error=NO_CLUSTER_YET)  # type: ignore[method-assign]
-
-    async def run_before(pilot: Pilot[None]) -> None:
-        await ready(pilot)
-        await pilot.press("v")
-        await ready(pilot)
-
-    assert snap_compare(app(feed), terminal_size=(160, 48), run_before=run_before)
+    assert snap_compare(app(feed), terminal_size=(160, 48), run_before=on_results)
 
 
 def test_broker_down_leaders_moved_and_marked(snap_compare) -> None:  # type: ignore[no-untyped-def]
