@@ -23,7 +23,7 @@ from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
-from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource
+from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource, NodesFrame
 from kafkalab.ui.workload import waiting_for
 from tests.screen_text import svg_rows
 from tests.test_ui_feed import TOPIC, FakeSource
@@ -354,11 +354,14 @@ def test_waiting_for_names_the_partition_its_missing_replicas_and_the_broker_dow
 async def test_lab_console_before_its_first_run_says_no_cluster_yet_not_unreachable() -> None:
     feed = FakeSource()
     feed.snapshot = lambda: ClusterSnapshot(0.0, False, error=NO_CLUSTER_YET)  # type: ignore[method-assign]
+    feed.nodes = lambda: NodesFrame(())  # type: ignore[method-assign]
     app = LabConsole(feed, [1, 2, 3], poll_s=0.15, clock=lambda: 0.0)  # type: ignore[arg-type]
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        footer = " ".join(str(k.description) for k in app.query("FooterKey"))  # type: ignore[attr-defined]
+        assert "Start run" in footer and "Kill" not in footer  # no nodes to act on yet
         status = str(app.query_one("#partitions-status", Static).render())
-        assert "NO CLUSTER YET" in status and "press g" in status
+        assert "NO CLUSTER YET" in status and "g starts the lab's run" in status
         assert "UNREACHABLE" not in status and not app.query_one("#partitions").has_class("-stale")
         topbar = str(app.query_one("#topbar", Static).render())
         assert "fake cluster ready" in topbar and "» cluster ready" not in topbar

@@ -99,6 +99,8 @@ class LabConsole(App[None]):
             return parameters[0] == 0 or parameters[0] in self.broker_ids
         if action in RUN_ACTIONS:
             return action in getattr(self.source, "offers", RUN_ACTIONS)
+        if action == "node":  # no nodes yet (a lab's cluster starts with its run): nothing to act on
+            return bool(self.node_states)
         return True
 
     # ---- layout ----------------------------------------------------------------------------------
@@ -181,6 +183,8 @@ class LabConsole(App[None]):
             if old is not None and old != info.state and info.state in STATE_WORDS:
                 self.notify(f"{info.name} {STATE_WORDS[info.state]}", severity="error"
                             if info.state in (NodeState.KILLED, NodeState.FAILED) else "information", timeout=4)
+            if info.name not in self.node_states:
+                self.refresh_bindings()  # the node keys are offered from the first node on
             self.node_states[info.name] = info.state
         for name, lines in frame.new_log_lines.items():
             self.pane(name).add_log(lines)

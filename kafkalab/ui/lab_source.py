@@ -65,7 +65,7 @@ class LabSource:
         """Warm Spark in the background so the first report comes quickly; the cluster starts with a run."""
         if self.spark is not None:
             self.spark.start()
-        progress(f"lab {self.lab.id} loaded: press g to start a run")
+        progress("press g to start a run")
 
     # ---- cluster tracking ------------------------------------------------------------------------
     def _track(self) -> Cluster | None:

@@ -22,7 +22,7 @@ from kafkalab.cluster.node import zookeeper_command
 from kafkalab.errors import KafkalabError
 
 # snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE
-NO_CLUSTER_YET = "no cluster yet: the lab's cluster starts with its run (press g)"
+NO_CLUSTER_YET = "no cluster yet: g starts the lab's run and its cluster"
 CLUSTER_STARTING = "the cluster is starting"
 LOG_LINES_KEPT = 200
 SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
