@@ -414,3 +414,15 @@ async def test_a_runs_verdict_is_told_once_though_its_report_is_rebuilt() -> Non
         await settle(pilot)
         told = [n for n in app._notifications if n.message == report.verdict]
         assert len(told) == 1
+
+
+@sync
+async def test_presenter_mode_shows_the_report_when_a_run_ends() -> None:
+    feed = FakeSource()
+    app = console(feed, presenter=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.query_one("#side").display
+        await pilot.press("g", "x")
+        await settle(pilot)
+        assert app.query_one("#side").display and app.query_one("#side").active == "tab-results"  # type: ignore[attr-defined]

@@ -418,7 +418,8 @@ class LabConsole(App[None]):
         self.query_one("#main").set_class(event.pane.id == "tab-results", "-results")
 
     def action_show_tab(self, name: str) -> None:
-        if not self.presenter:
+        """Presenter mode hides the side pane, except for the results: the room must see the report."""
+        if not self.presenter or name == "results":
             self.query_one("#side", TabbedContent).active = f"tab-{name}"
 
     def action_samples(self) -> None:
