@@ -93,6 +93,7 @@ def test_bare_console_opens_with_the_demo_topic_and_g_x_run_the_default_workload
 
 def test_topic_prompt_on_the_cluster_refuses_too_large_rf_and_reassigns_an_rf_change(
         cluster: Cluster, admin: Admin, topic_factory: Callable[..., str]) -> None:
+    wait_until(lambda: len(admin.snapshot(offsets=False).brokers) == 3, 120, what="3 brokers (a test killed one)")
     with pytest.raises(KafkalabError, match=r"rf=4 is more than the 3 brokers running: give rf=3 or fewer"):
         alter_topic(admin, "prompt-too-large", 4, None)
     topic = topic_factory(partitions=2, replication_factor=2)
