@@ -50,6 +50,7 @@ class FakeCluster:
         self.nodes = [FakeNode(world, n, spec.state_dir / n) for n in names]
         self.bootstrap = "fake:9092"
         self.shut_down = False
+        self.shutdown_reason = ""
 
     def add_listener(self, listener: Callable[[Any, NodeState, str], None]) -> None:
         self.world.cluster_listeners.append(listener)
@@ -69,8 +70,8 @@ class FakeCluster:
     def infos(self) -> list[NodeInfo]:
         return []
 
-    def shutdown(self, graceful: bool = True) -> None:
-        self.shut_down = True
+    def shutdown(self, graceful: bool = True, reason: str = "") -> None:
+        self.shut_down, self.shutdown_reason = True, reason
         for node in self.nodes:
             node.state = NodeState.STOPPED
 

@@ -108,3 +108,15 @@ def test_each_node_action_calls_its_own_method() -> None:
         action.apply(node)  # type: ignore[arg-type]
         assert node.calls == [action.value]
     assert NodeAction("kill") is NodeAction.KILL
+
+
+def test_node_zero_is_zookeeper_as_in_the_console(tmp_path: Path) -> None:
+    from kafkalab.cluster import Cluster
+    from kafkalab.errors import KafkalabError
+
+    cluster = Cluster(ClusterSpec(state_dir=tmp_path), dist.locate())
+    cluster._build_nodes()  # the nodes as start() makes them, without starting anything
+    assert cluster.node("0").name == cluster.node(0).name == "zookeeper"
+    assert cluster.node("2").name == "broker-2"
+    with pytest.raises(KafkalabError, match=r"unknown node '7': brokers are 1, 2, 3, or 0 \(ZooKeeper\)"):
+        cluster.node("7")

@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+from kafkalab.cluster import NodeState
 from kafkalab.labs import LabSession, Phase, load_lab
 from kafkalab.labs.events import Event, EventKind, FaultEvent
 from kafkalab.labs.model import Lab
@@ -236,3 +237,31 @@ def test_session_runs_with_fakes_and_keeps_state_after(tmp_path: Path) -> None:
     assert {"phase", "timeline", "message", "result"} <= set(events)
     session.reset()
     assert session.state().phase == Phase.IDLE and session.cluster is None
+
+
+def test_a_kept_cluster_outlives_its_run_until_the_next_run_or_reset_ends_it(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [expect]
+        "producer.acked" = "== 1000"
+    """)
+    world = World()
+    session = LabSession(lab, tmp_path / "runs", seed=5, deps=world.deps(), keep_cluster=True)
+    assert session.run().passed
+    first = world.cluster
+    assert first is not None and not first.shut_down, "the run's teardown ended a kept cluster"
+    assert all(n.state == NodeState.RUNNING for n in first.nodes)
+    assert session.cluster is first  # the console keeps showing it
+    session.run()
+    assert first.shut_down and first.shutdown_reason == "the next run starts a fresh cluster"
+    second = world.cluster
+    assert second is not first and not second.shut_down
+    session.reset()
+    assert second.shut_down and second.shutdown_reason == "run reset"
+    assert not any(n.state == NodeState.KILLED for n in [*first.nodes, *second.nodes])
+
+
+def test_without_keep_the_run_ends_its_cluster_as_stopped_not_killed(tmp_path: Path) -> None:
+    world = World()
+    session = LabSession(lab_of(tmp_path, ""), tmp_path / "runs", seed=5, deps=world.deps())
+    session.run()
+    assert world.cluster is not None and world.cluster.shutdown_reason == "run ended"

@@ -104,6 +104,11 @@ def test_fault_on_unknown_topic_or_consumer(tmp_path: Path) -> None:
     assert "consumer 7 is not a [[consumer]]" in error_of(tmp_path, text)
 
 
+def test_fault_on_a_partition_the_topic_lacks_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "leader test-topic/9"))
+    assert "fault[1].on" in msg and "test-topic/9 does not exist: test-topic has 6 partitions (0..5)" in msg
+
+
 def test_broker_out_of_range_and_same_without_node(tmp_path: Path) -> None:
     assert "broker 5 does not exist" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "broker 5"))
     assert "'same' needs an earlier fault" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "same"))
@@ -259,3 +264,11 @@ def test_lab_topic_edits_change_the_plan_or_add_a_topic(tmp_path: Path) -> None:
     assert (extra.name, extra.replication_factor, extra.configs) == ("extra", 1, {"min.insync.replicas": "1"})
     with pytest.raises(KafkalabError, match="rf=4"):
         lab.with_topic("test-topic", 4, None)
+
+
+def test_a_copied_labs_first_error_is_its_real_one_and_then_its_name(tmp_path: Path) -> None:
+    broken = MINIMAL.replace("leader test-topic/1", "leader test-topic/9")
+    with pytest.raises(KafkalabError, match="test-topic/9 does not exist"):
+        load_lab(write(tmp_path, broken, name="my-copy.toml"))
+    with pytest.raises(KafkalabError, match=r"differs from the file name my-copy\.toml"):
+        load_lab(write(tmp_path, MINIMAL, name="my-copy.toml"))

@@ -212,14 +212,6 @@ class Admin:
                 raise KafkalabError(f"topic {name} has no leader for every partition after {timeout_s:.0f}s")
             time.sleep(0.2)
 
-    def ensure_topic(self, name: str, replication_factor: int | None, min_isr: int | None) -> None:
-        """Create the topic when missing (6 partitions), else set its min.insync.replicas (when given)."""
-        configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
-        if name not in self.topics():
-            self.create_topic(name, 6, replication_factor or 1, configs, timeout_s=30)
-        elif configs:
-            self.alter_topic_configs(name, configs)
-
     def elect_preferred(self, name: str, partitions: int, timeout_s: float = 15.0) -> None:
         """Ask for the preferred (first) replica to lead every partition of the topic."""
         tps = [TopicPartition(name, p) for p in range(partitions)]

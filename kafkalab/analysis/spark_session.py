@@ -8,12 +8,15 @@ analysis, so the report comes in about the time of the job itself.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import state_root
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,18 +46,46 @@ def spark_conf(master: str) -> dict[str, str]:
     return conf
 
 
-def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """Start (or join) the process's SparkSession with :func:`spark_conf`."""
+def default_log_path() -> Path:
+    """Where Spark's JVM writes when nobody gave a file: the state root, one file per kafkalab process."""
+    return state_root() / "spark" / f"spark-{os.getpid()}.log"
+
+
+def launch_jvm(conf: dict[str, str], log_path: Path) -> None:
+    """Start Spark's JVM (py4j gateway) with its stdout and stderr in ``log_path``, not the terminal.
+
+    pyspark would start it inheriting this process's terminal, where its warnings and log4j's banner
+    land over the console's panes. Done once per process, before the first SparkContext.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        spark_conf_obj = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+        with open(log_path, "ab") as out:
+            gateway = launch_gateway(spark_conf_obj, popen_kwargs={"stdout": out, "stderr": subprocess.STDOUT})
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+
+
+def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | None = None,
+                  log_path: Path | None = None) -> SparkSession:
+    """Start (or join) the process's SparkSession with :func:`spark_conf`; the JVM writes to ``log_path``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise KafkalabError("pyspark is not installed; install kafkalab's dependencies (pip install -e .)") from exc
+    conf = {"spark.master": master, "spark.app.name": APP_NAME} | spark_conf(master) | (extra_conf or {})
     builder = SparkSession.builder.master(master).appName(APP_NAME)
-    for key, value in (spark_conf(master) | (extra_conf or {})).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     try:
+        launch_jvm(conf, log_path or default_log_path())
         session = builder.getOrCreate()
     except Exception as exc:
         raise KafkalabError(f"could not start Spark with master {master!r}: {exc}; check Java 17+ "
@@ -73,8 +104,9 @@ class WarmSession:
     """
 
     def __init__(self, master: str = DEFAULT_MASTER, *, warmup: bool = True, warmup_rows: int = 100_000,
-                 extra_conf: dict[str, str] | None = None) -> None:
+                 extra_conf: dict[str, str] | None = None, log_path: Path | None = None) -> None:
         self.master = master
+        self.log_path = log_path
         self._warmup = warmup
         self._warmup_rows = warmup_rows
         self._extra_conf = extra_conf
@@ -94,7 +126,7 @@ class WarmSession:
 
     def _run(self) -> None:
         try:
-            session = start_session(self.master, self._extra_conf)
+            session = start_session(self.master, self._extra_conf, self.log_path)
             if self._warmup:
                 from kafkalab.analysis.warmup import warm_up
 

@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     broker = sub.add_parser("broker", help="stop, kill, pause, resume, start or restart one node")
     broker.add_argument("action", choices=NODE_ACTIONS)
-    broker.add_argument("node", help="broker id (1..N) or 'zookeeper'")
+    broker.add_argument("node", help="broker id (1..N), or 0 or 'zookeeper' for ZooKeeper")
     broker.add_argument("--wait", action="store_true", help="return when the node reached its new state")
     add_state_dir(broker)
     broker.set_defaults(func=cmd_broker)
@@ -138,8 +138,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     down = threading.Event()
     _stop_on_signals(down)
     cluster = Cluster(spec, found, backend_from_args(args))
+    cluster.start(progress=lambda m: print(m, flush=True))  # a failed start ends what it started, says why
     try:
-        cluster.start(progress=lambda m: print(m, flush=True))
         write_cluster_file(cluster)
         server = ControlServer(cluster, down)
         print(f"cluster ready: bootstrap {cluster.bootstrap} (state dir {spec.state_dir})", flush=True)

@@ -6,6 +6,7 @@ Textual is imported only when the console opens, so every other command starts w
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -70,8 +71,8 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
     lab = load_lab(find_lab(ref))
-    spark = None if args.no_spark_warmup else WarmSession()
-    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True)
+    spark = None if args.no_spark_warmup else WarmSession(log_path=args.runs_dir / "spark.log")
+    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True, keep_cluster=True)
     return LabSource(session, spark), list(range(1, lab.cluster.brokers + 1))
 
 
@@ -79,6 +80,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
     from kafkalab import dist
     from kafkalab.cli.common import target_state_dir
     from kafkalab.cluster import Cluster, ClusterSpec
+    from kafkalab.cluster.ports import port_is_free
     from kafkalab.cluster.spec import MAX_BROKERS
     from kafkalab.cluster.supervision import is_driven
     from kafkalab.ui.source import ClusterSource
@@ -89,6 +91,11 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int]]:
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
                             "or give another --state-dir")
+    note = ""
+    taken = [port for port in (spec.zk_port, *map(spec.broker_port, spec.broker_ids)) if not port_is_free(port)]
+    if taken and not spec.free_ports:  # another cluster holds the defaults: this one takes free ports
+        spec = replace(spec, free_ports=True)
+        note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
     found = dist.locate()
     dist.java_binary()
-    return ClusterSource(Cluster(spec, found)), spec.broker_ids
+    return ClusterSource(Cluster(spec, found), note=note), spec.broker_ids

@@ -84,8 +84,11 @@ class Cluster:
                 raise KafkalabError(f"{', '.join(late)} not ready in time: see {late and self.node(late[0]).log_path}")
             time.sleep(TICK_S)
 
-    def shutdown(self, graceful: bool = True, bound_s: float = 30.0) -> None:
-        """Stop brokers (SIGTERM, or SIGKILL when not graceful), then ZooKeeper; release the state dir."""
+    def shutdown(self, graceful: bool = True, bound_s: float = 30.0, reason: str = "") -> None:
+        """Stop brokers (SIGTERM, or SIGKILL when not graceful), then ZooKeeper; release the state dir.
+
+        ``reason`` (not graceful only): the nodes show as stopped with it, not as killed.
+        """
         if not self._started and not self._nodes:
             self._lock.release()
             return
@@ -95,6 +98,8 @@ class Cluster:
             for node in group:
                 if graceful:
                     node.stop(bound_s)
+                elif reason:
+                    node.end(reason)
                 else:
                     node.kill()
             deadline = time.monotonic() + bound_s + 5
@@ -168,7 +173,9 @@ class Cluster:
     def node(self, ref: int | str) -> Node:
         """A node by broker id (1..N), 'broker-N', 'N' or 'zookeeper'."""
         key = str(ref).strip().lower()
-        if key.isdigit():
+        if key == "0":  # as in the console: 0 is ZooKeeper
+            key = "zookeeper"
+        elif key.isdigit():
             key = f"broker-{key}"
         if key in ("zk", "zoo"):
             key = "zookeeper"
@@ -176,7 +183,7 @@ class Cluster:
             return self._nodes[key]
         except KeyError:
             ids = ", ".join(map(str, self.spec.broker_ids))
-            raise KafkalabError(f"unknown node {ref!r}: brokers are {ids}, or 'zookeeper'") from None
+            raise KafkalabError(f"unknown node {ref!r}: brokers are {ids}, or 0 (ZooKeeper)") from None
 
     @property
     def zookeeper(self) -> Node:

@@ -137,13 +137,11 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     lab_id = r.typed(lab, "id", str, "lab")
     if not _ID.fullmatch(lab_id):
         raise r.fail("lab", 0, "id", f"{lab_id!r}: use lower-case letters, digits and dashes")
-    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
-        raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
     cluster = _cluster(r, r.table(data, "cluster"))
     topics = _topics(r, data.get("topic", []), cluster.brokers)
     producer = _producer(r, r.table(data, "producer"))
     consumers = _consumers(r, r.table(data, "consumers"), data.get("consumer", []))
-    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name for t in topics}, consumers)
+    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
     expectations = tuple(
         _wrap(r, "expect", 0, key, lambda k=key, v=value: make_expectation(k, v, r.index.line("expect", 0, k)))
         for key, value in r.table(data, "expect", required=True).items()
@@ -152,6 +150,9 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
         raise r.fail("expect", 0, None, "empty: a lab says what must show, e.g. lost = \"> 0\"")
     if producer.config.topic not in {t.name for t in topics}:
         raise r.fail("producer", 0, "producer.topic", "names no [[topic]] of this lab: add the topic")
+    # last: a copied lab's first error must be its real one, not the name it has not been given yet
+    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
+        raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
     return Lab(
         id=lab_id,
         title=r.typed(lab, "title", str, "lab"),
@@ -263,7 +264,7 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
     return tuple(plans)
 
 
-def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
+def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
             consumers: tuple[ConsumerPlan, ...]) -> tuple[Fault, ...]:
     if not isinstance(raw, list):
         raise r.fail("fault", 0, None, "must be [[fault]] tables", array=True)
@@ -279,9 +280,13 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
         except ValueError as exc:
             key, _, why = str(exc).partition(": ")
             raise r.fail("fault", i, key if key in FAULT_KEYS else None, why or str(exc), array=True) from None
-        for key, topic in (("at", fault.at.topic), ("on", fault.target.topic)):
+        for key, topic, partition in (("at", fault.at.topic, fault.at.partition),
+                                      ("on", fault.target.topic, fault.target.partition)):
             if topic and topic not in topics:
                 raise r.fail("fault", i, key, f"topic {topic} is not a [[topic]] of this lab", array=True)
+            if topic and partition is not None and partition >= topics[topic]:
+                raise r.fail("fault", i, key, f"{topic}/{partition} does not exist: {topic} has {topics[topic]} "
+                             f"partitions (0..{topics[topic] - 1})", array=True)
         for key, local_id in (("at", fault.at.local_id), ("on", fault.target.local_id)):
             if local_id is not None and local_id not in ids:
                 raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)

@@ -52,8 +52,13 @@ class LabRun:
     """One run's state and pipeline. ``execute`` runs it (in the session's thread); ``stop`` ends it early."""
 
     def __init__(self, lab: Lab, run_dir: Path, deps: RunDeps, *, seed: int | None = None,
-                 ports: PortChoice = PortChoice(), emit: Emit = lambda _kind, _data: None) -> None:
+                 ports: PortChoice = PortChoice(), emit: Emit = lambda _kind, _data: None,
+                 keep_cluster: bool = False) -> None:
+        """``keep_cluster``: the cluster outlives the run (the console's: explored, then ended by
+        :meth:`end_cluster`); otherwise the teardown ends it."""
         self.lab = lab
+        self.keep_cluster = keep_cluster
+        self.cluster_ended = False
         self.run_dir = run_dir
         self.deps = deps
         self.ports = ports
@@ -168,7 +173,11 @@ class LabRun:
             NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}", state=str(state))))
         if self.abort.is_set():
             raise Aborted
-        cluster.start(timeout=self.deps.timing.cluster_timeout_s, progress=self.say)
+        try:
+            cluster.start(timeout=self.deps.timing.cluster_timeout_s, progress=self.say)
+        except BaseException:
+            self.cluster_ended = True  # a failed start ends what it started
+            raise
         self.admin = self.deps.admin(cluster.bootstrap)
         for b in lab.cluster.stopped:
             self.say(f"stopping broker {b}: it joins the cluster later")
@@ -243,12 +252,18 @@ class LabRun:
 
     def _teardown(self) -> None:
         """Whatever happened: clients ended, the watch stopped, every node stopped, data dirs removed."""
-        self.say("stopping the clients and the cluster")
+        self.say("stopping the clients" + ("" if self.keep_cluster else " and the cluster"))
         if self.clients is not None:
             self.clients.close()
         if self.watch is not None:
             self.watch.stop()
-        if self.cluster is not None:
-            self.cluster.shutdown(graceful=False)
+        if not self.keep_cluster:
+            self.end_cluster("run ended")
+
+    def end_cluster(self, reason: str) -> None:
+        """Every node ended (shown as stopped with ``reason``), data dirs removed; once."""
+        if self.cluster is not None and not self.cluster_ended:
+            self.cluster_ended = True
+            self.cluster.shutdown(graceful=False, reason=reason)
             for node in self.cluster.nodes:
                 shutil.rmtree(node.node_dir / "data", ignore_errors=True)

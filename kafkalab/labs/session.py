@@ -78,8 +78,14 @@ class LabSession:
         broker_ports: list[int] | None = None,
         free_ports: bool = True,
         deps: RunDeps | None = None,
+        keep_cluster: bool = False,
     ) -> None:
-        """``deps``: what runs build (fakes in tests); by default the real cluster, clients and Spark."""
+        """``deps``: what runs build (fakes in tests); by default the real cluster, clients and Spark.
+
+        ``keep_cluster``: a run's cluster stays up after it (the console: the instructor keeps exploring)
+        until the next run, a reset or close ends it.
+        """
+        self.keep_cluster = keep_cluster
         self.lab = lab
         self.runs_root = Path(runs_root)
         self.seed = seed
@@ -132,11 +138,12 @@ class LabSession:
         with self._lock:
             if self.running:
                 raise KafkalabError(f"lab {self.lab.id} is already running: stop it first")
+            self._end_kept_cluster("the next run starts a fresh cluster")
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
             run_dir = (self.runs_root / f"{self.lab.id}-{stamp}").resolve()
             run_dir.mkdir(parents=True, exist_ok=False)
             self._run = run = LabRun(self.lab, run_dir, self._deps or self._real_deps(), seed=self.seed,
-                                     ports=self._ports, emit=self._emit)
+                                     ports=self._ports, emit=self._emit, keep_cluster=self.keep_cluster)
             self._thread = threading.Thread(target=run.execute, name=f"kafkalab-lab-{self.lab.id}", daemon=True)
             self._thread.start()
             return run_dir
@@ -145,8 +152,12 @@ class LabSession:
         if self._spark is None:
             from kafkalab.analysis import WarmSession
 
-            self._spark = WarmSession(warmup_rows=LAB_WARMUP_ROWS).start()
+            self._spark = WarmSession(warmup_rows=LAB_WARMUP_ROWS, log_path=self.runs_root / "spark.log").start()
         return real_deps(self._dist, self._spark)
+
+    def _end_kept_cluster(self, reason: str) -> None:
+        if self._run is not None and self._run.keep_cluster:
+            self._run.end_cluster(reason)
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
         """The result once the run ended (None if still running after ``timeout``)."""
@@ -193,13 +204,15 @@ class LabSession:
         """Stop any run and forget it: the next start_run begins from a fresh cluster state."""
         self.stop_run()
         with self._lock:
+            self._end_kept_cluster("run reset")
             self._run = None
             self._idle_timeline = Timeline(self.lab.id)
         self._emit("phase", self.phase)
 
     def close(self) -> None:
-        """Stop any run and the Spark session this session started."""
+        """Stop any run, the cluster it kept and the Spark session this session started."""
         self.stop_run()
+        self._end_kept_cluster("console closed")
         stop = getattr(self._spark, "stop", None)
         if stop is not None:
             stop()

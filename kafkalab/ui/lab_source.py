@@ -1,7 +1,7 @@
 """The console's source for a lab: a :class:`LabSession`, the object the headless runner drives too.
 
-A lab's cluster exists while a run goes on (the session starts it fresh for every run); between runs the
-node panes show the last run's nodes as they ended.
+A lab's cluster starts with its first run and stays up after it (the instructor keeps exploring); the next
+run, a reset or quit ends it, and its nodes then show as stopped with that reason.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.session import LabSession, Phase, SessionState
 from kafkalab.ui.source import (
+    CLUSTER_STARTING,
+    NO_CLUSTER_YET,
+    RUN_ACTIONS,
     SNAPSHOT_WAIT_S,
     LabView,
     LogFollower,
@@ -37,6 +40,8 @@ THROUGHPUT_POINTS = 600
 
 
 class LabSource:
+    offers = RUN_ACTIONS
+
     def __init__(self, session: LabSession, spark: WarmSession | None = None) -> None:
         """``spark`` is the warm session given to ``session`` too: started at boot, stopped by the session."""
         self.session = session
@@ -59,7 +64,7 @@ class LabSource:
         """Warm Spark in the background so the first report comes quickly; the cluster starts with a run."""
         if self.spark is not None:
             self.spark.start()
-        progress(f"lab {self.lab.id} loaded: press g to start a run")
+        progress("press g to start a run")
 
     # ---- cluster tracking ------------------------------------------------------------------------
     def _track(self) -> Cluster | None:
@@ -97,7 +102,7 @@ class LabSource:
         self._track()
         admin = self._admin
         if admin is None:
-            what = "no cluster yet: press g to start a run" if self._cluster is None else "cluster starting"
+            what = NO_CLUSTER_YET if self._cluster is None else CLUSTER_STARTING
             return ClusterSnapshot(time.time(), False, error=what)
         return admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
@@ -163,7 +168,7 @@ class LabSource:
             raise KafkalabError("settings change between runs: stop the run first (x)")
         self.session.lab = self.lab.with_setting(name, value)
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
         """During a run: min ISR now, on the live topic. Between runs: the lab's topic plan for the next run."""
         if self.session.running:
             if replication_factor is not None:
@@ -171,14 +176,23 @@ class LabSource:
             if self._admin is None:
                 raise KafkalabError("the cluster is not up yet: try again in a moment")
             self._admin.alter_topic_configs(topic, {} if min_isr is None else {"min.insync.replicas": str(min_isr)})
-            return
+            return f"{topic}: min.insync.replicas {min_isr} now"
         self.session.lab = self.lab.with_topic(topic, replication_factor, min_isr)
+        what = ", ".join(w for w in (f"RF {replication_factor}" if replication_factor else "",
+                                     f"min.insync.replicas {min_isr}" if min_isr else "") if w)
+        return f"{topic}: {what or 'as planned'} from the next run"
 
     def close(self) -> None:
         """Stop any run (its teardown ends the cluster and clients) and the Spark session."""
         self.session.close()
         with self._lock:
             self._close_server()
+
+
+def sample_line(sample: dict[str, Any]) -> str:
+    """'test-topic/3 @ offset 1,204  run1:producer:17': where the record is, then its message id."""
+    where = f"{sample['topic']}/{sample['partition']} @ offset {sample['offset']:,}"
+    return f"{where}  {sample['msg_id']}" if sample.get("msg_id") else where
 
 
 def report_view(state: SessionState) -> ReportView | None:
@@ -190,11 +204,9 @@ def report_view(state: SessionState) -> ReportView | None:
     failures = result.failures
     if failures and result.outcome != "passed":
         verdict += f" — {'; '.join(failures[:2])}"
-    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items()
-                                             if k not in ("topic", "partition", "leader_changes")}
+    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items() if k not in ("topic", "partition")}
                      for row in report.get("per_partition", [])}
     totals = {k: int(report.get(k) or 0) for k in ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated",
                                                    "redelivered", "reordered", "recovered", "unexpected")}
-    samples = {name: tuple(str(s.get("msg_id") or f"{s['topic']}/{s['partition']}@{s['offset']}") for s in found)
-               for name, found in report.get("samples", {}).items()}
+    samples = {name: tuple(sample_line(s) for s in found) for name, found in report.get("samples", {}).items()}
     return ReportView(verdict, result.passed, totals, per_partition, samples)
