@@ -41,6 +41,7 @@ from kafkalab.labs import actions, metrics
 from kafkalab.labs.expectations import Expectation, parse_check
 from kafkalab.labs.faults import Fault
 from kafkalab.labs.model import ConsumerPlan, Lab
+from kafkalab.labs.recording import RunRecorder
 from kafkalab.labs.timeline import ClusterWatch, Event, Timeline
 
 TICK_S = 0.1
@@ -189,6 +190,7 @@ class LabSession:
         self._thread: threading.Thread | None = None
         self._abort = threading.Event()
         self._reset_run_state()
+        self.add_listener(RunRecorder(self).on_event)  # recording.jsonl in every run dir, for `kafkalab replay`
 
     def _reset_run_state(self) -> None:
         self.phase = Phase.IDLE

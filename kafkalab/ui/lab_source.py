@@ -19,7 +19,9 @@ from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
-from kafkalab.labs.session import LabSession, Phase, SessionState
+from kafkalab.labs.model import Lab
+from kafkalab.labs.session import FaultStatus, LabSession, Phase, RunResult, SessionState
+from kafkalab.labs.timeline import Event
 from kafkalab.ui.source import (
     SNAPSHOT_WAIT_S,
     LabView,
@@ -113,15 +115,11 @@ class LabSource:
         state = self.session.state()
         self._sample(state)
         lab = self.lab
-        steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
-                                   else f.state + (f": {f.detail}" if f.detail else "")) for f in state.faults)
-        instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
-                                           if lab.why_deterministic else "")
         return RunFrame(
             live=state.phase in LIVE_PHASES, phase=str(state.phase), producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
-            markers=self._markers(), lab=LabView(lab.id, lab.title, instructions, steps),
-            report=report_view(state), settings=dict(lab.producer.settings),
+            markers=markers(self.session.timeline.events()), lab=lab_view(lab, state.faults),
+            report=report_view(state.result), settings=dict(lab.producer.settings),
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -137,12 +135,6 @@ class LabSource:
             self._last_acked = (now, acked)
         elif self._last_acked is None:
             self._last_acked = (now, acked)
-
-    def _markers(self) -> tuple[Marker, ...]:
-        events = self.session.timeline.events()
-        out = [Marker(e["t"], e["detail"], "fault") for e in events if e["kind"] == "fault"]
-        out += [Marker(e["t"], e["detail"], "leader") for e in events if e["kind"] == "leader-change"]
-        return tuple(sorted(out, key=lambda m: m.at_s))
 
     def start_run(self) -> None:
         self.session.start_run()
@@ -208,8 +200,22 @@ class LabSource:
             self._close_server()
 
 
-def report_view(state: SessionState) -> ReportView | None:
-    result = state.result
+def markers(events: list[Event]) -> tuple[Marker, ...]:
+    """The chart's marks: faults and leader changes, in time order."""
+    out = [Marker(e["t"], e["detail"], "fault") for e in events if e["kind"] == "fault"]
+    out += [Marker(e["t"], e["detail"], "leader") for e in events if e["kind"] == "leader-change"]
+    return tuple(sorted(out, key=lambda m: m.at_s))
+
+
+def lab_view(lab: Lab, faults: list[FaultStatus]) -> LabView:
+    steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
+                               else f.state + (f": {f.detail}" if f.detail else "")) for f in faults)
+    instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
+                                       if lab.why_deterministic else "")
+    return LabView(lab.id, lab.title, instructions, steps)
+
+
+def report_view(result: RunResult | None) -> ReportView | None:
     if result is None:
         return None
     report = result.report or {}
