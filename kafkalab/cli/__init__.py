@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "kafkalab.cli.docker_cmds",
     "kafkalab.cli.lab_cmds",
     "kafkalab.cli.diff_cmd",
+    "kafkalab.cli.replay_cmd",
 ]
 
 
