@@ -136,13 +136,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
-def render_recording(console: Console, run_dir: Path, cast: Path) -> None:
+def render_recording(console: Console, run_dir: Path, cast: Path, speed: float = RECORD_SPEED) -> None:
     """The run's replay, played to its end in a pty of a fixed size, written as a cast."""
     from kafkalab.cast import read_cast, record_headless
 
-    argv = [sys.executable, "-m", "kafkalab", "replay", str(run_dir), "--speed", str(RECORD_SPEED), "--exit-at-end"]
+    argv = [sys.executable, "-m", "kafkalab", "replay", str(run_dir), "--speed", f"{speed:g}", "--exit-at-end"]
     with console.status(f"rendering the run's replay into {cast} ({RECORD_SIZE[0]}x{RECORD_SIZE[1]}, "
-                        f"{RECORD_SPEED}x) ..."):
+                        f"{speed:g}x) ..."):
         code = record_headless(argv, cast, *RECORD_SIZE)
     if code != 0:
         raise KafkalabError(f"the replay of {run_dir} ended with exit code {code}: {cast} may be incomplete; "

@@ -39,6 +39,8 @@ class ReplayConsole(LabConsole):
         self.set_interval(0.25, self.show_position)
 
     def show_position(self) -> None:
+        if not self.query("#topbar"):  # the app is closing: its widgets are gone
+            return
         clock = self.replay.clock
         state = "paused" if clock.paused else f"{clock.speed:g}x"
         self.set_action(f"replay {state} · {clock.now():.1f}s of {clock.end:.1f}s · 1/2/4 speed, space pause, "
