@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pyte
@@ -16,6 +17,10 @@ from kafkalab.cast.asciicast import end_on_last_frame
 from kafkalab.cli.lab_cmds import RECORD_SIZE, render_recording
 from tests.test_replay import RUN_DIR
 
+# pyte does not know the kitty keyboard protocol Textual asks for (CSI > flags u, CSI < u) and would print
+# its final "u"; terminals and asciinema's player take it as a request.
+KITTY_KEYBOARD = re.compile(r"\x1b\[[<>=?]\d*(;\d+)?u")
+
 
 def final_screen(cast: Path) -> list[str]:
     """The screen after every output event, in a terminal of the cast's size."""
@@ -24,7 +29,7 @@ def final_screen(cast: Path) -> list[str]:
     stream = pyte.Stream(screen)
     for _t, code, data in events:
         if code == "o":
-            stream.feed(data)
+            stream.feed(KITTY_KEYBOARD.sub("", data))
     return list(screen.display)
 
 
