@@ -107,22 +107,11 @@ class ReplaySource:
             settings=dict(self.lab.producer.settings) if self.lab is not None else {},
         )
 
-    def node_action(self, node: str, action: str) -> None:
-        raise NotImplementedError(f"a replay has no cluster: {action} {node} is not possible")
+    def _refused(self, *_args: object) -> None:
+        raise NotImplementedError("a replay has no cluster or clients to act on: `kafkalab console` runs the "
+                                  "lab live")
 
-    def start_run(self) -> None:
-        raise NotImplementedError("a replay has no cluster: `kafkalab console` runs the lab live")
-
-    stop_run = reset = start_run
-
-    def send_control(self, word: str) -> None:
-        raise NotImplementedError("a replay has no consumers to send to")
-
-    def change_setting(self, name: str, value: str) -> None:
-        raise NotImplementedError("a replay cannot change settings: they belong to the next live run")
-
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
-        raise NotImplementedError("a replay has no cluster: topics change in a live console")
+    node_action = start_run = stop_run = reset = send_control = change_setting = alter_topic = _refused
 
     def close(self) -> None:
         """Nothing to stop: a replay starts no process."""
