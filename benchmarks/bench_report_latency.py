@@ -11,7 +11,7 @@ auditing or analyzing, begins) to the verdict visible.
 The labs are the catalog's setup-check with 15,000 and 100,000 records (no faults: the latency measured
 does not depend on them, and a short run leaves more of the budget for repeats). Each run has its own fresh
 cluster on free ports. The machine's load average is recorded with the results (benchmarks/results/
-report_latency.json): other work on the machine slows every figure.
+report_latency_console.json, report_latency_cli.json): other work on the machine slows every figure.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.benchutil import summary, write_results
 from kafkalab.analysis import WarmSession
+from kafkalab.cluster.ports import free_port
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.loader import find_lab
 from kafkalab.ui.app import LabConsole
@@ -68,12 +70,23 @@ class DrainWatch:
             self.done.set()
 
 
+def free_ports(n: int) -> tuple[int, list[int]]:
+    """ZooKeeper's and ``n`` brokers' ports, free now (the defaults may be another cluster's)."""
+    chosen: set[int] = set()
+    while len(chosen) < n + 1:
+        chosen.add(free_port())
+    first, *rest = sorted(chosen)
+    return first, rest
+
+
 async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path) -> dict[str, list[float]]:
-    """Each lab's runs in one console: drain finished -> the verdict in the results pane."""
+    """Each lab's runs in one console: drain finished -> the verdict in the results pane. A run that ends
+    without a report (its cluster would not start...) is said and not counted."""
     out: dict[str, list[float]] = {}
     spark = WarmSession()
     for name, path in labs.items():
-        session = LabSession(load_lab(path), runs_root, spark=spark, free_ports=True)
+        zk_port, broker_ports = free_ports(3)
+        session = LabSession(load_lab(path), runs_root, spark=spark, zk_port=zk_port, broker_ports=broker_ports)
         app = LabConsole(LabSource(session, spark), [1, 2, 3], poll_s=None)
         async with app.run_test(size=(160, 48)) as pilot:
             while not spark.ready:  # the console's warm session, as an instructor has it after a minute
@@ -82,13 +95,19 @@ async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path) -> dic
                 watch = DrainWatch()
                 session.add_listener(watch)
                 await pilot.press("g")
-                while watch.at is None or app.run_frame.report is None or not _verdict_shown(app):
+                while not (watch.at is not None and _verdict_shown(app)):
+                    if watch.done.is_set() and (session.result is None or not session.result.verdict):
+                        break
                     await asyncio.sleep(0.02)
-                latency = time.monotonic() - watch.at
                 session.remove_listener(watch)
-                out.setdefault(name, []).append(latency)
-                print(f"console {name} run {i + 1}: {latency:.2f}s ({app.run_frame.report.verdict[:60]})",
-                      flush=True)
+                result = session.result
+                if watch.at is None or result is None or not result.verdict:
+                    print(f"console {name} run {i + 1}: no report ({result.error if result else 'no result'})",
+                          flush=True)
+                else:
+                    latency = time.monotonic() - watch.at
+                    out.setdefault(name, []).append(latency)
+                    print(f"console {name} run {i + 1}: {latency:.2f}s ({result.verdict[:60]})", flush=True)
                 while session.running:
                     await asyncio.sleep(0.2)
             await pilot.press("ctrl+q")
@@ -132,25 +151,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--parts", default="console,cli")
     args = parser.parse_args()
-    parts = args.parts.split(",")
-    load_before = os.getloadavg()
-    results: dict[str, Any] = {"runs_asked": args.runs, "load_average_before": [round(x, 1) for x in load_before]}
-    with tempfile.TemporaryDirectory(prefix="kafkalab-bench-latency-") as tmp:
-        root = Path(tmp)
-        labs = {name: lab_file(n, root / "labs") for name, n in SIZES.items()}
-        if "console" in parts:
-            console = asyncio.run(console_runs(labs, args.runs, root / "console-runs"))
-            results["console"] = {name: {**summary(v), "goal_s": CONSOLE_GOAL_S,
-                                         "met": summary(v)["median"] is not None
-                                         and summary(v)["median"] <= CONSOLE_GOAL_S}
-                                  for name, v in console.items()}
-        if "cli" in parts:
-            latencies, totals = cli_runs(labs["15k"], args.runs, root / "cli-runs")
-            results["cli_15k"] = {**summary(latencies), "goal_s": CLI_GOAL_S, "whole_command_s": summary(totals),
-                                  "met": bool(latencies) and summary(latencies)["median"] <= CLI_GOAL_S}
-    results["load_average_after"] = [round(x, 1) for x in os.getloadavg()]
-    path = write_results("report_latency", results)
-    print(f"results: {path}")
+    for part in args.parts.split(","):
+        results: dict[str, Any] = {"runs_asked": args.runs,
+                                   "load_average_before": [round(x, 1) for x in os.getloadavg()]}
+        with tempfile.TemporaryDirectory(prefix="kafkalab-bench-latency-") as tmp:
+            root = Path(tmp)
+            labs = {name: lab_file(n, root / "labs") for name, n in SIZES.items()}
+            if part == "console":
+                console = asyncio.run(console_runs(labs, args.runs, root / "runs"))
+                results["console"] = {name: {**summary(v), "goal_s": CONSOLE_GOAL_S,
+                                             "met": bool(v) and statistics.median(v) <= CONSOLE_GOAL_S}
+                                      for name, v in console.items()}
+            else:
+                latencies, totals = cli_runs(labs["15k"], args.runs, root / "runs")
+                results["cli_15k"] = {**summary(latencies), "goal_s": CLI_GOAL_S, "whole_command_s": summary(totals),
+                                      "met": bool(latencies) and statistics.median(latencies) <= CLI_GOAL_S}
+        results["load_average_after"] = [round(x, 1) for x in os.getloadavg()]
+        path = write_results(f"report_latency_{part}", results)
+        print(f"results: {path}", flush=True)
 
 
 if __name__ == "__main__":

@@ -183,9 +183,10 @@ class RecordedRun:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
-        if not (self.run_dir / RECORDING).is_file():
-            raise KafkalabError(f"{self.run_dir} holds no {RECORDING}: give the dir of a run made by "
-                                "`kafkalab run` or the console (kafkalab-runs/LAB-TIMESTAMP)")
+        for name in (RECORDING, "timeline.json"):
+            if not (self.run_dir / name).is_file():
+                raise KafkalabError(f"{self.run_dir} holds no {name}: give the dir of a finished run made by "
+                                    "`kafkalab run` or the console (kafkalab-runs/LAB-TIMESTAMP)")
         timeline = json.loads((self.run_dir / "timeline.json").read_text(encoding="utf-8"))
         self.lab_id: str = timeline["lab"]
         self.started_at: float = timeline["started_at"]
