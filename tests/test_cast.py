@@ -6,31 +6,44 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import os
 import re
+import shutil
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyte
+import pytest
 from rich.console import Console
 
 from kafkalab.cast import CastWriter, read_cast
 from kafkalab.cast.asciicast import end_on_last_frame
 from kafkalab.cli.lab_cmds import RECORD_SIZE, render_recording
 from tests.test_replay import RUN_DIR
+from tests.test_ui_e2e import KAFKALAB, Tmux
 
 # pyte does not know the kitty keyboard protocol Textual asks for (CSI > flags u, CSI < u) and would print
 # its final "u"; terminals and asciinema's player take it as a request.
 KITTY_KEYBOARD = re.compile(r"\x1b\[[<>=?]\d*(;\d+)?u")
 
 
-def final_screen(cast: Path) -> list[str]:
-    """The screen after every output event, in a terminal of the cast's size."""
+def screens(cast: Path) -> Iterator[list[str]]:
+    """The screen after each event, in a terminal of the cast's size (resized by its "r" events)."""
     header, events = read_cast(cast)
     screen = pyte.Screen(header["width"], header["height"])
     stream = pyte.Stream(screen)
     for _t, code, data in events:
         if code == "o":
             stream.feed(KITTY_KEYBOARD.sub("", data))
-    return list(screen.display)
+        elif code == "r":
+            cols, rows = map(int, data.split("x"))
+            screen.resize(rows, cols)
+        yield list(screen.display)
+
+
+def final_screen(cast: Path) -> list[str]:
+    return list(screens(cast))[-1]
 
 
 def assert_asciicast_v2(cast: Path, size: tuple[int, int]) -> list[tuple[float, str, str]]:
@@ -83,3 +96,30 @@ def test_run_record_renders_the_replay_into_a_cast_with_title_and_verdict(tmp_pa
     verdict = json.loads((RUN_DIR / "report.json").read_text())["verdict"]
     text = " ".join(" ".join(screen).split())
     assert verdict[:40] in text, "\n".join(screen)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux: the recorded console runs in a real terminal")
+def test_console_record_in_a_terminal_writes_keys_captions_and_resizes(tmp_path: Path) -> None:
+    """`kafkalab console LAB --record --show-keys` in tmux (no run started, so no cluster and no JVM): the
+    cast has the terminal's size, the console's frames, the key captions, and a resize as an "r" event."""
+    tmux = Tmux(f"kafkalab-cast-{os.getpid()}")
+    cast = tmp_path / "console.cast"
+    command = (f"cd {tmp_path} && {KAFKALAB} console leader-failover --no-spark-warmup --runs-dir {tmp_path / 'runs'} "
+               f"--record {cast} --show-keys; sleep 30")
+    tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "36", command)
+    try:
+        tmux.wait_for(lambda s: "run: idle" in s, 120, "the console")
+        tmux.run("send-keys", "-t", tmux.session, "l")
+        tmux.run("send-keys", "-t", tmux.session, "v")
+        time.sleep(3.0)  # the captions show for 2 s: the cast has them, a look at the screen may miss them
+        tmux.run("resize-window", "-t", tmux.session, "-x", "100", "-y", "30")
+        tmux.wait_for(lambda s: len(s.splitlines()) <= 30 and "run: idle" in s, 60, "the resized console")
+        tmux.run("send-keys", "-t", tmux.session, "C-q")
+        tmux.wait_for(lambda s: "recording written" in s, 60, "the recording's end")
+    finally:
+        tmux.run("kill-server", check=False)
+    events = assert_asciicast_v2(cast, (120, 36))
+    assert ("r", "100x30") in [(code, data) for _t, code, data in events]
+    shown = [screen for screen in screens(cast) if any("⌨  l  v" in line for line in screen)]
+    assert shown, "the key captions are not in the recording"
+    assert "leader-failover" in shown[-1][0]
