@@ -95,42 +95,52 @@ def free_ports(n: int) -> tuple[int, list[int]]:
 
 async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path,
                        splits: dict[str, list[dict[str, float]]]) -> dict[str, list[float]]:
-    """Each lab's runs in one console: drain finished -> the verdict in the results pane. A run that ends
+    """Every lab's runs in one console, one after another, as an instructor does (the next lab's records set
+    with the console's setting change): drain finished -> the verdict in the results pane. A run that ends
     without a report (its cluster would not start...) is said and not counted."""
     out: dict[str, list[float]] = {}
     spark = WarmSession()
-    for name, path in labs.items():
-        zk_port, broker_ports = free_ports(3)
-        session = LabSession(load_lab(path), runs_root, spark=spark, zk_port=zk_port, broker_ports=broker_ports)
-        app = LabConsole(LabSource(session, spark), [1, 2, 3], poll_s=None)
-        async with app.run_test(size=(160, 48)) as pilot:
-            while not spark.ready:  # the console's warm session, as an instructor has it after a minute
-                await asyncio.sleep(0.5)
+    first = load_lab(next(iter(labs.values())))
+    zk_port, broker_ports = free_ports(first.cluster.brokers)
+    session = LabSession(first, runs_root, spark=spark, zk_port=zk_port, broker_ports=broker_ports)
+    source = LabSource(session, spark)
+    app = LabConsole(source, [1, 2, 3], poll_s=None)
+    async with app.run_test(size=(160, 48)) as pilot:
+        while not spark.ready:  # the console's warm session, as an instructor has it after a minute
+            await asyncio.sleep(0.5)
+        for name in labs:
+            source.change_setting("producer.num-records-per-roll", str(SIZES[name]))
             for i in range(runs):
-                watch = DrainWatch()
-                session.add_listener(watch)
-                await pilot.press("g")
-                while not (watch.at is not None and _verdict_shown(app)):
-                    if watch.done.is_set() and (session.result is None or not session.result.verdict):
-                        break
-                    await asyncio.sleep(0.02)
-                session.remove_listener(watch)
-                result = session.result
-                if watch.at is None or result is None or not result.verdict:
+                latency = await _one_run(app, pilot, session)
+                if latency is not None and session.result is not None:
+                    out.setdefault(name, []).append(latency)
+                    splits.setdefault(name, []).append(phase_split(session.result.run_dir, latency))
+                    print(f"console {name} run {i + 1}: {latency:.2f}s {splits[name][-1]}", flush=True)
+                else:
+                    result = session.result
                     print(f"console {name} run {i + 1}: no report ({result.error if result else 'no result'})",
                           flush=True)
-                else:
-                    latency = time.monotonic() - watch.at
-                    out.setdefault(name, []).append(latency)
-                    splits.setdefault(name, []).append(phase_split(result.run_dir, latency))
-                    print(f"console {name} run {i + 1}: {latency:.2f}s {splits[name][-1]} ({result.verdict[:60]})",
-                          flush=True)
-                while session.running:
-                    await asyncio.sleep(0.2)
-            await pilot.press("ctrl+q")
-        session.close()
-    spark.stop()
+        await pilot.press("ctrl+q")  # the console's quit stops the session and its Spark
+        while session.running:
+            await asyncio.sleep(0.2)
     return out
+
+
+async def _one_run(app: LabConsole, pilot: Any, session: LabSession) -> float | None:
+    """Press g; seconds from the drain finished to the verdict on screen, None if no report came."""
+    watch = DrainWatch()
+    session.add_listener(watch)
+    await pilot.press("g")
+    try:
+        while not (watch.at is not None and _verdict_shown(app)):
+            if watch.done.is_set() and (session.result is None or not session.result.verdict):
+                return None
+            await asyncio.sleep(0.02)
+        return time.monotonic() - watch.at
+    finally:
+        session.remove_listener(watch)
+        while session.running:
+            await asyncio.sleep(0.2)
 
 
 def _verdict_shown(app: LabConsole) -> bool:
@@ -170,13 +180,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--parts", default="console,cli")
+    parser.add_argument("--sizes", default=",".join(SIZES), help="the console's run sizes (15k,100k)")
     args = parser.parse_args()
     for part in args.parts.split(","):
         results: dict[str, Any] = {"runs_asked": args.runs,
                                    "load_average_before": [round(x, 1) for x in os.getloadavg()]}
         with tempfile.TemporaryDirectory(prefix="kafkalab-bench-latency-") as tmp:
             root = Path(tmp)
-            labs = {name: lab_file(n, root / "labs") for name, n in SIZES.items()}
+            labs = {name: lab_file(SIZES[name], root / "labs") for name in args.sizes.split(",")}
             if part == "console":
                 splits: dict[str, list[dict[str, float]]] = {}
                 console = asyncio.run(console_runs(labs, args.runs, root / "runs", splits))
@@ -185,12 +196,14 @@ def main() -> None:
                                       for name, v in console.items()}
             else:
                 cli_splits: list[dict[str, float]] = []
-                latencies, totals = cli_runs(labs["15k"], args.runs, root / "runs", cli_splits)
+                latencies, totals = cli_runs(lab_file(SIZES["15k"], root / "labs"), args.runs, root / "runs",
+                                             cli_splits)
                 results["cli_15k"] = {**summary(latencies), "goal_s": CLI_GOAL_S, "whole_command_s": summary(totals),
                                       "split": cli_splits,
                                       "met": bool(latencies) and statistics.median(latencies) <= CLI_GOAL_S}
         results["load_average_after"] = [round(x, 1) for x in os.getloadavg()]
-        path = write_results(f"report_latency_{part}", results)
+        named = part if part == "cli" or args.sizes == ",".join(SIZES) else f"{part}_{args.sizes.replace(',', '_')}"
+        path = write_results(f"report_latency_{named}", results)
         print(f"results: {path}", flush=True)
 
 
