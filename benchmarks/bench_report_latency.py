@@ -31,9 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench_labs import ports as free_ports
 from benchmarks.benchutil import summary, write_results
 from kafkalab.analysis import WarmSession
-from kafkalab.cluster.ports import free_port
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.loader import find_lab
 from kafkalab.ui.app import LabConsole
@@ -82,15 +82,6 @@ class DrainWatch:
             self.at = time.monotonic()
         elif event.kind == "result":
             self.done.set()
-
-
-def free_ports(n: int) -> tuple[int, list[int]]:
-    """ZooKeeper's and ``n`` brokers' ports, free now (the defaults may be another cluster's)."""
-    chosen: set[int] = set()
-    while len(chosen) < n + 1:
-        chosen.add(free_port())
-    first, *rest = sorted(chosen)
-    return first, rest
 
 
 async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path,
