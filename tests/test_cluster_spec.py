@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kafkalab import dist
+from kafkalab.cluster import NodeAction
 from kafkalab.cluster.configs import write_node_configs
 from kafkalab.cluster.ports import resolve_ports
 from kafkalab.cluster.spec import ClusterSpec
@@ -91,3 +93,18 @@ def test_fetch_is_idempotent_and_fast_when_present() -> None:
     started = time.monotonic()
     found = dist.fetch()
     assert time.monotonic() - started < 2 and not found.missing_jars()
+
+
+def test_each_node_action_calls_its_own_method() -> None:
+    class Recorder:  # stands in for a Node: the test claims only which method an action calls
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def __getattr__(self, name: str) -> Callable[[], None]:
+            return lambda: self.calls.append(name)
+
+    for action in NodeAction:
+        node = Recorder()
+        action.apply(node)  # type: ignore[arg-type]
+        assert node.calls == [action.value]
+    assert NodeAction("kill") is NodeAction.KILL

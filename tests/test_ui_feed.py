@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.ui.app import parse_topic_request
 from kafkalab.ui.chart import columns, render_chart
@@ -112,10 +112,10 @@ def fail_over(p: PartitionState, gone: int) -> PartitionState:
 
 
 def sample_run() -> RunFrame:
-    producer = ProducerStats(name="producer", state="finished", attempted=500_000, acked=498_796,
+    producer = ProducerStats(name="producer", state=ClientState.FINISHED, attempted=500_000, acked=498_796,
                              failed={"NOT_ENOUGH_REPLICAS": 1_204}, unknown=0, in_flight=0, rate=0.0,
                              total=500_000)
-    consumer = ConsumerStats(name="consumer", group="test-app", state="running", group_state="stable",
+    consumer = ConsumerStats(name="consumer", group="test-app", state=ClientState.RUNNING, group_state="stable",
                              received=498_796, processed=498_796, rate=0.0, assignment=(0, 1, 2, 3, 4, 5),
                              committed={p: 80_000 for p in range(6)}, lag={p: 0 for p in range(6)}, rebalances=1)
     series = tuple((t / 2, 20_000.0 if not 12 <= t < 18 else 2_000.0) for t in range(50))

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -198,6 +198,27 @@ class Admin:
             if time.monotonic() > deadline:
                 raise KafkalabError(f"topic {name} has no leader for every partition after {timeout_s:.0f}s")
             time.sleep(0.2)
+
+    def ensure_topic(self, name: str, replication_factor: int | None, min_isr: int | None) -> None:
+        """Create the topic when missing (6 partitions), else set its min.insync.replicas (when given)."""
+        configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
+        if name not in self.topics():
+            self.create_topic(name, 6, replication_factor or 1, configs, timeout_s=30)
+        elif configs:
+            self.alter_topic_configs(name, configs)
+
+    def elect_preferred(self, name: str, partitions: int, timeout_s: float = 15.0) -> None:
+        """Ask for the preferred (first) replica to lead every partition of the topic."""
+        tps = [TopicPartition(name, p) for p in range(partitions)]
+        try:
+            results = self._client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
+            errors = results.result(timeout_s)
+        except KafkaException as exc:
+            raise KafkalabError(f"preferred leader election on {name} failed: {_short(exc)}") from None
+        for tp, err in errors.items():
+            # ELECTION_NOT_NEEDED: already led by its preferred replica
+            if err is not None and err.name() != "ELECTION_NOT_NEEDED":
+                raise KafkalabError(f"preferred leader election on {tp.topic}/{tp.partition} failed: {err.name()}")
 
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
         fut = self._client.delete_topics([name], request_timeout=timeout_s)[name]

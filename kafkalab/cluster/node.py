@@ -37,6 +37,23 @@ class NodeState(StrEnum):
         return self in (NodeState.STARTING, NodeState.RUNNING, NodeState.STOPPING, NodeState.PAUSED)
 
 
+class NodeAction(StrEnum):
+    """What can be done to a node: by a fault, a console key, or `kafkalab broker ACTION` in another terminal."""
+
+    STOP = "stop"
+    KILL = "kill"
+    PAUSE = "pause"
+    RESUME = "resume"
+    START = "start"
+    RESTART = "restart"
+
+    def apply(self, node: Node) -> None:
+        """Do it to ``node`` now."""
+        steps = {NodeAction.STOP: node.stop, NodeAction.KILL: node.kill, NodeAction.PAUSE: node.pause,
+                 NodeAction.RESUME: node.resume, NodeAction.START: node.start, NodeAction.RESTART: node.restart}
+        steps[self]()
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """A snapshot of one node, safe to hand to another thread."""

@@ -26,9 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafkalab.admin import ClusterSnapshot
+from kafkalab.clients.stats import ClientState
+from kafkalab.cluster.node import NodeAction
+from kafkalab.labs.events import Event, EventKind, LeaderChange
 from kafkalab.labs.expectations import OPS, parse_check
 
-NODE_ACTIONS = ("stop", "kill", "pause", "resume", "start", "restart")
+NODE_ACTIONS = tuple(a.value for a in NodeAction)
 CONSUMER_ACTIONS = ("start", "stop", "crash")
 PRODUCER_ACTIONS = ("start", "stop")
 TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred")
@@ -45,11 +48,11 @@ class RunView(Protocol):
     """What a trigger looks at: the session exposes this while a run is under way."""
 
     def elapsed(self) -> float: ...
-    def producer_progress(self) -> tuple[float, int, str]: ...  # (fraction done, acked, state)
+    def producer_progress(self) -> tuple[float, int, ClientState]: ...  # (fraction done, acked, state)
     def consumed(self, local_id: int | None) -> int: ...
     def assignment(self, local_id: int) -> tuple[int, ...]: ...
     def snapshot(self) -> ClusterSnapshot | None: ...
-    def events_since(self, since: float, kind: str) -> list[dict[str, Any]]: ...
+    def events_since(self, since: float, kind: EventKind) -> list[Event]: ...
 
 
 @dataclass(frozen=True)
@@ -78,16 +81,16 @@ class Trigger:
             if k == "acked":
                 return acked >= self.value
             if self.text == "finished":
-                return state in ("finished", "crashed", "failed")
-            return bool(view.events_since(fired_prev_at, f"producer-{self.text}"))
+                return state.ended
+            return bool(view.events_since(fired_prev_at, EventKind(f"producer-{self.text}")))
         if k == "consumed":
             return view.consumed(self.local_id) >= self.value
         if k == "assigned":
             count = len(view.assignment(self.local_id or 0))
             return OPS[self.op](count, self.value) if self.op else count > 0
         if k == "leader-change":
-            return any(e.get("topic") == self.topic and self.partition in (None, e.get("partition"))
-                       for e in view.events_since(fired_prev_at, "leader-change"))
+            return any(isinstance(e, LeaderChange) and e.topic == self.topic and self.partition in (None, e.partition)
+                       for e in view.events_since(fired_prev_at, EventKind.LEADER_CHANGE))
         snap = view.snapshot()
         if snap is None or not snap.reachable:
             return False

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, make_fault
@@ -151,7 +151,7 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     )
     if not expectations:
         raise r.fail("expect", 0, None, "empty: a lab says what must show, e.g. lost = \"> 0\"")
-    if producer.settings.get("producer.topic", "test-topic") not in {t.name for t in topics}:
+    if producer.config.topic not in {t.name for t in topics}:
         raise r.fail("producer", 0, "producer.topic", "names no [[topic]] of this lab: add the topic")
     return Lab(
         id=lab_id,
@@ -235,8 +235,9 @@ def _topics(r: _Reader, raw: Any, brokers: int) -> tuple[TopicPlan, ...]:
 def _producer(r: _Reader, raw: dict[str, Any]) -> ProducerPlan:
     r.only(raw, {"start"}, "producer", also=lambda k: k.startswith("producer."))
     settings = {k: _setting(v) for k, v in raw.items() if k != "start"}
-    _wrap(r, "producer", 0, next(iter(settings), None), lambda: ProducerConfig.from_settings(settings))
-    return ProducerPlan(settings, r.typed(raw, "start", bool, "producer", default=True))
+    start = r.typed(raw, "start", bool, "producer", default=True)
+    plan: ProducerPlan = _wrap(r, "producer", 0, next(iter(settings), None), partial(ProducerPlan.of, settings, start))
+    return plan
 
 
 def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPlan, ...]:
@@ -256,12 +257,10 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
         if "consumer.local-id" in own:
             raise r.fail("consumer", i, "consumer.local-id", "set local_id instead", array=True)
         settings = {**base, **own, "consumer.local-id": str(local_id)}
-        _wrap(r, "consumer", i, next(iter(own), None), lambda s=settings: ConsumerConfig.from_settings(s), array=True)
-        plans.append(ConsumerPlan(
-            local_id, settings,
-            start=r.typed(c, "start", bool, "consumer", i, default=True, array=True),
-            wait_assigned=r.typed(c, "wait_assigned", bool, "consumer", i, default=True, array=True),
-        ))
+        start = r.typed(c, "start", bool, "consumer", i, default=True, array=True)
+        wait = r.typed(c, "wait_assigned", bool, "consumer", i, default=True, array=True)
+        plans.append(_wrap(r, "consumer", i, next(iter(own), None),
+                           partial(ConsumerPlan.of, local_id, settings, start, wait), array=True))
     return tuple(plans)
 
 

@@ -29,10 +29,10 @@ from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.errors import KafkalabError
-from kafkalab.labs.timeline import Event
+from kafkalab.labs.results import ExpectationResult, FaultStatus, RunResult
 
 if TYPE_CHECKING:
-    from kafkalab.labs.session import LabSession, RunResult, SessionEvent
+    from kafkalab.labs.session import LabSession, SessionEvent
 
 RECORDING = "recording.jsonl"
 SAMPLE_S = 0.5
@@ -77,10 +77,10 @@ class RunRecorder:
 
     def _begin(self) -> None:
         self._end()
-        run_dir = self.session.run_dir
-        if run_dir is None:
+        run = self.session.current
+        if run is None:
             return
-        self._file = open(run_dir / RECORDING, "w", encoding="utf-8")  # noqa: SIM115 (closed by _end)
+        self._file = open(run.run_dir / RECORDING, "w", encoding="utf-8")  # noqa: SIM115 (closed by _end)
         self._last = {}
         self._stop.clear()
         self._write({"kind": "phase", "phase": "starting"})
@@ -109,9 +109,10 @@ class RunRecorder:
                 continue
 
     def _sample(self, clients: bool) -> None:
-        watch = self.session._watch
-        if watch is not None and watch.last is not None:
-            self._changed("snapshot", snapshot_line(watch.last))
+        run = self.session.current
+        snapshot = run.snapshot() if run is not None else None
+        if snapshot is not None:
+            self._changed("snapshot", snapshot_line(snapshot))
         cluster = self.session.cluster
         if cluster is not None:
             nodes = [[i.name, i.kind, i.broker_id, i.port, str(i.state), i.reason, i.pid, i.restarts]
@@ -190,7 +191,7 @@ class RecordedRun:
         timeline = json.loads((self.run_dir / "timeline.json").read_text(encoding="utf-8"))
         self.lab_id: str = timeline["lab"]
         self.started_at: float = timeline["started_at"]
-        self.events: list[Event] = timeline["events"]
+        self.events: list[dict[str, Any]] = timeline["events"]
         self.lines: dict[str, list[tuple[float, Line]]] = {}
         for line in read_recording(self.run_dir):
             self.lines.setdefault(line["kind"], []).append((round(line["ts"] - self.started_at, 3), line))
@@ -253,13 +254,11 @@ class RecordedRun:
         line = self.at("faults", t)
         return line["faults"] if line is not None else []
 
-    def events_until(self, t: float) -> list[Event]:
+    def events_until(self, t: float) -> list[dict[str, Any]]:
         return [e for e in self.events if e["t"] <= t]
 
     def result(self) -> RunResult | None:
         """The run's result and report as the session had them at its end."""
-        from kafkalab.labs.session import ExpectationResult, FaultStatus, RunResult
-
         path = self.run_dir / "result.json"
         if not path.is_file():
             return None

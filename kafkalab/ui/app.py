@@ -21,7 +21,7 @@ from textual.theme import Theme
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
-from kafkalab.cluster import NodeState
+from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.ui import bindings
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
@@ -275,7 +275,7 @@ class LabConsole(App[None]):
 
     def do_node(self, name: str, action: str) -> None:
         self.set_action(f"{action} → {name}")
-        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, action))
+        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, NodeAction(action)))
 
     def last_isr_of(self, name: str) -> list[str]:
         """Partitions whose only in-sync replica is this broker."""

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis import WarmSession
 from kafkalab.clients.control import send_control
-from kafkalab.clients.options import ConsumerConfig, ProducerConfig
-from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
+from kafkalab.labs.events import EventKind
 from kafkalab.labs.model import Lab
-from kafkalab.labs.session import FaultStatus, LabSession, Phase, RunResult, SessionState
-from kafkalab.labs.timeline import Event
+from kafkalab.labs.results import FaultStatus, RunResult
+from kafkalab.labs.session import LabSession, Phase, SessionState
 from kafkalab.ui.source import (
     SNAPSHOT_WAIT_S,
     LabView,
@@ -104,11 +103,11 @@ class LabSource:
             return ClusterSnapshot(time.time(), False, error=what)
         return admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
-    def node_action(self, node: str, action: str) -> None:
+    def node_action(self, node: str, action: NodeAction) -> None:
         cluster = self.session.cluster
         if cluster is None:
             raise KafkalabError("no cluster yet: the lab's cluster starts with the run (press g)")
-        getattr(cluster.node(node), action)()
+        action.apply(cluster.node(node))
 
     # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> RunFrame:
@@ -118,8 +117,8 @@ class LabSource:
         return RunFrame(
             live=state.phase in LIVE_PHASES, phase=str(state.phase), producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
-            markers=markers(self.session.timeline.events()), lab=lab_view(lab, state.faults),
-            report=report_view(state.result), settings=dict(lab.producer.settings),
+            markers=markers((e.t, e.kind, e.detail) for e in self.session.timeline.events()),
+            lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -155,43 +154,18 @@ class LabSource:
         """A producer.* or consumer.* option for the next run (validated like the command line)."""
         if self.session.running:
             raise KafkalabError("settings change between runs: stop the run first (x)")
-        lab = self.lab
-        if name.startswith("producer."):
-            settings = {**lab.producer.settings, name: value}
-            ProducerConfig.from_settings(settings)
-            self.session.lab = replace(lab, producer=replace(lab.producer, settings=settings))
-        elif name.startswith("consumer."):
-            consumers = tuple(replace(c, settings={**c.settings, name: value}) for c in lab.consumers)
-            for c in consumers:
-                ConsumerConfig.from_settings(c.settings)
-            self.session.lab = replace(lab, consumers=consumers)
-        else:
-            raise KafkalabError(f"{name!r} is not a producer.* or consumer.* option: e.g. producer.acks=all")
+        self.session.lab = self.lab.with_setting(name, value)
 
     def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
         """During a run: min ISR now, on the live topic. Between runs: the lab's topic plan for the next run."""
-        lab = self.lab
-        configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
         if self.session.running:
             if replication_factor is not None:
                 raise KafkalabError("the replication factor changes between runs: stop the run first (x)")
             if self._admin is None:
                 raise KafkalabError("the cluster is not up yet: try again in a moment")
-            self._admin.alter_topic_configs(topic, configs)
+            self._admin.alter_topic_configs(topic, {} if min_isr is None else {"min.insync.replicas": str(min_isr)})
             return
-        if replication_factor is not None and replication_factor > lab.cluster.brokers:
-            raise KafkalabError(f"rf={replication_factor} is more than the lab's {lab.cluster.brokers} brokers")
-        plans = list(lab.topics)
-        for i, plan in enumerate(plans):
-            if plan.name == topic:
-                plans[i] = replace(plan, replication_factor=replication_factor or plan.replication_factor,
-                                   configs={**plan.configs, **configs})
-                break
-        else:
-            from kafkalab.labs.model import TopicPlan
-
-            plans.append(TopicPlan(topic, replication_factor=replication_factor or 1, configs=configs))
-        self.session.lab = replace(lab, topics=tuple(plans))
+        self.session.lab = self.lab.with_topic(topic, replication_factor, min_isr)
 
     def close(self) -> None:
         """Stop any run (its teardown ends the cluster and clients) and the Spark session."""
@@ -200,10 +174,10 @@ class LabSource:
             self._close_server()
 
 
-def markers(events: list[Event]) -> tuple[Marker, ...]:
-    """The chart's marks: faults and leader changes, in time order."""
-    out = [Marker(e["t"], e["detail"], "fault") for e in events if e["kind"] == "fault"]
-    out += [Marker(e["t"], e["detail"], "leader") for e in events if e["kind"] == "leader-change"]
+def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
+    """The chart's marks, in time order, from events given as (t, kind, detail): faults and leader changes."""
+    marks = {EventKind.FAULT: "fault", EventKind.LEADER_CHANGE: "leader"}
+    out = [Marker(t, detail, marks[EventKind(kind)]) for t, kind, detail in events if kind in marks]
     return tuple(sorted(out, key=lambda m: m.at_s))
 
 

@@ -16,7 +16,7 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
-from kafkalab.labs.session import FaultStatus
+from kafkalab.labs.results import FaultStatus
 from kafkalab.ui.lab_source import LIVE_PHASES, lab_view, markers, report_view
 from kafkalab.ui.source import NodesFrame, RunFrame
 
@@ -99,9 +99,10 @@ class ReplaySource:
         producer, consumers = self.recorded.clients(t)
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at
         faults = [FaultStatus(**f) for f in self.recorded.faults(t)]
+        events = ((e["t"], e["kind"], e["detail"]) for e in self.recorded.events_until(t))
         return RunFrame(
             live=phase in LIVE_PHASES, phase=phase, producer=producer, consumers=consumers,
-            throughput=tuple(self.recorded.throughput(t)), markers=markers(self.recorded.events_until(t)),
+            throughput=tuple(self.recorded.throughput(t)), markers=markers(events),
             lab=lab_view(self.lab, faults) if self.lab is not None else None,
             report=report_view(self._result if result_in else None),
             settings=dict(self.lab.producer.settings) if self.lab is not None else {},

@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
-from kafkalab.cluster import Cluster, NodeInfo
+from kafkalab.cluster import Cluster, NodeAction, NodeInfo
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
 
@@ -92,7 +92,7 @@ class Source(Protocol):
     def nodes(self) -> NodesFrame: ...
     def snapshot(self) -> ClusterSnapshot: ...
     def run(self) -> RunFrame: ...
-    def node_action(self, node: str, action: str) -> None: ...
+    def node_action(self, node: str, action: NodeAction) -> None: ...
     def start_run(self) -> None: ...
     def stop_run(self) -> None: ...
     def reset(self) -> None: ...
@@ -183,8 +183,8 @@ class ClusterSource:
     def run(self) -> RunFrame:
         return RunFrame()
 
-    def node_action(self, node: str, action: str) -> None:
-        getattr(self.cluster.node(node), action)()
+    def node_action(self, node: str, action: NodeAction) -> None:
+        action.apply(self.cluster.node(node))
 
     def start_run(self) -> None:
         raise NotImplementedError("no lab loaded: open the console on a lab to run it")
@@ -200,7 +200,7 @@ class ClusterSource:
     def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
         if self._admin is None:
             raise RuntimeError("the cluster is still starting")
-        alter_topic(self._admin, topic, replication_factor, min_isr)
+        self._admin.ensure_topic(topic, replication_factor, min_isr)
 
     def close(self) -> None:
         if self._closed:
@@ -211,11 +211,3 @@ class ClusterSource:
         if self.owned:
             self.cluster.shutdown()
 
-
-def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
-    """Create the topic when missing (6 partitions), else set its min.insync.replicas."""
-    configs: dict[str, Any] = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
-    if topic not in admin.topics():
-        admin.create_topic(topic, 6, replication_factor or 1, configs, timeout_s=30)
-    elif configs:
-        admin.alter_topic_configs(topic, configs)
