@@ -93,10 +93,12 @@ class RunRecorder:
             self._thread.join(5)
         self._thread = None
         if self._file is not None:
-            self._sample(clients=True)
-            with self._lock:
-                self._file.close()
-                self._file = None
+            try:
+                self._sample(clients=True)
+            finally:
+                with self._lock:
+                    self._file.close()
+                    self._file = None
 
     def _sample_loop(self) -> None:
         ticks = round(SAMPLE_S / SNAPSHOT_SAMPLE_S)
