@@ -140,3 +140,29 @@ def test_recording_writes_a_snapshot_only_when_something_changed() -> None:
     producer, consumers = run.clients(run.end)
     assert producer is not None and producer.acked > 0 and consumers
     assert all(c.name.startswith("consumer-") for c in consumers)
+
+
+def test_a_session_run_records_what_the_replay_shows(tmp_path: Path) -> None:
+    """A LabSession run on the fake world (tests/lab_fakes.py): its run dir's recording gives a replay whose
+    last frame has the live source's markers, lab steps and verdict."""
+    from kafkalab.labs import LabSession
+    from kafkalab.ui.lab_source import LabSource
+    from tests.lab_fakes import World
+    from tests.test_labs_run import lab_of
+
+    lab = lab_of(tmp_path, """
+        [[fault]]
+        at = "progress 30%"
+        do = "kill"
+        on = "leader test-topic/0"
+        """)
+    session = LabSession(lab, tmp_path / "runs", deps=World().deps())
+    result = session.run()
+    live = LabSource(session).run()
+    replay = ReplaySource(result.run_dir)
+    replay.clock.seek(replay.clock.end - replay.clock.start + 1.0)  # to the end, however far
+    frame = replay.run()
+    assert frame.report is not None and live.report is not None and frame.report.verdict == live.report.verdict
+    assert [m.label for m in frame.markers] == [m.label for m in live.markers] and frame.markers
+    assert frame.lab is not None and live.lab is not None and frame.lab.steps == live.lab.steps
+    assert replay.snapshot().reachable  # node states: the fake cluster reports none (the recorded run has them)
