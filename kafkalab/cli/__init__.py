@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "kafkalab.cli.diff_cmd",
     "kafkalab.cli.group_cmds",
     "kafkalab.cli.record_cmds",
+    "kafkalab.cli.replay_cmd",
 ]
 
 

@@ -6,6 +6,8 @@ Textual is imported only when the console opens, so every other command starts w
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from kafkalab.errors import KafkalabError
 
 DEFAULT_LAB = "leader-failover"
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
+RECORDED_ENV = "KAFKALAB_RECORDED"  # set in the console a recording runs in a pty: it records nothing itself
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,6 +37,9 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where lab runs go")
     p.add_argument("--presenter", action="store_true", help="start in presenter mode (projector: fewer panes)")
     p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
+    p.add_argument("--record", type=Path, metavar="FILE.cast", default=None,
+                   help="record the session as an asciicast v2 file (asciinema play FILE.cast)")
+    p.add_argument("--show-keys", action="store_true", help="show the keys pressed as captions (for recordings)")
 
 
 def default_args() -> argparse.Namespace:
@@ -44,18 +50,43 @@ def default_args() -> argparse.Namespace:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
+    from kafkalab.cast.pty_session import SHOW_KEYS_ENV
+
+    if args.record is not None and not os.environ.get(RECORDED_ENV):
+        return _record(args)
     from kafkalab.ui.app import LabConsole
     from kafkalab.ui.bindings import load_keymap
 
     keymap = load_keymap()
     source, broker_ids = _bare_source(args) if args.no_lab else _lab_source(args)
-    app = LabConsole(source, broker_ids, keymap=keymap, presenter=args.presenter)
+    console_class = LabConsole
+    if args.show_keys or os.environ.get(SHOW_KEYS_ENV):
+        from kafkalab.ui.key_caption import with_key_captions
+
+        console_class = with_key_captions(LabConsole)
+    app = console_class(source, broker_ids, keymap=keymap, presenter=args.presenter)
     try:
         app.run()
     finally:
         with Console(stderr=True).status("stopping every process the console started ..."):
             source.close()  # idempotent: the app closed it on quit; this covers a crash
     return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    """The same command again in a pty this process owns, its output copied to the terminal and the cast."""
+    from kafkalab.cast import record_interactive
+    from kafkalab.cast.pty_session import SHOW_KEYS_ENV
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise KafkalabError("console --record needs a terminal: `kafkalab run LAB --record FILE.cast` records "
+                            "a lab's run without one")
+    if args.record.suffix != ".cast":
+        raise KafkalabError(f"--record {args.record}: give a file name ending in .cast")
+    env = {RECORDED_ENV: "1", **({SHOW_KEYS_ENV: "1"} if args.show_keys else {})}
+    code = record_interactive([sys.executable, "-m", "kafkalab", *sys.argv[1:]], args.record, env)
+    print(f"recording written: {args.record} (play it: asciinema play {args.record})")
+    return code
 
 
 def _lab_source(args: argparse.Namespace) -> tuple[object, list[int]]:

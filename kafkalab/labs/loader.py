@@ -116,8 +116,9 @@ def _setting(value: Any) -> str:
     return str(value)
 
 
-def load_lab(path: Path) -> Lab:
-    """Parse and validate one lab file; KafkalabError (file:line: field: why) on the first problem."""
+def load_lab(path: Path, check_name: bool = True) -> Lab:
+    """Parse and validate one lab file; KafkalabError (file:line: field: why) on the first problem.
+    ``check_name=False`` for a copy whose file name is not its id (a run dir's lab.toml)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -127,7 +128,7 @@ def load_lab(path: Path) -> Lab:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise KafkalabError(f"{path}: not valid TOML: {exc}") from None
-    return parse_lab(data, _Reader(path, LineIndex(text)), path)
+    return parse_lab(data, _Reader(path, LineIndex(text)), path if check_name else None)
 
 
 def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab:

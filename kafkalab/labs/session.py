@@ -29,6 +29,7 @@ from kafkalab.clients import ConsumerStats, ProducerStats
 from kafkalab.cluster import Cluster, NodeInfo
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import Lab
+from kafkalab.labs.recording import RunRecorder
 from kafkalab.labs.results import ExpectationResult, FaultStatus, Phase, RunResult, SessionEvent
 from kafkalab.labs.run import LabRun, PortChoice
 from kafkalab.labs.run_deps import RunDeps, real_deps
@@ -98,6 +99,7 @@ class LabSession:
         self._thread: threading.Thread | None = None
         self._run: LabRun | None = None
         self._idle_timeline = Timeline(lab.id)
+        self.add_listener(RunRecorder(self).on_event)  # recording.jsonl in every run dir, for `kafkalab replay`
 
     # ---- the current run, as the console reads it ------------------------------------------------
     @property

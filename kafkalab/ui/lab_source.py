@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
@@ -18,6 +18,8 @@ from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import EventKind
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import FaultStatus, RunResult
 from kafkalab.labs.session import LabSession, Phase, SessionState
 from kafkalab.ui.source import (
     CLUSTER_STARTING,
@@ -117,15 +119,11 @@ class LabSource:
         state = self.session.state()
         self._sample(state)
         lab = self.lab
-        steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
-                                   else f.state + (f": {f.detail}" if f.detail else "")) for f in state.faults)
-        instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
-                                           if lab.why_deterministic else "")
         return RunFrame(
             live=state.phase in LIVE_PHASES, phase=str(state.phase), producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
-            markers=self._markers(), lab=LabView(lab.id, lab.title, instructions, steps),
-            report=report_view(state), settings=dict(lab.producer.settings),
+            markers=markers((e.t, e.kind, e.detail) for e in self.session.timeline.events()),
+            lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -141,11 +139,6 @@ class LabSource:
             self._last_acked = (now, acked)
         elif self._last_acked is None:
             self._last_acked = (now, acked)
-
-    def _markers(self) -> tuple[Marker, ...]:
-        marks = {EventKind.FAULT: "fault", EventKind.LEADER_CHANGE: "leader"}
-        out = [Marker(e.t, e.detail, marks[e.kind]) for e in self.session.timeline.events() if e.kind in marks]
-        return tuple(sorted(out, key=lambda m: m.at_s))
 
     def start_run(self) -> None:
         self.session.start_run()
@@ -195,8 +188,22 @@ def sample_line(sample: dict[str, Any]) -> str:
     return f"{where}  {sample['msg_id']}" if sample.get("msg_id") else where
 
 
-def report_view(state: SessionState) -> ReportView | None:
-    result = state.result
+def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
+    """The chart's marks, in time order, from events given as (t, kind, detail): faults and leader changes."""
+    marks = {EventKind.FAULT: "fault", EventKind.LEADER_CHANGE: "leader"}
+    out = [Marker(t, detail, marks[EventKind(kind)]) for t, kind, detail in events if kind in marks]
+    return tuple(sorted(out, key=lambda m: m.at_s))
+
+
+def lab_view(lab: Lab, faults: list[FaultStatus]) -> LabView:
+    steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
+                               else f.state + (f": {f.detail}" if f.detail else "")) for f in faults)
+    instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
+                                       if lab.why_deterministic else "")
+    return LabView(lab.id, lab.title, instructions, steps)
+
+
+def report_view(result: RunResult | None) -> ReportView | None:
     if result is None:
         return None
     report = result.report or {}
