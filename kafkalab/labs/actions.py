@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -17,8 +16,9 @@ from confluent_kafka.admin import AdminClient
 from kafkalab.admin import PartitionState
 from kafkalab.dist import Distribution, java_binary
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import package_file
 
-REASSIGN_SOURCE = Path(__file__).with_name("Reassign.java")
+REASSIGN_SOURCE = package_file("kafkalab.labs", "Reassign.java")
 
 
 def plan_replicas(partitions: Sequence[PartitionState], brokers: Sequence[int], rf: int) -> dict[int, list[int]]:
