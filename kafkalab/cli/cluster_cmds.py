@@ -14,9 +14,11 @@ from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import Progress as ProgressBar
 from rich.table import Table
 
-from kafkalab import dist, doctor
+from kafkalab import KAFKA_VERSION, dist, doctor
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.cli.common import add_state_dir, bootstrap_for, parse_settings, target_state_dir
 from kafkalab.cli.docker_cmds import add_backend_args, backend_argv, backend_from_args
@@ -30,15 +32,24 @@ from kafkalab.cluster.control import (
 )
 from kafkalab.cluster.spec import MAX_BROKERS
 from kafkalab.cluster.supervision import is_driven
+from kafkalab.dist.download import CENTRAL
 from kafkalab.errors import KafkalabError
 
 console = Console(stderr=False, highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("fetch", help="resolve the Kafka jars with mvn into the cache dir")
+    p = sub.add_parser("fetch", help="the Kafka jars into the cache dir: with mvn, else downloaded and verified")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache dir (default: $KAFKALAB_CACHE or XDG cache)")
     p.add_argument("--force", action="store_true", help="fetch again even when present")
+    p.add_argument("--kafka-version", default=KAFKA_VERSION, metavar="V",
+                   help=f"Kafka version (default {KAFKA_VERSION}; 4.x is KRaft only)")
+    p.add_argument("--no-maven", action="store_true",
+                   help="download the jars without mvn (the default where mvn is missing)")
+    p.add_argument("--maven-repo", default=None, metavar="URL",
+                   help=f"Maven repository or mirror to download from (default {CENTRAL}; implies --no-maven)")
+    p.add_argument("--checksums", type=Path, default=None, metavar="FILE",
+                   help="artifact list with checksums (default: the one kafkalab ships for the version)")
     p.set_defaults(func=cmd_fetch)
 
     p = sub.add_parser("doctor", help="check java, mvn, the Kafka jars, ports, disk and memory")
@@ -112,8 +123,17 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    with console.status("resolving Kafka with mvn ...") as status:
-        found = dist.fetch(cache=args.cache_dir, force=args.force, progress=lambda m: status.update(m))
+    options = dist.FetchOptions(version=args.kafka_version, cache=args.cache_dir, force=args.force,
+                                maven=not args.no_maven, repo=args.maven_repo, checksums=args.checksums)
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+               TimeRemainingColumn())
+    with ProgressBar(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(f"fetching Kafka {args.kafka_version} ...", total=None)
+        found = dist.fetch(options, dist.Progress(
+            line=lambda m: bar.update(task, description=m[:60]),
+            total=lambda n: bar.update(task, total=n),
+            advance=lambda n: bar.advance(task, n),
+        ))
     console.print(f"Kafka {found.version()} jars in {found.libs}")
     return 0
 
