@@ -52,8 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="artifact list with checksums (default: the one kafkalab ships for the version)")
     p.set_defaults(func=cmd_fetch)
 
-    p = sub.add_parser("doctor", help="check java, mvn, the Kafka jars, ports, disk and memory")
+    p = sub.add_parser("doctor", help="check java, the Kafka jars and each way to fetch them, ports, disk, memory")
     p.add_argument("--kafka-home", default=None, help="an existing Kafka install to use instead of the cache")
+    p.add_argument("--kafka-version", default=KAFKA_VERSION, metavar="V",
+                   help=f"Kafka version (default {KAFKA_VERSION})")
+    p.add_argument("--maven-repo", default=None, metavar="URL", help=f"repository to probe (default {CENTRAL})")
     p.set_defaults(func=cmd_doctor)
 
     cluster = sub.add_parser("cluster", help="bring a local cluster up or down, show its status")
@@ -140,9 +143,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     problems = 0
-    for check in doctor.run_checks(args.kafka_home):
-        mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
-        problems += not check.ok
+    for check in doctor.run_checks(args.kafka_home, version=args.kafka_version, repo=args.maven_repo):
+        mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]" if check.needed else "[yellow]--[/]  "
+        problems += check.needed and not check.ok
         console.print(f"{mark} {check.name}: {check.detail}")
     return 1 if problems else 0
 
