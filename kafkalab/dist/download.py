@@ -36,6 +36,9 @@ class Progress:
     advance: Callable[[int], None] = _ignore
 
 
+QUIET = Progress()
+
+
 def download_all(artifacts: list[Artifact], repo_url: str, libs: Path, progress: Progress) -> None:
     """Every artifact into ``libs`` (already verified ones are kept), each verified; raises on failure."""
     libs.mkdir(parents=True, exist_ok=True)

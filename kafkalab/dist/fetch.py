@@ -16,7 +16,7 @@ from pathlib import Path
 from kafkalab import KAFKA_VERSION
 from kafkalab.dist.artifacts import load_artifacts
 from kafkalab.dist.distribution import MARKER, Distribution, locate, verify
-from kafkalab.dist.download import CENTRAL, Progress, download_all
+from kafkalab.dist.download import CENTRAL, QUIET, Progress, download_all
 from kafkalab.dist.maven import copy_dependencies
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import dist_dir
@@ -35,7 +35,6 @@ class FetchOptions:
 
 
 DEFAULTS = FetchOptions()
-QUIET = Progress()
 
 
 def fetch(options: FetchOptions = DEFAULTS, progress: Progress = QUIET) -> Distribution:
