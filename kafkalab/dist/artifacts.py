@@ -15,8 +15,7 @@ from pathlib import Path
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import package_file
 
-LISTS_PACKAGE = "kafkalab.dist"
-LISTS_DIR = "checksums"
+LISTS_PACKAGE = "kafkalab.dist.checksums"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 
@@ -70,12 +69,12 @@ def matches(path: Path, artifact: Artifact) -> bool:
 
 
 def list_path(version: str) -> Path:
-    return package_file(LISTS_PACKAGE, LISTS_DIR) / f"kafka-{version}.txt"
+    return package_file(LISTS_PACKAGE) / f"kafka-{version}.txt"
 
 
 def shipped_versions() -> list[str]:
     """The Kafka versions kafkalab has a checksum list for."""
-    lists = package_file(LISTS_PACKAGE, LISTS_DIR).glob("kafka-*.txt")
+    lists = package_file(LISTS_PACKAGE).glob("kafka-*.txt")
     return sorted((p.stem.removeprefix("kafka-") for p in lists), key=version_key)
 
 
