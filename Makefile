@@ -1,4 +1,4 @@
-# Two commands for a fresh machine with Python 3.11+, JDK 17+ and Maven:
+# Two commands for a fresh machine with Python 3.11+ and JDK 17+ (Maven optional):
 #   make lab    set everything up, then open the lab console
 #   make test   set everything up, then run the test suite
 PYTHON ?= python3

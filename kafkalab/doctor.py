@@ -19,6 +19,7 @@ from kafkalab import KAFKA_VERSION, __version__, dist
 from kafkalab.cluster.ports import port_holder, port_is_free
 from kafkalab.cluster.spec import DEFAULT_BROKER_PORTS, DEFAULT_ZK_PORT
 from kafkalab.dist.artifacts import load_artifacts
+from kafkalab.dist.distribution import has_kraft_only
 from kafkalab.dist.download import CENTRAL
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root, state_root
@@ -48,7 +49,7 @@ def run_checks(
     if have.ok or any(w.ok for w in ways):
         ways = [replace(w, needed=False) for w in ways]
     checks = [_java(), have, *ways]
-    ports = [("ZooKeeper", DEFAULT_ZK_PORT)]
+    ports = [] if has_kraft_only(version) else [("ZooKeeper", DEFAULT_ZK_PORT)]
     ports += [(f"broker {i + 1}", p) for i, p in enumerate(DEFAULT_BROKER_PORTS[:brokers])]
     for who, port in ports:
         free = port_is_free(port)

@@ -90,6 +90,14 @@ def build_repo(root: Path, artifacts: list[Artifact], version: str) -> None:
 
 
 @contextlib.contextmanager
+def serve_artifacts(root: Path, artifacts: list[Artifact], version: str) -> Iterator[RepoServer]:
+    """The artifacts' repository built under ``root`` and served until the block ends."""
+    build_repo(root, artifacts, version)
+    with serve_repo(root) as server:
+        yield server
+
+
+@contextlib.contextmanager
 def serve_repo(root: Path) -> Iterator[RepoServer]:
     server = RepoServer(root)
     thread = threading.Thread(target=server.serve_forever, name="maven-repo", daemon=True)

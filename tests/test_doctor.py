@@ -8,6 +8,7 @@ import pytest
 
 from kafkalab import KAFKA_VERSION, dist, doctor
 from kafkalab.cluster.ports import free_port
+from kafkalab.cluster.spec import DEFAULT_BROKER_PORTS, DEFAULT_ZK_PORT
 from kafkalab.dist.artifacts import load_artifacts
 from tests.maven_repo import build_repo, serve_repo
 
@@ -45,3 +46,10 @@ def test_without_jars_mvn_or_network_doctor_says_what_is_missing(
 def test_with_the_jars_cached_a_failing_way_is_not_a_problem(distribution: dist.Distribution) -> None:
     checks = by_name(doctor.run_checks(kafka_home="", repo=f"http://127.0.0.1:{free_port()}/"))
     assert checks["kafka"].ok and not checks["fetch without mvn"].ok and not checks["fetch without mvn"].needed
+
+
+def test_kafka_4_needs_no_zookeeper_port() -> None:
+    names = {c.name for c in doctor.run_checks(kafka_home="", version="4.4.0", repo="http://127.0.0.1:9/")}
+    zk = f"port {DEFAULT_ZK_PORT}"
+    assert zk not in names and f"port {DEFAULT_BROKER_PORTS[0]}" in names
+    assert zk in {c.name for c in doctor.run_checks(kafka_home="", repo="http://127.0.0.1:9/")}

@@ -17,7 +17,7 @@ from kafkalab import KAFKA_VERSION, dist
 from kafkalab.dist.artifacts import Artifact, file_digests, load_artifacts, matches
 from kafkalab.dist.download import Progress, download_all
 from kafkalab.errors import KafkalabError
-from tests.maven_repo import RepoServer, build_repo, serve_repo
+from tests.maven_repo import RepoServer, serve_artifacts
 
 KAFKALAB = [sys.executable, "-m", "kafkalab"]
 ARTIFACTS = load_artifacts(KAFKA_VERSION)
@@ -25,9 +25,7 @@ ARTIFACTS = load_artifacts(KAFKA_VERSION)
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RepoServer]:
-    root = tmp_path_factory.mktemp("maven-repo")
-    build_repo(root, ARTIFACTS, KAFKA_VERSION)
-    with serve_repo(root) as server:
+    with serve_artifacts(tmp_path_factory.mktemp("maven-repo"), ARTIFACTS, KAFKA_VERSION) as server:
         yield server
 
 
