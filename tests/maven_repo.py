@@ -20,13 +20,15 @@ M2 = Path.home() / ".m2" / "repository"
 
 
 class RepoServer(ThreadingHTTPServer):
-    """Records every GET (path, Range header); ``corrupt[path] = n`` flips a byte in the next n responses."""
+    """Records every GET (path, Range header); ``corrupt[path] = n`` flips a byte in the next n responses,
+    ``cut[path] = n`` ends the next n responses halfway (the connection drops)."""
 
     def __init__(self, root: Path) -> None:
         super().__init__(("127.0.0.1", 0), _handler(root))
         self.root = root
         self.requests: list[tuple[str, str | None]] = []
         self.corrupt: dict[str, int] = {}
+        self.cut: dict[str, int] = {}
         self.lock = threading.Lock()
 
     @property
@@ -53,11 +55,10 @@ def _handler(root: Path) -> type[SimpleHTTPRequestHandler]:
             rng = self.headers.get("Range")
             with self.server.lock:
                 self.server.requests.append((self.path, rng))
-                corrupt = self.server.corrupt.get(self.path, 0)
-                if corrupt:
-                    self.server.corrupt[self.path] = corrupt - 1
+                corrupt, cut = self.server.corrupt.get(self.path, 0), self.server.cut.get(self.path, 0)
+                self.server.corrupt[self.path], self.server.cut[self.path] = max(corrupt - 1, 0), max(cut - 1, 0)
             path = Path(self.translate_path(self.path))
-            if not path.is_file() or not (rng or corrupt):
+            if not path.is_file() or not (rng or corrupt or cut):
                 return super().send_head()
             data = path.read_bytes()
             if corrupt:
@@ -72,6 +73,9 @@ def _handler(root: Path) -> type[SimpleHTTPRequestHandler]:
             self.send_header("Content-Type", "application/java-archive")
             self.send_header("Content-Length", str(len(data) - start))
             self.end_headers()
+            if cut:
+                self.close_connection = True
+                return io.BytesIO(data[start:start + (len(data) - start) // 2])
             return io.BytesIO(data[start:])
 
     return Handler

@@ -35,6 +35,7 @@ def repo(served: RepoServer) -> RepoServer:
     with served.lock:
         served.requests.clear()
         served.corrupt.clear()
+        served.cut.clear()
     return served
 
 
@@ -91,6 +92,14 @@ def test_a_part_file_resumes_with_range_and_a_bad_one_is_replaced(repo: RepoServ
     assert repo.gets(good) == [f"bytes={len(source) // 2}-"]
     assert repo.gets(bad) == [f"bytes={bad.size // 2}-", None], "resumed, found corrupt, fetched whole"
     assert sum(advanced) == good.size + bad.size, "the progress bar ends at the total size"
+
+
+def test_a_dropped_connection_resumes_where_it_stopped(repo: RepoServer, tmp_path: Path) -> None:
+    artifact = smallest(6)[5]
+    repo.cut["/" + artifact.repo_path] = 1
+    download_all([artifact], repo.url, tmp_path, Progress())
+    assert matches(tmp_path / artifact.filename, artifact)
+    assert repo.gets(artifact) == [None, f"bytes={artifact.size // 2}-"]
 
 
 def test_a_list_without_a_checksum_is_refused(repo: RepoServer, tmp_path: Path) -> None:

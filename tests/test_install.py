@@ -137,9 +137,10 @@ def test_fetch_without_maven_verifies_every_checksum(fetched: Path, repo: RepoSe
     assert all(repo.gets(a) == [None] for a in ARTIFACTS)
 
 
+@pytest.mark.timeout(1200)  # a cluster and a Spark job; the shared machine can be slow
 def test_setup_check_runs_on_the_fetched_jars(installed: Installed, fetched: Path) -> None:
     runs = installed.work / "runs"
-    done = installed.run("run", "setup-check", "--headless", "--free-ports", "--runs-dir", str(runs), timeout=420)
+    done = installed.run("run", "setup-check", "--headless", "--free-ports", "--runs-dir", str(runs), timeout=900)
     assert done.returncode == 0, done.stdout[-3000:]
     assert leftovers(runs) == [], "every JVM and consumer of the run ended"
 
@@ -172,9 +173,10 @@ PILOT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.timeout(900)
 def test_the_console_starts_under_the_pilot(installed: Installed, fetched: Path) -> None:
     state = installed.work / "console-state"
-    done = installed.python(PILOT.replace("sys.argv[1]", repr(str(state))), timeout=300)
+    done = installed.python(PILOT.replace("sys.argv[1]", repr(str(state))), timeout=600)
     assert done.returncode == 0, done.stdout[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("reachable ", "css ")))
     assert lines["reachable"] == "True", "the console got a snapshot of its cluster"

@@ -7,6 +7,7 @@ fetches it again. urllib honours the usual proxy variables (HTTPS_PROXY, HTTP_PR
 
 from __future__ import annotations
 
+import http.client
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -69,8 +70,8 @@ def download(artifact: Artifact, base: str, libs: Path, progress: Progress) -> P
                 ) from None
             last = f"HTTP {exc.code}"
             continue
-        except (OSError, urllib.error.URLError) as exc:  # connection refused, reset, timeout: resume next time
-            last = str(getattr(exc, "reason", exc))
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, cut short, timeout: resume
+            last = str(getattr(exc, "reason", exc)) or type(exc).__name__
             continue
         if matches(part, artifact):
             part.replace(final)
@@ -118,3 +119,5 @@ def _transfer(url: str, part: Path, size: int, progress: Progress) -> None:
             while chunk := response.read(CHUNK):
                 out.write(chunk)
                 progress.advance(len(chunk))
+    if part.stat().st_size < size:  # the server ended early: resume rather than call it corrupt
+        raise ConnectionError(f"cut short at {part.stat().st_size} of {size} bytes")
