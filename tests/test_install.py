@@ -50,7 +50,8 @@ class Installed:
     def _run(self, cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         proc = subprocess.Popen(cmd, cwd=self.work, env=self.env, text=True, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-        return subprocess.CompletedProcess(cmd, proc.returncode, finish(proc, timeout))
+        out = finish(proc, timeout)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out)
 
 
 def leftovers(root: Path) -> list[psutil.Process]:
