@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
 
 from kafkalab.admin.snapshot import PartitionState
 from kafkalab.dist import Distribution, java_binary
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import package_file
 
-REASSIGN_SOURCE = Path(__file__).with_name("Reassign.java")
+REASSIGN_SOURCE = package_file("kafkalab.labs", "Reassign.java")
 
 
 def plan_replicas(partitions: Sequence[PartitionState], brokers: Sequence[int], rf: int) -> dict[int, list[int]]:

@@ -17,6 +17,7 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, make_fault
 from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, TopicPlan
+from kafkalab.paths import labs_dir
 
 LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
             "heal_before_audit"}
@@ -297,15 +298,9 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
     return tuple(faults)
 
 
-def lab_dirs() -> list[Path]:
-    """Where catalog labs live: the repository's labs/ (or the package's, when installed)."""
-    here = Path(__file__).resolve().parents[2]
-    return [d for d in (here / "labs", Path(__file__).resolve().parent / "catalog") if d.is_dir()]
-
-
 def catalog() -> list[Path]:
     """Every lab file of the catalog, in catalog order (the file names start with their number)."""
-    return sorted(p for d in lab_dirs() for p in d.glob("*.toml"))
+    return sorted(labs_dir().glob("*.toml"))
 
 
 def find_lab(ref: str) -> Path:
