@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kafkalab.analysis.report import SparkRun
 from kafkalab.errors import KafkalabError
 
 if TYPE_CHECKING:
@@ -22,9 +23,17 @@ DEFAULT_MASTER = "local[*]"
 APP_NAME = "kafkalab-analysis"
 
 
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
 def spark_conf(master: str) -> dict[str, str]:
-    """Settings for a small machine: no UI, loopback only, few shuffle partitions, enough driver heap."""
-    local = master.startswith("local")
+    """Settings for a small machine: no UI, loopback only, few shuffle partitions, enough driver heap.
+
+    On a cluster the driver binds where executors can reach it (SPARK_LOCAL_IP, or spark.driver.host
+    and spark.driver.bindAddress given with --spark-conf), not to loopback.
+    """
+    local = is_local(master)
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -44,9 +53,10 @@ def spark_conf(master: str) -> dict[str, str]:
 
 
 def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """Start (or join) the process's SparkSession with :func:`spark_conf`."""
+    """Start (or join) the process's SparkSession with :func:`spark_conf`, then ``extra_conf`` over it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if is_local(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
@@ -63,11 +73,25 @@ def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | Non
     return session
 
 
+def spark_run(session: SparkSession) -> SparkRun:
+    """The master, version, executors and cores the session has now (after a job: those that ran it)."""
+    sc = session.sparkContext
+    if is_local(sc.master):
+        return SparkRun(sc.master, sc.version, executors=0, cores=sc.defaultParallelism)
+    jsc = sc._jsc.sc()  # type: ignore[union-attr]
+    # executors' block managers plus the driver's; the coarse-grained backend (standalone, YARN,
+    # Kubernetes) counts the cores its executors registered with
+    cores = jsc.schedulerBackend().totalCoreCount()
+    return SparkRun(sc.master, sc.version, executors=jsc.getExecutorMemoryStatus().size() - 1,
+                    cores=cores if isinstance(cores, int) else cores.get())
+
+
 class WarmSession:
     """A SparkSession starting in a background thread; :meth:`get` waits for it.
 
     ``warmup`` (default: an analysis of ``warmup_rows`` generated sends) runs once on the new session so
-    the JVM has compiled the job's code paths before the first real run. The default size is for a
+    the JVM has compiled the job's code paths before the first real run; local masters only, as the
+    generated logs are on the driver's disk. The default size is for a
     session warming while idle (the console) before runs of any size; a session started beside a lab
     run, whose logs are small, does better with fewer rows (its report is not held up by the warm-up).
     """
@@ -95,7 +119,7 @@ class WarmSession:
     def _run(self) -> None:
         try:
             session = start_session(self.master, self._extra_conf)
-            if self._warmup:
+            if self._warmup and is_local(self.master):
                 from kafkalab.analysis.warmup import warm_up
 
                 warm_up(session, self._warmup_rows)
