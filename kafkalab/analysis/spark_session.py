@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkalab.analysis.report import SparkRun
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MASTER = "local[*]"
 APP_NAME = "kafkalab-analysis"
+DRIVER_LOG_DIR = Path(tempfile.gettempdir()) / "kafkalab-spark"
 
 
 def is_local(master: str) -> bool:
@@ -61,16 +64,36 @@ def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | Non
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise KafkalabError("pyspark is not installed; install kafkalab's dependencies (pip install -e .)") from exc
-    builder = SparkSession.builder.master(master).appName(APP_NAME)
-    for key, value in (spark_conf(master) | (extra_conf or {})).items():
+    conf = {"spark.master": master, "spark.app.name": APP_NAME} | spark_conf(master) | (extra_conf or {})
+    builder = SparkSession.builder
+    for key, value in conf.items():
         builder = builder.config(key, value)
+    log = DRIVER_LOG_DIR / f"driver-{os.getpid()}.log"
     try:
+        launch_driver_jvm(conf, log)
         session = builder.getOrCreate()
     except Exception as exc:
-        raise KafkalabError(f"could not start Spark with master {master!r}: {exc}; check Java 17+ "
-                            "is on PATH (or JAVA_HOME) and the master URL") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise KafkalabError(f"could not start Spark with master {master!r}: {first}; check Java 17+ "
+                            f"is on PATH (or JAVA_HOME) and the master URL (the driver's log: {log})") from exc
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def launch_driver_jvm(conf: dict[str, str], log: Path) -> None:
+    """Start the process's driver JVM (unless it runs) with ``conf``, its output appended to ``log``:
+    nothing from Spark reaches the terminal the console draws on."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())),
+                                     popen_kwargs={"stdout": out, "stderr": out})
+        SparkContext._ensure_initialized(gateway=gateway)
 
 
 def spark_run(session: SparkSession) -> SparkRun:
