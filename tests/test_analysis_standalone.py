@@ -17,7 +17,7 @@ from kafkalab.analysis.job import CLASSES
 from tests.analysis_scenarios import Scenario, Send, write_scenario
 from tests.spark_standalone import standalone_cluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]  # two Spark runs and a cluster, on a loaded machine
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(3600)]  # two Spark runs and a cluster, on a loaded machine
 
 FATES = ["ok", "missed", "broker_lost", "acks0_ok", "acks0_lost", "duplicated", "redelivered",
          "recovered_failed", "recovered_unknown", "failed", "unknown", "failed_no_partition"]
@@ -26,7 +26,7 @@ FATES = ["ok", "missed", "broker_lost", "acks0_ok", "acks0_lost", "duplicated", 
 def kafkalab_diff(args: list[str], out: Path, env: dict[str, str]) -> tuple[dict[str, Any], str]:
     """The real command; its JSON report and its text report (stdout)."""
     proc = subprocess.run([sys.executable, "-m", "kafkalab", "diff", *args, "--json", str(out)],
-                          capture_output=True, text=True, timeout=900, env=env)
+                          capture_output=True, text=True, timeout=1500, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(out.read_text()), proc.stdout
 

@@ -27,7 +27,7 @@ def is_uri(location: str) -> bool:
     return bool(_URI.match(location))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class RemoteFile:
     uri: str  # fully qualified, as the FileSystem names it
     size_bytes: int
