@@ -66,6 +66,7 @@ def run_mode(master: str, conf: dict[str, str], inputs: dict[str, list[str]], ru
                 progress.update(task, description=f"{label}: job {last['job'] + 1}/{runs + 1} "
                                                   f"took {last['s']:.1f} s")
                 progress.advance(task)
+                progress.console.print(f"{label}: job {last['job'] + 1} {last['s']:.2f} s, load {os.getloadavg()}")
     if proc.returncode != 0:
         raise SystemExit(f"{label} failed (exit {proc.returncode})")
     return last
