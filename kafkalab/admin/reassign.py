@@ -15,7 +15,7 @@ from kafkalab.dist import Distribution, java_binary
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import package_file
 
-REASSIGN_SOURCE = package_file("kafkalab.labs", "Reassign.java")
+REASSIGN_SOURCE = package_file("kafkalab.admin", "Reassign.java")
 
 
 def plan_replicas(partitions: Sequence[PartitionState], brokers: Sequence[int], rf: int) -> dict[int, list[int]]:
