@@ -1,4 +1,4 @@
-# Two commands for a fresh machine with Python 3.11+, JDK 17+ and Maven:
+# Two commands for a fresh machine with Python 3.11+ and JDK 17+ (Maven optional):
 #   make lab    set everything up, then open the lab console
 #   make test   set everything up, then run the test suite
 PYTHON ?= python3
@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup lab test lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

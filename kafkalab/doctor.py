@@ -1,22 +1,36 @@
-"""`kafkalab doctor`: everything a lab needs on this machine, one line per problem with what to do."""
+"""`kafkalab doctor`: everything a lab needs on this machine, one line per problem with what to do.
+
+The jars come one of three ways (mvn, kafkalab's own download, an offline bundle); doctor checks the first
+two and says which would work. A way that fails is a problem only while the jars are missing and no other
+way works.
+"""
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
 
-from kafkalab import dist
+from kafkalab import KAFKA_VERSION, __version__, dist
 from kafkalab.cluster.ports import port_holder, port_is_free
 from kafkalab.cluster.spec import DEFAULT_BROKER_PORTS, DEFAULT_ZK_PORT
+from kafkalab.dist.artifacts import load_artifacts
+from kafkalab.dist.distribution import has_kraft_only
+from kafkalab.dist.download import CENTRAL
 from kafkalab.errors import KafkalabError
-from kafkalab.paths import state_root
+from kafkalab.paths import cache_root, state_root
 
 MIN_JAVA = 17
 MIN_DISK_BYTES = 2 * 1024**3
 MIN_MEMORY_BYTES = 2 * 1024**3
+MIN_CACHE_BYTES = 100 * 1024**2
+
+
+NETWORK_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -24,11 +38,18 @@ class Check:
     name: str
     ok: bool
     detail: str
+    needed: bool = True  # False: a failure here does not matter (shown, not counted)
 
 
-def run_checks(kafka_home: str | None = None, brokers: int = 3) -> list[Check]:
-    checks = [_java(), _maven(), _distribution(kafka_home)]
-    ports = [("ZooKeeper", DEFAULT_ZK_PORT)]
+def run_checks(
+    kafka_home: str | None = None, brokers: int = 3, version: str = KAFKA_VERSION, repo: str | None = None
+) -> list[Check]:
+    have = _distribution(kafka_home, version)
+    ways = [_maven(), _repository(version, repo or CENTRAL)]
+    if have.ok or any(w.ok for w in ways):
+        ways = [replace(w, needed=False) for w in ways]
+    checks = [_java(), have, *ways]
+    ports = [] if has_kraft_only(version) else [("ZooKeeper", DEFAULT_ZK_PORT)]
     ports += [(f"broker {i + 1}", p) for i, p in enumerate(DEFAULT_BROKER_PORTS[:brokers])]
     for who, port in ports:
         free = port_is_free(port)
@@ -38,6 +59,11 @@ def run_checks(kafka_home: str | None = None, brokers: int = 3) -> list[Check]:
     disk = shutil.disk_usage(root).free
     checks.append(Check("disk", disk >= MIN_DISK_BYTES, f"{disk / 1024**3:.1f} GB free in {root}"
                         + ("" if disk >= MIN_DISK_BYTES else ": free at least 2 GB, or set KAFKALAB_STATE elsewhere")))
+    if not have.ok:
+        cache = _existing_parent(cache_root())
+        free = shutil.disk_usage(cache).free
+        checks.append(Check("cache disk", free >= MIN_CACHE_BYTES, f"{free / 1024**3:.1f} GB free in {cache}" + (
+            "" if free >= MIN_CACHE_BYTES else ": the jars need 100 MB: free space, or set KAFKALAB_CACHE elsewhere")))
     mem = psutil.virtual_memory().available
     checks.append(Check("memory", mem >= MIN_MEMORY_BYTES, f"{mem / 1024**3:.1f} GB available"
                         + ("" if mem >= MIN_MEMORY_BYTES else ": close programs; a 3-broker lab needs about 2 GB")))
@@ -57,12 +83,35 @@ def _java() -> Check:
 
 def _maven() -> Check:
     mvn = shutil.which("mvn")
-    return Check("mvn", bool(mvn), mvn or "mvn not found: install Maven (apt-get install maven), or use --kafka-home")
+    if mvn:
+        return Check("fetch with mvn", True, f"{mvn} resolves the jars")
+    return Check("fetch with mvn", False, "mvn not found: install Maven (apt-get install maven), or fetch without it")
 
 
-def _distribution(kafka_home: str | None) -> Check:
+def _repository(version: str, repo: str) -> Check:
+    """Whether kafkalab's own download would work: a checksum list for the version and a reachable repository."""
+    name = "fetch without mvn"
     try:
-        found = dist.locate(kafka_home)
+        first = load_artifacts(version)[0]
+    except KafkalabError as exc:
+        return Check(name, False, str(exc))
+    url = repo.rstrip("/") + "/" + first.repo_path
+    request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": f"kafkalab/{__version__}"})
+    try:
+        with urllib.request.urlopen(request, timeout=NETWORK_TIMEOUT_S):
+            pass
+    except urllib.error.HTTPError as exc:
+        return Check(name, False, f"{repo} answers HTTP {exc.code} for {first.coordinates}: name another --maven-repo")
+    except (OSError, urllib.error.URLError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return Check(name, False, f"cannot reach {repo} ({reason}): check the network or HTTPS_PROXY, name a mirror "
+                                  "with --maven-repo, or install an offline bundle (kafkalab fetch --from FILE)")
+    return Check(name, True, f"{repo} serves Kafka {version}'s jars")
+
+
+def _distribution(kafka_home: str | None, version: str) -> Check:
+    try:
+        found = dist.locate(kafka_home, version=version)
     except KafkalabError as exc:
         return Check("kafka", False, str(exc))
     return Check("kafka", True, f"Kafka {found.version()} in {found.libs} ({found.source})")

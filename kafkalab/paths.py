@@ -1,11 +1,13 @@
-"""Where kafkalab keeps the Kafka jars (cache) and cluster state (state dirs)."""
+"""Where kafkalab keeps the Kafka jars (cache) and cluster state (state dirs), and finds its packaged files."""
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 from kafkalab import KAFKA_VERSION
+from kafkalab.errors import KafkalabError
 
 
 def cache_root() -> Path:
@@ -32,10 +34,23 @@ def default_state_dir() -> Path:
     return state_root() / "clusters" / "default"
 
 
+def package_file(package: str, name: str = "") -> Path:
+    """A file (or, with no name, the directory) a package carries, found through importlib.resources.
+
+    pip, pipx and uv install packages unpacked, so the resource is a real path the JVM and glob can use.
+    """
+    found = resources.files(package).joinpath(name) if name else resources.files(package)
+    if not isinstance(found, Path) or not found.exists():
+        what = name or "its files"
+        raise KafkalabError(f"{package} lacks {what}: reinstall kafkalab (pip install --force-reinstall kafkalab)")
+    return found
+
+
 def assets_dir() -> Path:
-    """The repository's assets/ (pom, corpora); also shipped inside the package for installs."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "assets", here / "assets"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("kafkalab assets/ not found beside the package")
+    """The poms and corpora: the repository's assets/, installed as the package kafkalab._assets."""
+    return package_file("kafkalab._assets")
+
+
+def labs_dir() -> Path:
+    """The lab catalog: the repository's labs/, installed as the package kafkalab._labs."""
+    return package_file("kafkalab._labs")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kafkalab.analysis.inputs import InputFile, check_files, is_malformed
+from kafkalab.analysis.inputs import InputFile, check_file, is_malformed
 from kafkalab.analysis.job import CLASSES, TOTALS, Sample
-from kafkalab.analysis.report import PartitionRow, Report
+from kafkalab.analysis.report import PartitionRow, Report, SparkRun
 from kafkalab.analysis.verdict import CLEAN, verdict
 from kafkalab.logformat import PRODUCER_COLUMNS
 
@@ -20,7 +20,7 @@ def make_report(classes: dict[str, int | None], audit: bool = False) -> Report:
     return Report(run="r1", totals=dict.fromkeys(TOTALS, 10), classes=classes, per_partition=[row],
                   samples={"lost": [Sample("r1:p:3", "t", 0, -1)]}, verdict=verdict(classes),
                   inputs=[InputFile(Path("p.csv"), "producer", 100, malformed=2, malformed_lines=[4, 9])],
-                  elapsed_s=1.25, spark_master="local[2]", audit=audit)
+                  elapsed_s=1.25, spark=SparkRun("local[2]", "4.3.0", 0, 2), audit=audit)
 
 
 def test_verdict_names_the_most_serious_lesson_first() -> None:
@@ -41,6 +41,8 @@ def test_json_keys_and_fail_on() -> None:
     assert data["lost_by_brokers"] is None and data["duplicated"] == 2
     assert data["per_partition"][0]["leader_changes"] == 2
     assert data["inputs"]["files"][0]["malformed_lines"] == [4, 9] and data["inputs"]["malformed"] == 2
+    assert data["spark"] == {"master": "local[2]", "version": "4.3.0", "executors": 0, "cores": 2}
+    assert data["inputs"]["spark_master"] == "local[2]"
     report = make_report(classes)
     assert report.nonzero(["lost", "duplicated", "malformed"]) == ["duplicated", "malformed"]
 
@@ -52,12 +54,19 @@ def test_table_shows_partitions_totals_and_missing_audit_columns() -> None:
     assert "t-0" in text and "total" in text and "leader" in text
     assert "brokers" in text  # the audit split has its columns
     assert "p.csv: 2 malformed line(s), skipped: 4, 9" in text
+    assert "on local[2] (Spark 4.3.0, in the driver, 2 cores)" in text
+
+
+def test_a_cluster_run_names_its_executors_and_cores() -> None:
+    run = SparkRun("spark://10.0.0.5:7077", "4.3.0", 1, 1)
+    assert run.describe() == "spark://10.0.0.5:7077 (Spark 4.3.0, 1 executor, 1 core)"
+    assert SparkRun("yarn", "4.3.0", 4, 16).describe() == "yarn (Spark 4.3.0, 4 executors, 16 cores)"
 
 
 def test_header_and_line_checks(tmp_path: Path) -> None:
     path = tmp_path / "p.csv"
     path.write_text(",".join(PRODUCER_COLUMNS) + "\n")
-    assert check_files("producer", [path])[0].size_bytes > 0
+    assert check_file(InputFile(path, "producer", 0)).size_bytes > 0
     assert not is_malformed("producer", "r1:p:0,0,t,0,5,k,acked,,0,\"a, b\"")
     assert is_malformed("producer", "r1:p:0,0,t,0,5,k,sent,,0,v")  # not a status of the contract
     assert is_malformed("producer", "r1:p,0,t,0,5,k,acked,,0,v")  # not run:producer:seq

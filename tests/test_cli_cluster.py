@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.cluster import Cluster
+from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.process import marked_processes
 from tests.conftest import TEST_STATE_ROOT
@@ -29,6 +31,40 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str)
     assert len(lines) == 1 and lines[0].startswith("kafkalab: error: "), result.stderr
     for word in words:
         assert word in lines[0]
+
+
+@contextlib.contextmanager
+def holding(port: int) -> Iterator[None]:
+    """``port`` taken for the block (by this test, or already by someone else: taken either way)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # binds over a TIME_WAIT of the port
+    try:
+        with contextlib.suppress(OSError):
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+        yield
+    finally:
+        sock.close()
+
+
+def test_cluster_up_on_a_taken_port_says_so_without_stopping_anything(tmp_path: Path) -> None:
+    with holding(ClusterSpec(state_dir=tmp_path).zk_port):
+        result = kafkalab("cluster", "up", "--state-dir", str(tmp_path / "state"), timeout=60)
+    assert_one_line_error(result, "is taken by", "--free-ports")
+    assert "stopping the cluster" not in result.stdout + result.stderr
+
+
+def test_bare_console_on_taken_default_ports_takes_free_ones_and_says_why(tmp_path: Path) -> None:
+    from kafkalab.cli.console_cmd import _bare_source, default_args
+
+    args = default_args()
+    args.no_lab, args.state_dir = True, tmp_path / "state"
+    zk_port = ClusterSpec(state_dir=tmp_path).zk_port
+    with holding(zk_port):
+        source, broker_ids = _bare_source(args)
+    assert broker_ids == [1, 2, 3]
+    assert source.cluster.spec.free_ports  # type: ignore[attr-defined]
+    assert f"ports {zk_port}" in source.note and "uses free ones" in source.note  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("count", ["0", "10"])

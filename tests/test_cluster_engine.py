@@ -78,7 +78,7 @@ def test_sigterm_moves_leadership_before_the_process_exits(engine) -> None:
     log_start = node.log_path.stat().st_size
     node.stop()
     cluster.wait_state(leader, NodeState.STOPPED, timeout=60)
-    assert "SIGKILL" not in node.reason
+    assert node.reason == "stopped (controlled shutdown)"  # the JVM's 143 is the stop asked for, not a failure
     # The broker asks the controller to move its leaderships and exits only after the controller
     # answered; the reply is logged, so the log proves the order even when a poll would be too slow.
     with open(node.log_path, "rb") as fh:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kafkalab import dist
+from kafkalab.cluster import NodeAction
 from kafkalab.cluster.configs import write_node_configs
 from kafkalab.cluster.ports import resolve_ports
 from kafkalab.cluster.spec import ClusterSpec
@@ -91,3 +93,30 @@ def test_fetch_is_idempotent_and_fast_when_present() -> None:
     started = time.monotonic()
     found = dist.fetch()
     assert time.monotonic() - started < 2 and not found.missing_jars()
+
+
+def test_each_node_action_calls_its_own_method() -> None:
+    class Recorder:  # stands in for a Node: the test claims only which method an action calls
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def __getattr__(self, name: str) -> Callable[[], None]:
+            return lambda: self.calls.append(name)
+
+    for action in NodeAction:
+        node = Recorder()
+        action.apply(node)  # type: ignore[arg-type]
+        assert node.calls == [action.value]
+    assert NodeAction("kill") is NodeAction.KILL
+
+
+def test_node_zero_is_zookeeper_as_in_the_console(tmp_path: Path) -> None:
+    from kafkalab.cluster import Cluster
+    from kafkalab.errors import KafkalabError
+
+    cluster = Cluster(ClusterSpec(state_dir=tmp_path), dist.locate())
+    cluster._build_nodes()  # the nodes as start() makes them, without starting anything
+    assert cluster.node("0").name == cluster.node(0).name == "zookeeper"
+    assert cluster.node("2").name == "broker-2"
+    with pytest.raises(KafkalabError, match=r"unknown node '7': brokers are 1, 2, 3, or 0 \(ZooKeeper\)"):
+        cluster.node("7")

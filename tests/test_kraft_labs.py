@@ -11,6 +11,7 @@ from kafkalab.admin import ClusterSnapshot
 from kafkalab.admin.quorum import QuorumState
 from kafkalab.cli import main
 from kafkalab.labs import load_lab
+from kafkalab.labs.events import EventKind
 from kafkalab.labs.expectations import is_metric
 from kafkalab.labs.faults import parse_target, parse_trigger
 from kafkalab.labs.loader import find_lab
@@ -93,8 +94,9 @@ def test_in_kraft_mode_the_timeline_takes_the_active_controller_from_the_quorum(
     for _ in range(5):
         watch.poll()
         watch._watch_quorum()
-    changes = timeline.events("controller-change")
-    assert [e["detail"] for e in changes] == ["active controller 101 -> 103 (epoch 7)"]
+    changes = timeline.events(EventKind.CONTROLLER_CHANGE)
+    assert [e.detail for e in changes] == ["active controller 101 -> 103 (epoch 7)"]
+    assert [e.as_dict()["epoch"] for e in changes] == [7]  # timeline.json keeps the epoch
 
 
 def test_a_fault_may_be_expected_to_fail(tmp_path) -> None:  # type: ignore[no-untyped-def]

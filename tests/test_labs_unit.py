@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.admin.reassign import plan_replicas
 from kafkalab.cli import main
-from kafkalab.clients.stats import ProducerStats
+from kafkalab.clients.stats import ClientState, ProducerStats
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import catalog, load_lab
-from kafkalab.labs.actions import plan_replicas
+from kafkalab.labs.events import ClientRecord, EventKind, LeaderChange
 from kafkalab.labs.expectations import make_expectation, parse_check
 from kafkalab.labs.faults import parse_target, parse_trigger
 from kafkalab.labs.metrics import timeline_metrics
@@ -103,6 +104,11 @@ def test_fault_on_unknown_topic_or_consumer(tmp_path: Path) -> None:
     assert "consumer 7 is not a [[consumer]]" in error_of(tmp_path, text)
 
 
+def test_fault_on_a_partition_the_topic_lacks_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "leader test-topic/9"))
+    assert "fault[1].on" in msg and "test-topic/9 does not exist: test-topic has 6 partitions (0..5)" in msg
+
+
 def test_broker_out_of_range_and_same_without_node(tmp_path: Path) -> None:
     assert "broker 5 does not exist" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "broker 5"))
     assert "'same' needs an earlier fault" in error_of(tmp_path, MINIMAL.replace("leader test-topic/1", "same"))
@@ -171,10 +177,10 @@ def test_plan_replicas_keeps_current_and_adds_round_robin() -> None:
 
 def test_timeline_metrics_count_changes_and_assign_wait() -> None:
     tl = Timeline("x")
-    tl.add("leader-change", "t/0", topic="t", partition=0)
-    tl.add("leader-change", "o/0", topic="__consumer_offsets", partition=0)
-    tl.add("consumer-launch", "consumer-1")
-    tl.add("consumer-assigned", "consumer-1", partitions=[0, 1])
+    tl.add(LeaderChange(source="t/0", topic="t", partition=0, leader=2, isr=(2,), previous=1))
+    tl.add(LeaderChange(source="o/0", topic="__consumer_offsets", partition=0, leader=2, isr=(2,), previous=1))
+    tl.say(EventKind.CONSUMER_LAUNCH, "consumer-1", "")
+    tl.add(ClientRecord(kind=EventKind.CONSUMER_ASSIGNED, source="consumer-1", partitions=(0, 1)))
     values = timeline_metrics(tl, {"t"}, [1, 2])
     assert values["timeline.leader_changes"] == 1
     assert 0 <= values["consumer.1.assign_wait_s"] < 1
@@ -224,16 +230,45 @@ def test_a_producer_stall_is_seen_while_an_admin_snapshot_hangs() -> None:
             release.wait(10)
             return ClusterSnapshot(taken_at=time.time(), reachable=False)
 
-    stuck = ProducerStats(name="producer", state="running", attempted=500, acked=100, failed={}, unknown=0,
+    stuck = ProducerStats(name="producer", state=ClientState.RUNNING, attempted=500, acked=100, failed={}, unknown=0,
                           in_flight=400, rate=0.0, total=1000)
     timeline = Timeline("demo")
     watch = ClusterWatch(timeline, HangingAdmin(), lambda: stuck)  # type: ignore[arg-type]
     watch.start()
     try:
         deadline = time.monotonic() + STALL_AFTER_S + 2
-        while not timeline.events("producer-stalled") and time.monotonic() < deadline:
+        while not timeline.events(EventKind.PRODUCER_STALLED) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert timeline.events("producer-stalled"), "no stall on the timeline while the snapshot hung"
+        assert timeline.events(EventKind.PRODUCER_STALLED), "no stall on the timeline while the snapshot hung"
     finally:
         release.set()
         watch.stop()
+
+
+def test_lab_edits_are_validated_and_reach_the_configs(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, MINIMAL))
+    edited = lab.with_setting("producer.acks", "all").with_setting("consumer.group-id", "other")
+    assert edited.producer.config.acks == "all" and edited.producer.settings["producer.acks"] == "all"
+    assert [c.group for c in edited.consumers] == ["other"] and lab.consumers[0].group == "test-app"
+    with pytest.raises(KafkalabError, match="heartbeat-interval"):
+        lab.with_setting("consumer.heartbeat-interval", "999999")
+    with pytest.raises(KafkalabError, match="not a producer"):
+        lab.with_setting("acks", "all")
+
+
+def test_lab_topic_edits_change_the_plan_or_add_a_topic(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, MINIMAL))
+    edited = lab.with_topic("test-topic", 2, 2).with_topic("extra", None, 1)
+    topic, extra = edited.topics
+    assert (topic.replication_factor, topic.configs["min.insync.replicas"]) == (2, "2")
+    assert (extra.name, extra.replication_factor, extra.configs) == ("extra", 1, {"min.insync.replicas": "1"})
+    with pytest.raises(KafkalabError, match="rf=4"):
+        lab.with_topic("test-topic", 4, None)
+
+
+def test_a_copied_labs_first_error_is_its_real_one_and_then_its_name(tmp_path: Path) -> None:
+    broken = MINIMAL.replace("leader test-topic/1", "leader test-topic/9")
+    with pytest.raises(KafkalabError, match="test-topic/9 does not exist"):
+        load_lab(write(tmp_path, broken, name="my-copy.toml"))
+    with pytest.raises(KafkalabError, match=r"differs from the file name my-copy\.toml"):
+        load_lab(write(tmp_path, MINIMAL, name="my-copy.toml"))

@@ -10,18 +10,23 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
+from rich.table import Table
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Label, Static
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
-from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen
+from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
-from tests.test_ui_feed import FakeSource
+from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource, NodesFrame
+from kafkalab.ui.workload import waiting_for
+from tests.screen_text import svg_rows
+from tests.test_ui_feed import TOPIC, FakeSource
 
 SIZE = (120, 36)
 
@@ -84,6 +89,24 @@ async def test_kill_on_leader_changes_badge_and_table_leader() -> None:
 
 
 @sync
+async def test_a_killed_leader_is_marked_down_at_once_then_the_election_shows() -> None:
+    feed = FakeSource()
+    feed.delay_election = True
+    async with running(feed) as (app, pilot):
+        await pilot.press("2", "k")
+        await settle(pilot)
+        table = app.query_one(PartitionTable)
+        assert leader_cell(app, "test-topic/1") == "2✗"  # metadata still names broker 2: kafkalab knows better
+        assert table.get_cell("test-topic/1", "status").plain.strip() == "electing a leader"
+        assert table.get_cell("test-topic/0", "status").plain.strip() == "ok"
+        with feed.lock:
+            feed.elect(2)
+        await settle(pilot)
+        assert leader_cell(app, "test-topic/1") == "3"
+        assert table.get_cell("test-topic/1", "status").plain.strip() == "under-replicated"
+
+
+@sync
 async def test_selection_restyles_only_the_pane_and_matches_a_full_restyle() -> None:
     """NodePane.set_selected restyles the pane alone: no CSS rule may style a pane's children by -selected."""
     async with running(FakeSource()) as (app, pilot):
@@ -113,11 +136,11 @@ async def test_consumers_table_follows_changes_and_removals() -> None:
     feed = FakeSource(with_run=True)
     async with running(feed) as (app, pilot):
         table = app.query_one(ConsumersTable)
-        assert table.get_cell("consumer", "received").plain == "498,796"
+        assert table.get_cell("consumer", "received").plain.strip() == "498,796"
         consumer = feed.run_frame.consumers[0]
         feed.run_frame = replace(feed.run_frame, consumers=(replace(consumer, received=500_000),))
         await settle(pilot)
-        assert table.get_cell("consumer", "received").plain == "500,000"
+        assert table.get_cell("consumer", "received").plain.strip() == "500,000"
         feed.run_frame = replace(feed.run_frame, consumers=())
         await settle(pilot)
         assert table.row_count == 0
@@ -177,8 +200,11 @@ async def test_start_and_stop_run_fill_the_results_pane() -> None:
         assert app.query_one("#side").active == "tab-results"  # type: ignore[attr-defined]
         verdict = str(app.query_one("#verdict", Static).render())
         assert "nothing acknowledged was lost" in verdict
-        table = app.query_one("#per-partition", DataTable)
-        assert table.row_count == 6
+        table = app.query_one("#per-partition", Static).content
+        assert isinstance(table, Table) and table.row_count == 6
+        headings = [str(c.header) for c in table.columns]
+        assert headings == ["part", "acked", "proc.", "lost", "dupl.", "redel.", "reord.", "leader moves", "recov."]
+        assert [str(c) for c in table.columns[1].cells] == ["83,133"] * 6
 
 
 @sync
@@ -270,3 +296,133 @@ async def test_quit_during_a_live_run_confirms_and_closes_the_source() -> None:
                 break
             await asyncio.sleep(0.05)
     assert feed.closed
+
+
+@sync
+async def test_consumers_table_shows_every_column_at_160_columns_and_titles_are_not_doubled() -> None:
+    feed = FakeSource(with_run=True)
+    consumer = feed.run_frame.consumers[0]
+    wide = replace(consumer, name="consumer-1", state="running", group_state="rebalancing", received=498_796,
+                   processed=498_796, committed={p: 83_000 for p in range(6)}, lag={p: 12_345 for p in range(6)})
+    feed.run_frame = replace(feed.run_frame, consumers=(wide, replace(wide, name="consumer-2")))
+    app = console(feed)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")  # the report took the Results tab
+        await pilot.pause()
+        table = app.query_one(ConsumersTable)
+        assert [str(c.label).strip() for c in table.columns.values()][-2:] == ["lag", "rebal"]
+        assert table.virtual_size.width <= table.scrollable_content_region.width, "columns cut off"
+        assert table.get_cell("consumer-1", "assigned").plain.strip() == "0-5"
+        assert table.border_title == "consumers · group test-app"
+        assert app.query_one("#producer").border_title == "producer"
+
+
+@sync
+async def test_bare_console_offers_only_keys_that_act_and_brokers_that_exist() -> None:
+    feed = FakeSource()
+    feed.offers = ClusterSource.offers  # type: ignore[attr-defined]
+    app = console(feed)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        footer = " ".join(str(k.description) for k in app.query("FooterKey"))  # type: ignore[attr-defined]
+        assert "Start run" in footer and "Stop run" in footer
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        ids = {row[2] for row in app.screen.rows}
+        assert {"run.start", "run.stop", "topic.alter"} <= ids
+        assert not ids & {"lab.reset", "run.setting", "consumer.quit", "consumer.crash", "consumer.wait"}
+        assert not any(i.startswith("broker.select.") and int(i[-1]) > 3 for i in ids)
+        await pilot.press("escape", "n", "e", "4")
+        await settle(pilot)
+        assert isinstance(app.screen, Screen) and not isinstance(app.screen, ModalScreen)
+        assert app.selected is None and not app._notifications  # no toast, nothing happened
+
+
+def test_waiting_for_names_the_partition_its_missing_replicas_and_the_broker_down() -> None:
+    feed = FakeSource()
+    assert waiting_for(feed.snapshot(), TOPIC) == ""
+    feed.node_action("broker-2", "kill")
+    feed.node_action("broker-3", "kill")
+    said = waiting_for(feed.snapshot(), TOPIC)
+    assert said == f"waiting for 2 in-sync replicas of {TOPIC}/0: brokers 2, 3 down"
+    assert waiting_for(ClusterSnapshot(0.0, False), TOPIC) == "waiting for the brokers to answer"
+
+
+@sync
+async def test_lab_console_before_its_first_run_says_no_cluster_yet_not_unreachable() -> None:
+    feed = FakeSource()
+    feed.snapshot = lambda: ClusterSnapshot(0.0, False, error=NO_CLUSTER_YET)  # type: ignore[method-assign]
+    feed.nodes = lambda: NodesFrame(())  # type: ignore[method-assign]
+    app = LabConsole(feed, [1, 2, 3], poll_s=0.15, clock=lambda: 0.0)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        footer = " ".join(str(k.description) for k in app.query("FooterKey"))  # type: ignore[attr-defined]
+        assert "Start run" in footer and "Kill" not in footer  # no nodes to act on yet
+        status = str(app.query_one("#partitions-status", Static).render())
+        assert "NO CLUSTER YET" in status and "g starts the lab's run" in status
+        assert "UNREACHABLE" not in status and not app.query_one("#partitions").has_class("-stale")
+        topbar = str(app.query_one("#topbar", Static).render())
+        assert "fake cluster ready" in topbar and "» cluster ready" not in topbar
+
+
+@sync
+async def test_a_starting_nodes_reason_is_shown_whole_at_100x30() -> None:
+    feed = FakeSource()
+    feed.states["broker-2"] = NodeState.STARTING
+    feed.reasons["broker-2"] = "launched, waiting until ready"
+    app = console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        rows = svg_rows(app.export_screenshot(), 30, 100)
+        pane = app.query_one("#node-broker-2", BrokerPane).region
+        text = " ".join(row[pane.x + 1:pane.right - 1].strip() for row in rows[pane.y + 1:pane.y + 4])
+        assert "STARTING launched, waiting until ready" in " ".join(text.split())
+
+
+@sync
+async def test_topic_prompt_shows_its_brackets_and_offers_a_reassignment_for_an_rf_change() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, InputScreen)
+        assert "NAME [rf=N] [min.isr=N]" in str(app.screen.query_one(Label).render())
+        await pilot.press(*"test-topic rf=5", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "RF 3 to RF 5" in app.screen.question
+        await pilot.press("y")
+        await settle(pilot)
+        assert ("reassign test-topic", "5") in feed.actions
+        await pilot.press("t", *"new-topic rf=9", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ErrorScreen)
+        assert app.screen.title_text == "topic new-topic failed" and "give rf=3 or fewer" in app.screen.message
+
+
+@sync
+async def test_a_runs_verdict_is_told_once_though_its_report_is_rebuilt() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        await pilot.press("g", "x")
+        await settle(pilot)
+        report = feed.run_frame.report
+        assert report is not None
+        feed.run_frame = replace(feed.run_frame, report=replace(report, samples={}))  # same verdict, new report
+        await settle(pilot)
+        told = [n for n in app._notifications if n.message == report.verdict]
+        assert len(told) == 1
+
+
+@sync
+async def test_presenter_mode_shows_the_report_when_a_run_ends() -> None:
+    feed = FakeSource()
+    app = console(feed, presenter=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.query_one("#side").display
+        await pilot.press("g", "x")
+        await settle(pilot)
+        assert app.query_one("#side").display and app.query_one("#side").active == "tab-results"  # type: ignore[attr-defined]

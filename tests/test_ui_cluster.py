@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
 
+from kafkalab.admin import Admin, PartitionState
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.modals import ConfirmScreen
-from kafkalab.ui.source import ClusterSource
+from kafkalab.ui.source import ClusterSource, NeedsReassignment, alter_topic, reassign_topic
+from kafkalab.ui.workload import DEMO_TOPIC
+from tests.helpers import wait_until
 from tests.test_ui_app import leader_cell, sync
 
 pytestmark = pytest.mark.cluster
@@ -53,3 +58,51 @@ def test_kill_key_on_the_leader_moves_the_table_leader(cluster: Cluster, topic_f
         for node in cluster.brokers:  # the next test wants every broker back
             if node.state in (NodeState.KILLED, NodeState.STOPPED):
                 node.start()
+
+
+def test_bare_console_opens_with_the_demo_topic_and_g_x_run_the_default_workload(cluster: Cluster,
+                                                                                   admin: Admin) -> None:
+    source = ClusterSource(cluster, owned=False)
+    said: list[str] = []
+    try:
+        source.boot(said.append)
+        assert said and said[-1].endswith("g runs a producer and a consumer")
+        def led() -> list[PartitionState]:
+            found = [p for p in admin.snapshot(offsets=False).topic(DEMO_TOPIC) if p.leader is not None]
+            return found if len(found) == 6 else []
+
+        partitions = wait_until(led, 30, what="the demo topic's 6 partitions, each led, in the metadata")
+        assert {len(p.replicas) for p in partitions} == {3} and {p.min_isr for p in partitions} == {2}
+        assert source.run().phase == "idle" and not source.run().live
+        source.start_run()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            frame = source.run()
+            if frame.producer and frame.producer.acked and frame.consumers and frame.consumers[0].processed:
+                break
+            time.sleep(0.5)
+        frame = source.run()
+        assert frame.live and frame.phase == "running"
+        assert frame.consumers and frame.consumers[0].processed > 0, "the consumer processed nothing in 120 s"
+        source.stop_run()
+        frame = source.run()
+        assert not frame.live and frame.phase == "stopped"
+    finally:
+        source.close()
+
+
+def test_topic_prompt_on_the_cluster_refuses_too_large_rf_and_reassigns_an_rf_change(
+        cluster: Cluster, admin: Admin, topic_factory: Callable[..., str]) -> None:
+    wait_until(lambda: len(admin.snapshot(offsets=False).brokers) == 3, 120, what="3 brokers (a test killed one)")
+    with pytest.raises(KafkalabError, match=r"rf=4 is more than the 3 brokers running: give rf=3 or fewer"):
+        alter_topic(admin, "prompt-too-large", 4, None)
+    topic = topic_factory(partitions=2, replication_factor=2)
+    with pytest.raises(NeedsReassignment) as need:
+        alter_topic(admin, topic, 3, 2)
+    assert (need.value.current, need.value.wanted) == (2, 3)
+    assert admin.snapshot(offsets=False).topic(topic)[0].min_isr == 2  # the min ISR part was applied
+    reassign_topic(cluster, admin, topic, 3)
+    deadline = time.monotonic() + 90
+    while {len(p.replicas) for p in admin.snapshot(offsets=False).topic(topic)} != {3}:
+        assert time.monotonic() < deadline, "the reassignment did not reach RF 3 within 90 s"
+        time.sleep(0.5)

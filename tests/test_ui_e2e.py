@@ -70,10 +70,11 @@ def leader_of(screen: str, partition: str) -> str | None:
 def test_kafkalab_console_kill_key_moves_leader_and_quit_leaves_nothing(tmux: Tmux) -> None:
     state_dir = TEST_STATE_ROOT / "console-e2e"
     state_dir.mkdir(parents=True, exist_ok=True)
-    command = f"{KAFKALAB} console --no-lab --free-ports --state-dir {state_dir}"
+    # COLUMNS/LINES inherited from the test process would pin the console to 80x24 whatever the pane's size
+    command = f"env -u COLUMNS -u LINES {KAFKALAB} console --no-lab --free-ports --state-dir {state_dir}"
     tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "36", command)
     try:
-        tmux.wait_for(lambda s: "cluster ready" in s, 180, "'cluster ready'")
+        tmux.wait_for(lambda s: "g runs a producer" in s, 180, "the console ready")
         subprocess.run([str(KAFKALAB), "topic", "create", TOPIC, "--partitions", "3", "--replication-factor", "3",
                         "--state-dir", str(state_dir)], check=True, capture_output=True, timeout=90)
         screen = tmux.wait_for(lambda s: (leader_of(s, f"{TOPIC}/0") or "none") != "none", 60, "the topic's leader")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -9,23 +10,26 @@ from dataclasses import replace
 import pytest
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.ui.app import parse_topic_request
 from kafkalab.ui.chart import columns, render_chart
+from kafkalab.ui.lab_source import sample_line
 from kafkalab.ui.logtail import shorten
 from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
-from kafkalab.ui.source import LabView, Marker, NodesFrame, ReportView, RunFrame, TimelineStep
+from kafkalab.ui.source import LabView, Marker, NeedsReassignment, NodesFrame, ReportView, RunFrame, TimelineStep
 
 FROZEN_EPOCH = 1_700_000_000.0  # 2023-11-14, the feed's frozen wall clock
 TOPIC = "test-topic"
 
 
-def node_info(name: str, state: NodeState = NodeState.RUNNING, broker_id: int | None = None) -> NodeInfo:
+def node_info(name: str, state: NodeState = NodeState.RUNNING, broker_id: int | None = None,
+              reason: str | None = None) -> NodeInfo:
     alive = state.alive
     return NodeInfo(name=name, kind="broker" if broker_id else "zookeeper", broker_id=broker_id,
                     port=9092 + 100 * (broker_id or 0), state=state,
-                    reason="killed (SIGKILL)" if state == NodeState.KILLED else "ready in 9.1s",
+                    reason=reason or ("killed (SIGKILL)" if state == NodeState.KILLED else "ready in 9.1s"),
                     pid=4000 + (broker_id or 0) if alive else None, uptime_s=125.0 if alive else 0.0,
                     cpu_percent=3.0 if alive else 0.0, rss_bytes=(300 << 20) if alive else 0, restarts=0)
 
@@ -45,6 +49,8 @@ class FakeSource:
             for p in range(6)
         ]
         self.reachable = True
+        self.reasons: dict[str, str] = {}
+        self.delay_election = False  # a kill leaves the metadata as it was until elect() (as Kafka's lags)
         self.actions: list[tuple[str, str]] = []
         self.closed = False
         self.run_frame = sample_run() if with_run else RunFrame()
@@ -56,7 +62,8 @@ class FakeSource:
 
     def nodes(self) -> NodesFrame:
         with self.lock:
-            infos = tuple(node_info(n, s, None if n == "zookeeper" else int(n[-1])) for n, s in self.states.items())
+            infos = tuple(node_info(n, s, None if n == "zookeeper" else int(n[-1]), self.reasons.get(n))
+                          for n, s in self.states.items())
             logs, self.logs = self.logs, {}
         return NodesFrame(infos, logs, zk_connections=3)
 
@@ -76,11 +83,15 @@ class FakeSource:
             self.actions.append((node, action))
             if action in ("kill", "stop"):
                 self.states[node] = NodeState.KILLED if action == "kill" else NodeState.STOPPED
-                self.partitions = [fail_over(p, int(node[-1])) for p in self.partitions]
+                if not self.delay_election:
+                    self.elect(int(node[-1]))
             elif action == "pause":
                 self.states[node] = NodeState.PAUSED
             elif action in ("resume", "start", "restart"):
                 self.states[node] = NodeState.RUNNING
+
+    def elect(self, gone: int) -> None:
+        self.partitions = [fail_over(p, gone) for p in self.partitions]
 
     def start_run(self) -> None:
         self.run_frame = replace(sample_run(), live=True, phase="running", report=None)
@@ -97,8 +108,18 @@ class FakeSource:
     def change_setting(self, name: str, value: str) -> None:
         self.actions.append((name, value))
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+        """As the bare console's: an RF change on the existing topic needs a reassignment; too large an RF
+        on a new topic is refused; anything else fails as a broker would."""
+        if topic == TOPIC and replication_factor and replication_factor != 3:
+            raise NeedsReassignment(TOPIC, 3, replication_factor)
+        if replication_factor and replication_factor > 3:
+            raise KafkalabError(f"rf={replication_factor} is more than the 3 brokers running: give rf=3 or fewer")
         raise RuntimeError(f"cannot alter {topic}: broker says no")
+
+    def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        self.actions.append((f"reassign {topic}", str(replication_factor)))
+        return f"{topic}: reassignment submitted"
 
     def close(self) -> None:
         self.closed = True
@@ -112,10 +133,10 @@ def fail_over(p: PartitionState, gone: int) -> PartitionState:
 
 
 def sample_run() -> RunFrame:
-    producer = ProducerStats(name="producer", state="finished", attempted=500_000, acked=498_796,
+    producer = ProducerStats(name="producer", state=ClientState.FINISHED, attempted=500_000, acked=498_796,
                              failed={"NOT_ENOUGH_REPLICAS": 1_204}, unknown=0, in_flight=0, rate=0.0,
                              total=500_000)
-    consumer = ConsumerStats(name="consumer", group="test-app", state="running", group_state="stable",
+    consumer = ConsumerStats(name="consumer", group="test-app", state=ClientState.RUNNING, group_state="stable",
                              received=498_796, processed=498_796, rate=0.0, assignment=(0, 1, 2, 3, 4, 5),
                              committed={p: 80_000 for p in range(6)}, lag={p: 0 for p in range(6)}, rebalances=1)
     series = tuple((t / 2, 20_000.0 if not 12 <= t < 18 else 2_000.0) for t in range(50))
@@ -124,9 +145,13 @@ def sample_run() -> RunFrame:
                   (TimelineStep("progress 20%: stop broker 2", True), TimelineStep("after 3s: start broker 2", False)))
     report = ReportView("acks=all, min ISR 2: nothing acknowledged was lost", True,
                         {"lost": 0, "duplicated": 0, "recovered": 12},
-                        {p: {"recovered": 2} for p in range(6)}, {"recovered": ("run1-producer-17",)})
-    return RunFrame(False, "done", producer, (consumer,), series,
-                    (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", "leader")), lab, report,
+                        {p: {"attempted": 83_334, "acknowledged": 83_133, "consumed_rows": 83_133, "recovered": 2,
+                             "leader_changes": 1 if p in (1, 4) else 0} for p in range(6)},
+                        {"recovered": ("run1-producer-17",)})
+    markers = (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", "leader"),
+               *(Marker(9.6, f"leader __consumer_offsets/{p} 2->3", "leader") for p in range(5)),
+               Marker(14.0, "start broker 2"), Marker(19.0, "leader t/1 3->2", "leader"))
+    return RunFrame(False, "done", producer, (consumer,), series, markers, lab, report,
                     {"producer.acks": "all", "producer.idempotent": "true", "producer.max-inflight": "5",
                      "producer.linger": "0"})
 
@@ -162,8 +187,26 @@ def test_chart_marks_faults_on_their_column() -> None:
     rows = text.splitlines()
     marker_row = rows[5]
     assert marker_row.index("1") == 8 + 25  # axis width + half of the 50-column plot
-    assert "1 kill broker 2 @50s" in rows[-1]
+    assert "1 @50s kill broker 2" in rows[-1]
     assert columns([(0.0, 1.0), (0.0, 3.0), (9.9, 5.0)], 10, 10.0)[0] == 2.0
+
+
+def test_chart_legend_wraps_within_the_width_and_names_every_marker_symbol() -> None:
+    series = [(float(t), 100.0) for t in range(30)]
+    markers = [Marker(9.0, "kill broker-1"), *(Marker(14.0, f"leader __consumer_offsets/{p} 1 -> 2", "leader")
+                                              for p in range(4)),
+               Marker(20.0, "leader test-topic/3 1 -> 3", "leader"), Marker(25.0, "start broker-1")]
+    width, height = 40, 12
+    rows = render_chart(series, markers, width=width, height=height).plain.splitlines()
+    assert len(rows) == height
+    assert all(len(row) <= width for row in rows)
+    mark_row = next(i for i, row in enumerate(rows) if row.startswith(" " * 8) and row.replace(" ", "").isalnum())
+    symbols = rows[mark_row].split()
+    legend = "\n".join(rows[mark_row + 2:])
+    assert symbols == ["1", "2", "3", "4"]
+    for symbol in symbols:
+        assert re.search(rf"(^|· ){symbol} @\d+s", legend, re.M), f"{symbol} missing from the legend {legend!r}"
+    assert "4 leader changes" in legend and "kill broker-1" in legend and "start broker-1" in legend
 
 
 def test_shorten_drops_date_and_logger() -> None:
@@ -183,3 +226,9 @@ def test_parse_topic_request(text: str, expected: tuple[str, int | None, int | N
 def test_parse_topic_request_rejects_bad_input(text: str) -> None:
     with pytest.raises(ValueError, match=r"topic name|rf=N"):
         parse_topic_request(text)
+
+
+def test_a_sample_names_its_partition_and_offset_then_its_message_id() -> None:
+    assert sample_line({"msg_id": "r1:producer:17", "topic": "t", "partition": 3, "offset": 1204}) == \
+        "t/3 @ offset 1,204  r1:producer:17"
+    assert sample_line({"msg_id": None, "topic": "t", "partition": 0, "offset": 5}) == "t/0 @ offset 5"

@@ -12,7 +12,10 @@ from collections.abc import Iterator
 import pytest
 from textual.pilot import Pilot
 
+from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
+from kafkalab.ui.source import NO_CLUSTER_YET
 from tests.test_ui_app import settle
 from tests.test_ui_feed import FakeSource
 
@@ -48,6 +51,10 @@ def test_smallest_supported_size_100x30(snap_compare) -> None:  # type: ignore[n
     assert snap_compare(app(), terminal_size=(100, 30), run_before=ready)
 
 
+def test_below_the_smallest_size_80x24_says_what_size_is_needed(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=ready)
+
+
 def test_full_screen_with_results_after_a_run(snap_compare) -> None:  # type: ignore[no-untyped-def]
     async def run_before(pilot: Pilot[None]) -> None:
         await ready(pilot)
@@ -55,6 +62,34 @@ def test_full_screen_with_results_after_a_run(snap_compare) -> None:  # type: ig
         await ready(pilot)
 
     assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(160, 48), run_before=run_before)
+
+
+async def on_results(pilot: Pilot[None]) -> None:
+    await ready(pilot)
+    await pilot.press("v")
+    await ready(pilot)
+
+
+def test_results_after_a_run_at_100x30_show_the_table_and_the_legend(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(100, 30), run_before=on_results)
+
+
+def test_results_scrolled_to_the_chart_at_100x30(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot[None]) -> None:
+        await on_results(pilot)
+        pilot.app.query_one("#results").scroll_end(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(100, 30), run_before=run_before)
+
+
+def test_finished_run_after_reset_shows_stopped_nodes_and_the_full_table(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Nodes kafkalab ended are grey 'stopped' with the reason, never red 'killed'."""
+    feed = FakeSource(with_run=True)
+    feed.states = dict.fromkeys(feed.states, NodeState.STOPPED)
+    feed.reasons = dict.fromkeys(feed.states, "run reset")
+    feed.snapshot = lambda: ClusterSnapshot(0.0, False, error=NO_CLUSTER_YET)  # type: ignore[method-assign]
+    assert snap_compare(app(feed), terminal_size=(160, 48), run_before=on_results)
 
 
 def test_broker_down_leaders_moved_and_marked(snap_compare) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -117,12 +117,25 @@ class Admin:
         """When to stop waiting for answers: ``wait_s`` from now, by default the request timeout and a margin."""
         return time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
 
+    @property
+    def client(self) -> AdminClient:
+        """The librdkafka admin client in use (it changes when a paused broker is routed around)."""
+        return self._client
+
     def end_offsets(self, partitions: list[tuple[str, int]], wait_s: float | None = None) -> dict[tuple[str, int], int]:
         """Log-end offsets of the partitions that answer within ``wait_s`` (default: the request timeout)."""
+        return self.list_offsets(partitions, OffsetSpec.latest(), wait_s)
+
+    def list_offsets(self, partitions: list[tuple[str, int]], spec: OffsetSpec,
+                     wait_s: float | None = None) -> dict[tuple[str, int], int]:
+        """The offsets ``spec`` names (earliest, latest, for a timestamp) of the partitions that answer in time.
+
+        For a timestamp past the last record Kafka answers -1: the caller decides what that means.
+        """
         if not partitions:
             return {}
         deadline = self._deadline(wait_s)
-        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+        request = {TopicPartition(t, p): spec for t, p in partitions}
         result: dict[tuple[str, int], int] = {}
         try:
             futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
@@ -201,6 +214,19 @@ class Admin:
                 raise KafkalabError(f"topic {name} has no leader for every partition after {timeout_s:.0f}s")
             time.sleep(0.2)
 
+    def elect_preferred(self, name: str, partitions: int, timeout_s: float = 15.0) -> None:
+        """Ask for the preferred (first) replica to lead every partition of the topic."""
+        tps = [TopicPartition(name, p) for p in range(partitions)]
+        try:
+            results = self._client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
+            errors = results.result(timeout_s)
+        except KafkaException as exc:
+            raise KafkalabError(f"preferred leader election on {name} failed: {_short(exc)}") from None
+        for tp, err in errors.items():
+            # ELECTION_NOT_NEEDED: already led by its preferred replica
+            if err is not None and err.name() != "ELECTION_NOT_NEEDED":
+                raise KafkalabError(f"preferred leader election on {tp.topic}/{tp.partition} failed: {err.name()}")
+
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
         fut = self._client.delete_topics([name], request_timeout=timeout_s)[name]
         try:
@@ -258,6 +284,9 @@ def _short(exc: BaseException) -> str:
     err = exc.args[0] if exc.args else exc
     text = getattr(err, "str", lambda: str(err))()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+short_error = _short  # the first line of a Kafka error's text, for the group and record modules
 
 
 class _SilentLogger:

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-QUORUM_WATCH_SOURCE = Path(__file__).with_name("QuorumWatch.java")
+from kafkalab.paths import package_file
+
+QUORUM_WATCH_SOURCE = package_file("kafkalab.admin", "QuorumWatch.java")
 QUORUM_WATCH_MAIN = "QuorumWatch"
 RESTART_BACKOFF_S = 5.0
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalab-quorum-spawner")

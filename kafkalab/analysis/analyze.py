@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkalab.analysis.inputs import check_files, detect_run, locate_malformed, mixed_runs_error, reject_repeats
+from kafkalab.analysis.hadoop_fs import HadoopFiles
+from kafkalab.analysis.inputs import check_inputs, detect_run, locate_malformed, mixed_runs_error, reject_repeats
 from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, classify
 from kafkalab.analysis.report import PartitionRow, Report
-from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession, start_session
+from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession, spark_run, start_session
 from kafkalab.analysis.verdict import verdict
 from kafkalab.errors import KafkalabError
 
@@ -29,7 +31,8 @@ def analyze(
     leader_changes: Mapping[tuple[str, int], int] | None = None,
     master: str = DEFAULT_MASTER,
 ) -> Report:
-    """Classify a run's anomalies from its payload logs.
+    """Classify a run's anomalies from its payload logs (local paths, or URIs and globs of URIs that
+    the session's Hadoop FileSystem reads).
 
     ``session``: a running SparkSession, or a :class:`WarmSession` (waited for); without one, the
     process's session is started (or joined) on ``master``. ``leader_changes`` maps (topic, partition)
@@ -39,20 +42,28 @@ def analyze(
     started = time.monotonic()
     if not producer_logs:
         raise KafkalabError("no producer log given; the analysis compares producer and consumer logs")
-    files = check_files("producer", producer_logs)
-    consumer_files = check_files("consumer", consumer_logs)
-    audit_files = check_files("audit", audit_logs or [])
-    reject_repeats([*files, *consumer_files, *audit_files])
+
+    @functools.cache
+    def spark() -> SparkSession:
+        return session.get() if isinstance(session, WarmSession) else session or start_session(master)
+
+    @functools.cache
+    def remote() -> HadoopFiles:
+        return HadoopFiles(spark())
+
+    checked = check_inputs({"producer": producer_logs, "consumer": consumer_logs, "audit": audit_logs or []},
+                           remote)
+    files, consumer_files, audit_files = checked["producer"], checked["consumer"], checked["audit"]
+    inputs = [*files, *consumer_files, *audit_files]
+    reject_repeats(inputs)
     run = detect_run(files)
-    spark = session.get() if isinstance(session, WarmSession) else session or start_session(master)
-    result = classify(spark, [f.path for f in files], [f.path for f in consumer_files],
-                      [f.path for f in audit_files], run)
+    result = classify(spark(), [f.path for f in files], [f.path for f in consumer_files],
+                      [f.path for f in audit_files], run, sum(f.size_bytes for f in inputs))
     if result.foreign_runs:
         raise mixed_runs_error([r for r in (run, *result.foreign_runs) if r])
     if result.producer_id_repeats:
         raise KafkalabError(f"{result.producer_id_repeats:,} message ids appear in more than one producer row; "
                             "each send is logged once, so is a producer log given twice or appended to?")
-    inputs = [*files, *consumer_files, *audit_files]
     for kind, count in result.malformed.items():
         if count:
             locate_malformed([f for f in inputs if f.kind == kind])
@@ -65,8 +76,8 @@ def analyze(
     if not audit_files:
         classes = {name: None if name in AUDIT_CLASSES else value for name, value in classes.items()}
     return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=result.samples,
-                  verdict=verdict(classes), inputs=inputs, elapsed_s=time.monotonic() - started,
-                  spark_master=spark.sparkContext.master, audit=bool(audit_files))
+                  verdict=verdict(classes, totals.get("acknowledged")), inputs=inputs,
+                  elapsed_s=time.monotonic() - started, spark=spark_run(spark()), audit=bool(audit_files))
 
 
 def _audit_aware(counts: dict[str, int], audit: bool) -> dict[str, int | None]:

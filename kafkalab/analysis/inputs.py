@@ -1,17 +1,22 @@
 """Checks on the log files before Spark reads them, and line numbers of malformed lines after.
 
-Spark counts malformed lines in its one pass; only when it found some does :func:`locate_malformed`
-re-read the files of that kind (line by line, as Spark does) to name file and line number.
+A log is a local path, or a URI (``hdfs://``, ``s3a://``, ``file://``; globs allowed) checked and read
+through the session's Hadoop FileSystem (see hadoop_fs.py). Spark counts malformed lines in its one
+pass; only when it found some does :func:`locate_malformed` re-read the files of that kind (line by
+line, as Spark does; a URI's through the driver) to name file and line number.
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
+from urllib.parse import urlparse
 
+from kafkalab.analysis.hadoop_fs import GLOB_CHARS, HadoopFiles, fs_error, is_uri
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import (
     CONSUMER_COLUMNS,
@@ -30,41 +35,89 @@ _PRODUCER_MSG_ID = re.compile(MSG_ID_PATTERN)
 
 @dataclass
 class InputFile:
-    path: Path
+    path: Path | str  # a local path, or the qualified URI of a file on a Hadoop FileSystem
     kind: str
     size_bytes: int
     malformed: int = 0
     malformed_lines: list[int] = field(default_factory=list)
+    remote: HadoopFiles | None = field(default=None, repr=False, compare=False)  # set for a URI
+
+    def open(self) -> TextIO:
+        """The file as text, newlines untranslated (the reader splits lines as Spark does)."""
+        if self.remote is not None:
+            return self.remote.open_text(str(self.path))
+        return Path(self.path).open(encoding="utf-8", errors="replace", newline="")
+
+    def identity(self) -> str:
+        """One name per file, however it was given (a relative path, a file:// URI)."""
+        if self.remote is None:
+            return str(Path(self.path).resolve())
+        uri = urlparse(str(self.path))
+        return str(Path(uri.path).resolve()) if uri.scheme == "file" else str(self.path)
 
     def to_json(self) -> dict:
         return {"path": str(self.path), "kind": self.kind, "size_bytes": self.size_bytes,
                 "malformed": self.malformed, "malformed_lines": self.malformed_lines}
 
 
-def check_files(kind: str, paths: Iterable[Path | str]) -> list[InputFile]:
-    """Existing, non-empty files whose first line is the contract's header; else KafkalabError."""
+def check_inputs(given: Mapping[str, Sequence[Path | str]],
+                 remote: Callable[[], HadoopFiles]) -> dict[str, list[InputFile]]:
+    """Each kind's logs checked (see :func:`check_file`), in the order given, a glob by its matches.
+
+    Local paths are checked first, so bad local input fails before ``remote`` (which needs the Spark
+    session) is called for the URIs.
+    """
+    checked: dict[tuple[str, int], list[InputFile]] = {}
+    for local in (True, False):
+        for kind, paths in given.items():
+            for index, raw in enumerate(paths):
+                if is_uri(str(raw)) != local:
+                    checked[kind, index] = (check_uri(kind, str(raw), remote()) if not local
+                                            else [check_file(InputFile(Path(raw), kind, 0))])
+    return {kind: [f for index in range(len(paths)) for f in checked[kind, index]] for kind, paths in given.items()}
+
+
+def check_uri(kind: str, uri: str, remote: HadoopFiles) -> list[InputFile]:
+    """The files a URI or glob names on its FileSystem, each checked; none or only directories is an error."""
+    try:
+        found, dirs = remote.glob(uri)
+        files = [check_file(InputFile(f.uri, kind, f.size_bytes, remote=remote)) for f in found]
+    except KafkalabError:
+        raise
+    except Exception as exc:  # py4j's Py4JJavaError: whatever the FileSystem raised
+        raise fs_error(kind, uri, exc) from exc
+    if files:
+        return files
+    if dirs:
+        raise KafkalabError(f"{kind} log {uri} is a directory; give its files, e.g. '{uri.rstrip('/')}/*.csv'")
+    if any(c in uri for c in GLOB_CHARS):
+        raise KafkalabError(f"{kind} log glob {uri} matches no file; check the pattern and the directory")
+    raise KafkalabError(f"{kind} log {uri} does not exist; give the URI of a {kind} log CSV")
+
+
+def check_file(f: InputFile) -> InputFile:
+    """An existing, non-empty file whose first line is the contract's header (sized here if local)."""
+    kind = f.kind
     header = ",".join(KINDS[kind])
-    files = []
-    for raw in paths:
-        path = Path(raw)
+    if f.remote is None:
+        path = Path(f.path)
         if not path.is_file():
             raise KafkalabError(f"{kind} log {path} does not exist; give the path of a {kind} log CSV")
-        size = path.stat().st_size
-        if size == 0:
-            raise KafkalabError(f"{kind} log {path} is empty; it needs at least the header line: {header}")
-        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
-            first = fh.readline().rstrip("\r\n").lstrip("\ufeff")
-        if first != header:
-            raise KafkalabError(f"{kind} log {path} does not start with the {kind} header {header!r} "
-                                f"(found {first[:120]!r}); is it the right kind of log?")
-        files.append(InputFile(path, kind, size))
-    return files
+        f.size_bytes = path.stat().st_size
+    if f.size_bytes == 0:
+        raise KafkalabError(f"{kind} log {f.path} is empty; it needs at least the header line: {header}")
+    with f.open() as fh:
+        first = fh.readline().rstrip("\r\n").lstrip("\ufeff")
+    if first != header:
+        raise KafkalabError(f"{kind} log {f.path} does not start with the {kind} header {header!r} "
+                            f"(found {first[:120]!r}); is it the right kind of log?")
+    return f
 
 
 def reject_repeats(files: Sequence[InputFile]) -> None:
-    seen: dict[Path, str] = {}
+    seen: dict[str, str] = {}
     for f in files:
-        real = f.path.resolve()
+        real = f.identity()
         if real in seen:
             raise KafkalabError(f"{f.path} is given twice (as {seen[real]} and {f.kind} log); give each log once")
         seen[real] = f"{f.kind} log"
@@ -75,9 +128,9 @@ def detect_run(producer_files: Sequence[InputFile]) -> str | None:
 
     The job also counts every producer row of another run, so a file mixing runs is refused too.
     """
-    runs: dict[str, Path] = {}
+    runs: dict[str, Path | str] = {}
     for f in producer_files:
-        with f.path.open(encoding="utf-8", errors="replace", newline="") as fh:
+        with f.open() as fh:
             reader = csv.reader(fh)
             next(reader, None)
             for row in reader:
@@ -119,7 +172,7 @@ def is_malformed(kind: str, line: str) -> bool:
 def locate_malformed(files: Sequence[InputFile]) -> None:
     """Fill each file's malformed count and first line numbers (1-based, the header is line 1)."""
     for f in files:
-        with f.path.open(encoding="utf-8", errors="replace", newline="") as fh:
+        with f.open() as fh:
             for number, line in enumerate(fh, start=1):
                 if number == 1:
                     continue

@@ -89,8 +89,9 @@ class JobResult:
     producer_id_repeats: int
 
 
-def read_log(session: SparkSession, paths: Sequence[Path], columns: Sequence[str]) -> DataFrame:
-    """One CSV read of all files of a kind; RFC 4180 quoting; a bad line gets ``_corrupt`` set."""
+def read_log(session: SparkSession, paths: Sequence[Path | str], columns: Sequence[str]) -> DataFrame:
+    """One CSV read of all files of a kind (local paths or URIs); RFC 4180 quoting; a bad line gets
+    ``_corrupt`` set."""
     return session.read.csv(
         [str(p) for p in paths], schema=schema_ddl(columns), header=True, mode="PERMISSIVE",
         escape='"', columnNameOfCorruptRecord="_corrupt", enforceSchema=True,
@@ -255,15 +256,16 @@ def _collapse(sums: list[str], offsets: list[str]) -> str:
     GROUP BY topic, partition"""
 
 
-def _shuffle_partitions(session: SparkSession, paths: Sequence[Path]) -> int:
-    """Two tasks per core, more when the logs are big, so no task's hash maps outgrow its memory."""
-    size = sum(p.stat().st_size for p in paths)
-    return max(2 * session.sparkContext.defaultParallelism, size // (96 * 1024 * 1024) + 1)
+def _shuffle_partitions(session: SparkSession, input_bytes: int) -> int:
+    """Two tasks per core (the executors' cores on a cluster), more when the logs are big, so no task's
+    hash maps outgrow its memory."""
+    return max(2 * session.sparkContext.defaultParallelism, input_bytes // (96 * 1024 * 1024) + 1)
 
 
-def classify(session: SparkSession, producer_logs: Sequence[Path], consumer_logs: Sequence[Path],
-             audit_logs: Sequence[Path], run: str | None) -> JobResult:
-    """Run the job over validated inputs (headers checked, one run) and collect per-partition counts."""
+def classify(session: SparkSession, producer_logs: Sequence[Path | str], consumer_logs: Sequence[Path | str],
+             audit_logs: Sequence[Path | str], run: str | None, input_bytes: int) -> JobResult:
+    """Run the job over validated inputs (headers checked, one run; ``input_bytes`` their total size)
+    and collect per-partition counts."""
     with_audit = bool(audit_logs)
     session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")  # see spark_conf()
     views = {"producer": read_log(session, producer_logs, PRODUCER_COLUMNS)}
@@ -275,7 +277,7 @@ def classify(session: SparkSession, producer_logs: Sequence[Path], consumer_logs
     rows = [_producer_rows(names["producer"], run is not None)]
     rows += [_reader_rows(names[kind], src) for kind, src in (("consumer", SRC_CONSUMER), ("audit", SRC_AUDIT))
              if kind in names]
-    partitions = _shuffle_partitions(session, [*producer_logs, *consumer_logs, *audit_logs])
+    partitions = _shuffle_partitions(session, input_bytes)
     facts, sums, offsets = _message_facts(with_audit)
     if run is not None:
         facts += f" UNION ALL {_reordered_facts([*sums, *offsets])}"

@@ -33,6 +33,21 @@ class PartitionRow:
                 **self.counts}
 
 
+@dataclass(frozen=True)
+class SparkRun:
+    """Where the job ran: the master, Spark's version, executor processes (0 in local mode: the driver
+    runs the tasks) and the cores (task slots) they had."""
+
+    master: str
+    version: str
+    executors: int
+    cores: int
+
+    def describe(self) -> str:
+        where = "in the driver" if self.executors == 0 else _plural(self.executors, "executor")
+        return f"{self.master} (Spark {self.version}, {where}, {_plural(self.cores, 'core')})"
+
+
 @dataclass
 class Report:
     """What a run's logs say. Class counts are None where they need an audit log that was not given."""
@@ -45,7 +60,7 @@ class Report:
     verdict: str
     inputs: list[InputFile]
     elapsed_s: float
-    spark_master: str = ""
+    spark: SparkRun | None = None
     audit: bool = field(default=False)
 
     @property
@@ -64,8 +79,10 @@ class Report:
             "per_partition": [row.to_json() for row in self.per_partition],
             "samples": {name: [vars(s) for s in found] for name, found in self.samples.items()},
             "verdict": self.verdict,
-            "inputs": {"audit": self.audit, "malformed": self.malformed, "spark_master": self.spark_master,
+            "inputs": {"audit": self.audit, "malformed": self.malformed,
+                       "spark_master": self.spark.master if self.spark else None,
                        "files": [f.to_json() for f in self.inputs]},
+            "spark": vars(self.spark) if self.spark else None,
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -106,7 +123,12 @@ class Report:
             if f.malformed:
                 lines = ", ".join(map(str, f.malformed_lines))
                 console.print(f"[yellow]{f.path}: {f.malformed} malformed line(s), skipped: {lines}[/]")
-        console.print(f"[dim]analysed in {self.elapsed_s:.1f} s on {self.spark_master}[/]")
+        where = f" on {self.spark.describe()}" if self.spark else ""
+        console.print(f"[dim]analysed in {self.elapsed_s:.1f} s{where}[/]")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _cell(value: int | None) -> str:

@@ -11,9 +11,12 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafkalab.analysis.report import SparkRun
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import state_root
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -22,9 +25,17 @@ DEFAULT_MASTER = "local[*]"
 APP_NAME = "kafkalab-analysis"
 
 
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
 def spark_conf(master: str) -> dict[str, str]:
-    """Settings for a small machine: no UI, loopback only, few shuffle partitions, enough driver heap."""
-    local = master.startswith("local")
+    """Settings for a small machine: no UI, loopback only, few shuffle partitions, enough driver heap.
+
+    On a cluster the driver binds where executors can reach it (SPARK_LOCAL_IP, or spark.driver.host
+    and spark.driver.bindAddress given with --spark-conf), not to loopback.
+    """
+    local = is_local(master)
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -43,38 +54,81 @@ def spark_conf(master: str) -> dict[str, str]:
     return conf
 
 
-def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """Start (or join) the process's SparkSession with :func:`spark_conf`."""
+def default_log_path() -> Path:
+    """Where Spark's JVM writes when nobody gave a file: the state root, one file per kafkalab process."""
+    return state_root() / "spark" / f"spark-{os.getpid()}.log"
+
+
+def start_session(master: str = DEFAULT_MASTER, extra_conf: dict[str, str] | None = None,
+                  log_path: Path | None = None) -> SparkSession:
+    """Start (or join) the process's SparkSession with :func:`spark_conf`, then ``extra_conf`` over it; the
+    driver JVM writes to ``log_path`` (default: :func:`default_log_path`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if is_local(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise KafkalabError("pyspark is not installed; install kafkalab's dependencies (pip install -e .)") from exc
-    builder = SparkSession.builder.master(master).appName(APP_NAME)
-    for key, value in (spark_conf(master) | (extra_conf or {})).items():
+    conf = {"spark.master": master, "spark.app.name": APP_NAME} | spark_conf(master) | (extra_conf or {})
+    builder = SparkSession.builder
+    for key, value in conf.items():
         builder = builder.config(key, value)
+    log = log_path or default_log_path()
     try:
+        launch_driver_jvm(conf, log)
         session = builder.getOrCreate()
     except Exception as exc:
-        raise KafkalabError(f"could not start Spark with master {master!r}: {exc}; check Java 17+ "
-                            "is on PATH (or JAVA_HOME) and the master URL") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise KafkalabError(f"could not start Spark with master {master!r}: {first}; check Java 17+ "
+                            f"is on PATH (or JAVA_HOME) and the master URL (the driver's log: {log})") from exc
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def launch_driver_jvm(conf: dict[str, str], log: Path) -> None:
+    """Start the process's driver JVM (unless it runs) with ``conf``, its output appended to ``log``:
+    nothing from Spark reaches the terminal the console draws on."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())),
+                                     popen_kwargs={"stdout": out, "stderr": out})
+        SparkContext._ensure_initialized(gateway=gateway)
+
+
+def spark_run(session: SparkSession) -> SparkRun:
+    """The master, version, executors and cores the session has now (after a job: those that ran it)."""
+    sc = session.sparkContext
+    if is_local(sc.master):
+        return SparkRun(sc.master, sc.version, executors=0, cores=sc.defaultParallelism)
+    jsc = sc._jsc.sc()  # type: ignore[union-attr]
+    # executors' block managers plus the driver's; the coarse-grained backend (standalone, YARN,
+    # Kubernetes) counts the cores its executors registered with
+    cores = jsc.schedulerBackend().totalCoreCount()
+    return SparkRun(sc.master, sc.version, executors=jsc.getExecutorMemoryStatus().size() - 1,
+                    cores=cores if isinstance(cores, int) else cores.get())
 
 
 class WarmSession:
     """A SparkSession starting in a background thread; :meth:`get` waits for it.
 
     ``warmup`` (default: an analysis of ``warmup_rows`` generated sends) runs once on the new session so
-    the JVM has compiled the job's code paths before the first real run. The default size is for a
+    the JVM has compiled the job's code paths before the first real run; local masters only, as the
+    generated logs are on the driver's disk. The default size is for a
     session warming while idle (the console) before runs of any size; a session started beside a lab
     run, whose logs are small, does better with fewer rows (its report is not held up by the warm-up).
     """
 
     def __init__(self, master: str = DEFAULT_MASTER, *, warmup: bool = True, warmup_rows: int = 100_000,
-                 extra_conf: dict[str, str] | None = None) -> None:
+                 extra_conf: dict[str, str] | None = None, log_path: Path | None = None) -> None:
         self.master = master
+        self.log_path = log_path
         self._warmup = warmup
         self._warmup_rows = warmup_rows
         self._extra_conf = extra_conf
@@ -94,8 +148,8 @@ class WarmSession:
 
     def _run(self) -> None:
         try:
-            session = start_session(self.master, self._extra_conf)
-            if self._warmup:
+            session = start_session(self.master, self._extra_conf, self.log_path)
+            if self._warmup and is_local(self.master):
                 from kafkalab.analysis.warmup import warm_up
 
                 warm_up(session, self._warmup_rows)

@@ -18,18 +18,25 @@ LESSONS = (
     ("recovered", "{n} sends reported as failed are in the topic anyway: a timeout is not proof of loss"),
     ("unexpected", "{n} processed records were not sent by this run: leftovers in the topic or a harness bug"),
 )
+WHOLE_TOPIC_AGAIN = ("the whole topic ({n} records) was processed again by the same group: a replay (offsets reset "
+                     "to the start) or no commits at all; not duplicates, each record is once in the topic")
 SHORT = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers"}
 CLEAN = "no anomaly: every acknowledged record was processed, once and in order"
 
 
-def verdict(classes: Mapping[str, int | None]) -> str:
-    """E.g. ``acks=...: 1,204 acknowledged records never reached the log ...; also 3 duplicated``."""
+def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None) -> str:
+    """E.g. ``acks=...: 1,204 acknowledged records never reached the log ...; also 3 duplicated``.
+
+    Every acknowledged record redelivered is named as such: a replay of the whole topic.
+    """
     findings = [(name, text) for name, text in LESSONS if classes.get(name)]
     if classes.get("lost_by_brokers") is not None:
         findings = [(name, text) for name, text in findings if name != "lost"]  # the split says it better
     if not findings:
         return CLEAN
     name, text = findings[0]
+    if name == "redelivered" and acknowledged and classes[name] == acknowledged:
+        text = WHOLE_TOPIC_AGAIN
     line = text.format(n=f"{classes[name]:,}")
     rest = [f"{classes[other]:,} {SHORT.get(other, other)}" for other, _ in findings[1:]]
     return line + (f"; also {', '.join(rest)}" if rest else "")

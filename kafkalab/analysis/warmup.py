@@ -32,5 +32,6 @@ def warm_up(session: SparkSession, rows: int = 100_000) -> None:
                 writer = csv.writer(fh, lineterminator="\n")
                 writer.writerow(columns)
                 writer.writerows(data)
-        classify(session, [producer], [consumer], [audit], "warm")
-        classify(session, [producer], [consumer], [], "warm")
+        size = sum(p.stat().st_size for p in (producer, consumer, audit))
+        classify(session, [producer], [consumer], [audit], "warm", size)
+        classify(session, [producer], [consumer], [], "warm", size - audit.stat().st_size)

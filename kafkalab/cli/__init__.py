@@ -23,6 +23,9 @@ COMMAND_MODULES = [
     "kafkalab.cli.docker_cmds",
     "kafkalab.cli.lab_cmds",
     "kafkalab.cli.diff_cmd",
+    "kafkalab.cli.group_cmds",
+    "kafkalab.cli.record_cmds",
+    "kafkalab.cli.replay_cmd",
 ]
 
 

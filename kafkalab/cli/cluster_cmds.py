@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -10,18 +11,22 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import Progress as ProgressBar
 from rich.table import Table
 
-from kafkalab import dist, doctor
+from kafkalab import KAFKA_VERSION, dist, doctor
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.cli.common import (
     add_mode_args,
     add_state_dir,
+    add_target_args,
     bootstrap_for,
     mode_argv,
     mode_fields,
@@ -37,21 +42,47 @@ from kafkalab.cluster.control import (
     request,
     write_cluster_file,
 )
+from kafkalab.cluster.docker_image import rootfs_path
 from kafkalab.cluster.spec import MAX_BROKERS
 from kafkalab.cluster.supervision import is_driven
+from kafkalab.dist.artifacts import shipped_versions
+from kafkalab.dist.bundle import install_bundle, write_bundle
+from kafkalab.dist.download import CENTRAL
+from kafkalab.dist.fetch import cached
 from kafkalab.errors import KafkalabError
 
 console = Console(stderr=False, highlight=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("fetch", help="resolve the Kafka jars with mvn into the cache dir")
+    p = sub.add_parser("fetch", help="the Kafka jars into the cache dir: with mvn, else downloaded and verified")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache dir (default: $KAFKALAB_CACHE or XDG cache)")
     p.add_argument("--force", action="store_true", help="fetch again even when present")
+    p.add_argument("--kafka-version", default=KAFKA_VERSION, metavar="V",
+                   help=f"Kafka version (default {KAFKA_VERSION}; 4.x is KRaft only)")
+    p.add_argument("--no-maven", action="store_true",
+                   help="download the jars without mvn (the default where mvn is missing)")
+    p.add_argument("--maven-repo", default=None, metavar="URL",
+                   help=f"Maven repository or mirror to download from (default {CENTRAL}; implies --no-maven)")
+    p.add_argument("--checksums", type=Path, default=None, metavar="FILE",
+                   help="artifact list with checksums (default: the one kafkalab ships for the version)")
+    p.add_argument("--from", dest="bundle", type=Path, default=None, metavar="BUNDLE",
+                   help="install an offline bundle written by `kafkalab bundle` (each jar verified)")
     p.set_defaults(func=cmd_fetch)
 
-    p = sub.add_parser("doctor", help="check java, mvn, the Kafka jars, ports, disk and memory")
+    p = sub.add_parser("bundle", help="write the cache (jars, docker image if built) to one file for offline installs")
+    p.add_argument("out", type=Path, help="the bundle to write, e.g. kafkalab-bundle.tar")
+    p.add_argument("--cache-dir", type=Path, default=None, help="cache dir (default: $KAFKALAB_CACHE or XDG cache)")
+    p.add_argument("--kafka-version", action="append", metavar="V",
+                   help="a Kafka version to include, repeatable (default: every one in the cache)")
+    p.add_argument("--no-image", action="store_true", help="leave the docker image's root file system out")
+    p.set_defaults(func=cmd_bundle)
+
+    p = sub.add_parser("doctor", help="check java, the Kafka jars and each way to fetch them, ports, disk, memory")
     p.add_argument("--kafka-home", default=None, help="an existing Kafka install to use instead of the cache")
+    p.add_argument("--kafka-version", default=KAFKA_VERSION, metavar="V",
+                   help=f"Kafka version (default {KAFKA_VERSION})")
+    p.add_argument("--maven-repo", default=None, metavar="URL", help=f"repository to probe (default {CENTRAL})")
     p.set_defaults(func=cmd_doctor)
 
     cluster = sub.add_parser("cluster", help="bring a local cluster up or down, show its status")
@@ -71,7 +102,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     broker = sub.add_parser("broker", help="stop, kill, pause, resume, start or restart one node")
     broker.add_argument("action", choices=NODE_ACTIONS)
-    broker.add_argument("node", help="broker id (1..N), 'zookeeper', or controller-1..3 in KRaft mode")
+    broker.add_argument("node", help="broker id (1..N), 0 or 'zookeeper' for ZooKeeper, or controller-1..3 in "
+                        "KRaft mode")
     broker.add_argument("--wait", action="store_true", help="return when the node reached its new state")
     add_state_dir(broker)
     broker.set_defaults(func=cmd_broker)
@@ -97,8 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--delete-config", action="append", metavar="NAME", help="config to remove, repeatable")
     p.set_defaults(func=cmd_topic_alter)
     for tp in (tsub.choices.values()):
-        add_state_dir(tp)
-        tp.add_argument("--bootstrap", default=None, help="bootstrap servers of any Kafka cluster")
+        add_target_args(tp)
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
@@ -122,17 +153,48 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    with console.status("resolving Kafka with mvn ...") as status:
-        found = dist.fetch(cache=args.cache_dir, force=args.force, progress=lambda m: status.update(m))
-    console.print(f"Kafka {found.version()} jars in {found.libs}")
+    options = dist.FetchOptions(version=args.kafka_version, cache=args.cache_dir, force=args.force,
+                                maven=not args.no_maven, repo=args.maven_repo, checksums=args.checksums)
+    with progress_bar(f"fetching Kafka {args.kafka_version} ...") as progress:
+        found = (install_bundle(args.bundle, args.cache_dir, progress) if args.bundle
+                 else [dist.fetch(options, progress)])
+    for d in found:
+        console.print(f"Kafka {d.version()} jars in {d.libs}")
     return 0
+
+
+def cmd_bundle(args: argparse.Namespace) -> int:
+    versions = args.kafka_version or [v for v in shipped_versions() if cached(args.cache_dir, v)]
+    if not versions:
+        raise KafkalabError("the cache holds no Kafka jars to bundle: run `kafkalab fetch` first")
+    image = rootfs_path()
+    images = [image] if image.is_file() and not args.no_image else []
+    with progress_bar(f"writing {args.out} ...") as progress:
+        write_bundle(args.out, versions, images, args.cache_dir, progress)
+    size = args.out.stat().st_size / 2**20
+    console.print(f"{args.out}: Kafka {', '.join(versions)}{' and ' + image.name if images else ''} ({size:.0f} MB)")
+    return 0
+
+
+@contextlib.contextmanager
+def progress_bar(first: str) -> Iterator[dist.Progress]:
+    """A byte progress bar with the total size, its line the latest status."""
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+               TimeRemainingColumn())
+    with ProgressBar(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(first, total=None)
+        yield dist.Progress(
+            line=lambda m: bar.update(task, description=m[:60]),
+            total=lambda n: bar.update(task, total=n),
+            advance=lambda n: bar.advance(task, n),
+        )
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     problems = 0
-    for check in doctor.run_checks(args.kafka_home):
-        mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
-        problems += not check.ok
+    for check in doctor.run_checks(args.kafka_home, version=args.kafka_version, repo=args.maven_repo):
+        mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]" if check.needed else "[yellow]--[/]  "
+        problems += check.needed and not check.ok
         console.print(f"{mark} {check.name}: {check.detail}")
     return 1 if problems else 0
 
@@ -149,8 +211,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     down = threading.Event()
     _stop_on_signals(down)
     cluster = Cluster(spec, found, backend_from_args(args))
+    cluster.start(progress=lambda m: print(m, flush=True))  # a failed start ends what it started, says why
     try:
-        cluster.start(progress=lambda m: print(m, flush=True))
         write_cluster_file(cluster)
         server = ControlServer(cluster, down)
         print(f"cluster ready: bootstrap {cluster.bootstrap} (state dir {spec.state_dir})", flush=True)

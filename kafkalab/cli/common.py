@@ -75,3 +75,15 @@ def bootstrap_for(args: argparse.Namespace) -> str:
     if getattr(args, "bootstrap", None):
         return str(args.bootstrap)
     return str(read_cluster_file(target_state_dir(args))["bootstrap"])
+
+
+def add_target_args(parser: argparse.ArgumentParser) -> None:
+    """--state-dir and --bootstrap, as every command that talks to a cluster takes them."""
+    add_state_dir(parser)
+    parser.add_argument("--bootstrap", default=None, help="bootstrap servers of any Kafka cluster")
+
+
+def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns two spaces apart, as Kafka's command-line tools print their tables."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]

@@ -6,6 +6,9 @@ Textual is imported only when the console opens, so every other command starts w
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
 
 DEFAULT_LAB = "leader-failover"
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
+RECORDED_ENV = "KAFKALAB_RECORDED"  # set in the console a recording runs in a pty: it records nothing itself
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,6 +43,9 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--presenter", action="store_true", help="start in presenter mode (projector: fewer panes)")
     p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
     add_mode_args(p, default=None)
+    p.add_argument("--record", type=Path, metavar="FILE.cast", default=None,
+                   help="record the session as an asciicast v2 file (asciinema play FILE.cast)")
+    p.add_argument("--show-keys", action="store_true", help="show the keys pressed as captions (for recordings)")
 
 
 def default_args() -> argparse.Namespace:
@@ -49,18 +56,43 @@ def default_args() -> argparse.Namespace:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
+    from kafkalab.cast.pty_session import SHOW_KEYS_ENV
+
+    if args.record is not None and not os.environ.get(RECORDED_ENV):
+        return _record(args)
     from kafkalab.ui.app import LabConsole
     from kafkalab.ui.bindings import load_keymap
 
     keymap = load_keymap()
     source, broker_ids, metadata = _bare_source(args) if args.no_lab else _lab_source(args)
-    app = LabConsole(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
+    console_class = LabConsole
+    if args.show_keys or os.environ.get(SHOW_KEYS_ENV):
+        from kafkalab.ui.key_caption import with_key_captions
+
+        console_class = with_key_captions(LabConsole)
+    app = console_class(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
     try:
         app.run()
     finally:
         with Console(stderr=True).status("stopping every process the console started ..."):
             source.close()  # idempotent: the app closed it on quit; this covers a crash
     return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    """The same command again in a pty this process owns, its output copied to the terminal and the cast."""
+    from kafkalab.cast import record_interactive
+    from kafkalab.cast.pty_session import SHOW_KEYS_ENV
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise KafkalabError("console --record needs a terminal: `kafkalab run LAB --record FILE.cast` records "
+                            "a lab's run without one")
+    if args.record.suffix != ".cast":
+        raise KafkalabError(f"--record {args.record}: give a file name ending in .cast")
+    env = {RECORDED_ENV: "1", **({SHOW_KEYS_ENV: "1"} if args.show_keys else {})}
+    code = record_interactive([sys.executable, "-m", "kafkalab", *sys.argv[1:]], args.record, env)
+    print(f"recording written: {args.record} (play it: asciinema play {args.record})")
+    return code
 
 
 def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
@@ -77,8 +109,8 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPa
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
     lab = with_mode(load_lab(find_lab(ref)), args.mode)
-    spark = None if args.no_spark_warmup else WarmSession()
-    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True)
+    spark = None if args.no_spark_warmup else WarmSession(log_path=args.runs_dir / "spark.log")
+    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True, keep_cluster=True)
     plan = lab.cluster
     return LabSource(session, spark), list(range(1, plan.brokers + 1)), metadata_panes(
         plan.mode == "kraft", plan.controllers, plan.combined)
@@ -88,6 +120,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataP
     from kafkalab import dist
     from kafkalab.cli.common import target_state_dir
     from kafkalab.cluster import Cluster, ClusterSpec
+    from kafkalab.cluster.ports import port_is_free
     from kafkalab.cluster.spec import MAX_BROKERS
     from kafkalab.cluster.supervision import is_driven
     from kafkalab.ui.source import ClusterSource
@@ -99,10 +132,16 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataP
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
                             "or give another --state-dir")
+    note = ""
+    metadata_ports = spec.controller_ports if spec.kraft else [spec.zk_port]
+    taken = [port for port in (*metadata_ports, *map(spec.broker_port, spec.broker_ids)) if not port_is_free(port)]
+    if taken and not spec.free_ports:  # another cluster holds the defaults: this one takes free ports
+        spec = replace(spec, free_ports=True)
+        note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
     found = dist.locate()
     dist.java_binary()
-    return ClusterSource(Cluster(spec, found)), spec.broker_ids, metadata_panes(spec.kraft, spec.controllers,
-                                                                                  spec.combined)
+    return ClusterSource(Cluster(spec, found), note=note), spec.broker_ids, metadata_panes(
+        spec.kraft, spec.controllers, spec.combined)
 
 
 def metadata_panes(kraft: bool, controllers: int, combined: bool) -> MetadataPanes:

@@ -27,13 +27,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Compare a run's producer logs with its consumer logs (and, with --audit, with what the "
                     "brokers hold) and classify every anomaly per partition.",
     )
-    p.add_argument("--producer", nargs="+", type=Path, required=True, metavar="LOG", help="producer log(s)")
-    p.add_argument("--consumer", nargs="+", type=Path, required=True, metavar="LOG", help="consumer log(s)")
-    p.add_argument("--audit", nargs="+", type=Path, default=[], metavar="LOG",
+    # logs stay strings: a URI (hdfs://nn/x) must reach Spark as given, not folded by Path
+    p.add_argument("--producer", nargs="+", required=True, metavar="LOG",
+                   help="producer log(s): paths, or URIs Spark reads (file://, hdfs://, s3a://; globs allowed)")
+    p.add_argument("--consumer", nargs="+", required=True, metavar="LOG", help="consumer log(s), as --producer")
+    p.add_argument("--audit", nargs="+", default=[], metavar="LOG",
                    help="audit log(s) from `kafkalab audit`: splits lost into lost by brokers / missed by consumers")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the report as JSON ('-': stdout)")
     p.add_argument("--spark-master", default=DEFAULT_MASTER, metavar="URL",
                    help=f"Spark master (default {DEFAULT_MASTER}; e.g. spark://host:7077 for a cluster)")
+    p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for the session (repeatable), e.g. spark.executor.memory=4g")
     p.add_argument("--fail-on", default="", metavar="CLASSES",
                    help="comma-separated classes (e.g. lost,duplicated; or malformed): exit 1 when any is non-zero")
     p.set_defaults(func=cmd_diff)
@@ -47,12 +51,24 @@ def parse_fail_on(text: str) -> list[str]:
     return names
 
 
+def parse_spark_conf(items: list[str]) -> dict[str, str]:
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value:
+            raise KafkalabError(f"--spark-conf: {item!r} is not KEY=VALUE; give e.g. "
+                                "--spark-conf spark.executor.memory=4g")
+        conf[key.strip()] = value
+    return conf
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
+    spark_conf = parse_spark_conf(args.spark_conf)
     to_stdout = args.json is not None and str(args.json) == "-"
     console = Console(stderr=to_stdout, highlight=False)
     # Spark starts once analyze() has checked the inputs, so bad input fails at once
-    warm = WarmSession(args.spark_master, warmup=False)
+    warm = WarmSession(args.spark_master, warmup=False, extra_conf=spark_conf)
     with spark_progress(warm, console):
         report = analyze(args.producer, args.consumer, args.audit, session=warm)
     if to_stdout:

@@ -20,6 +20,8 @@ from kafkalab.labs.model import Lab
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
+RECORD_SIZE = (160, 48)
+RECORD_SPEED = 4
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      help=f"where run directories go (default ./{DEFAULT_RUNS_DIR})")
     run.add_argument("--free-ports", action="store_true",
                      help="use free ports for every node (default: the usual ports, free ones where taken)")
+    run.add_argument("--record", metavar="FILE.cast", type=Path, default=None,
+                     help="after the run, render its replay into an asciicast v2 file (no terminal needed)")
     run.set_defaults(func=cmd_run)
 
     clean = subparsers.add_parser("clean", help="remove old lab runs")
@@ -93,9 +97,12 @@ def _console_available() -> bool:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise KafkalabError(f"--repeat {args.repeat}: give 1 or more")
+    if args.record is not None and (args.record.suffix != ".cast" or args.repeat != 1):
+        raise KafkalabError(f"--record {args.record}: give one run (no --repeat) and a file name ending in .cast")
     path = find_lab(args.lab)
     lab = with_mode(load_lab(path), args.mode)  # refused here, before anything starts, when it does not validate
-    if not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and _console_available():
+    if (not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None
+            and _console_available()):
         from kafkalab.cli import main
 
         return main(["console", str(path), *(["--mode", args.mode] if args.mode else [])])
@@ -126,6 +133,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_result(console, result)
     if args.json:
         write_json(args.json, results)
+    if args.record is not None:
+        render_recording(console, results[-1].run_dir, args.record)
     if any(r.outcome == "error" for r in results):
         return 2 if len(results) == 1 else 1
     return 0 if all(r.passed for r in results) else 1
@@ -139,6 +148,22 @@ def with_mode(lab: Lab, mode: str | None) -> Lab:
         return lab.with_mode(mode)
     except ValueError as exc:
         raise KafkalabError(str(exc)) from None
+
+
+def render_recording(console: Console, run_dir: Path, cast: Path, speed: float = RECORD_SPEED) -> None:
+    """The run's replay, played to its end in a pty of a fixed size, written as a cast."""
+    from kafkalab.cast import read_cast, record_headless
+
+    argv = [sys.executable, "-m", "kafkalab", "replay", str(run_dir), "--speed", f"{speed:g}", "--exit-at-end"]
+    with console.status(f"rendering the run's replay into {cast} ({RECORD_SIZE[0]}x{RECORD_SIZE[1]}, "
+                        f"{speed:g}x) ..."):
+        code = record_headless(argv, cast, *RECORD_SIZE)
+    if code != 0:
+        raise KafkalabError(f"the replay of {run_dir} ended with exit code {code}: {cast} may be incomplete; "
+                            f"try `kafkalab replay {run_dir}`")
+    _header, events = read_cast(cast)
+    length = events[-1][0] if events else 0.0
+    console.print(f"recording written: {cast} ({length:.0f}s; play it: asciinema play {cast})", highlight=False)
 
 
 def cmd_clean(args: argparse.Namespace) -> int:

@@ -7,9 +7,9 @@ that ``crash()`` is a real process death (no close, no leave-group, no final com
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig, parse_defines
 from kafkalab.clients.producer import Producer
-from kafkalab.clients.stats import ClientEvent, ConsumerStats, ProducerStats
+from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, ProducerStats
 
 __all__ = [
-    "ClientEvent", "Consumer", "ConsumerConfig", "ConsumerStats", "Producer", "ProducerConfig",
+    "ClientEvent", "ClientState", "Consumer", "ConsumerConfig", "ConsumerStats", "Producer", "ProducerConfig",
     "ProducerStats", "parse_defines",
 ]

@@ -16,18 +16,18 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import IO, Any
 
 from kafkalab.clients.consumer_loop import EXIT_CRASH
-from kafkalab.clients.options import BOOTSTRAP, ConsumerConfig
-from kafkalab.clients.stats import ClientEvent, ConsumerStats, EventCallback
-
-_ENDED = ("finished", "crashed", "failed")
+from kafkalab.clients.options import ConsumerConfig
+from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback
 
 
 class Consumer:
-    """One course consumer instance; ``settings`` are course option names (``consumer.group-id`` ...).
+    """One course consumer instance; ``settings`` are course option names (``consumer.group-id`` ...) or the
+    same validated; ``bootstrap``, if given, overrides ``bootstrap.server``.
 
     The payload log goes to ``log_dir/consumer[-LOCALID].csv``. Events (assigned, revoked, lost,
     note, error, quit, wait, started, finished, crashed) reach ``on_event`` from a reader thread.
@@ -35,16 +35,13 @@ class Consumer:
 
     def __init__(
         self,
-        settings: Mapping[str, str],
+        settings: Mapping[str, str] | ConsumerConfig,
         log_dir: Path,
         bootstrap: str | None = None,
         on_event: EventCallback | None = None,
     ) -> None:
-        merged = dict(settings)
-        if bootstrap:
-            merged[BOOTSTRAP] = bootstrap
-        self.settings = merged
-        self.config = ConsumerConfig.from_settings(merged)
+        config = settings if isinstance(settings, ConsumerConfig) else ConsumerConfig.from_settings(settings)
+        self.config = replace(config, bootstrap=bootstrap) if bootstrap else config
         self.name = self.config.name
         self.log_dir = Path(log_dir)
         self.log_path = self.log_dir / f"{self.name}.csv"
@@ -69,7 +66,7 @@ class Consumer:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )
         assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps({"settings": self.settings, "log_dir": str(self.log_dir)}) + "\n")
+        self._proc.stdin.write(json.dumps({"config": asdict(self.config), "log_dir": str(self.log_dir)}) + "\n")
         self._proc.stdin.flush()
         self._reader = threading.Thread(target=self._read, name=f"kafkalab-{self.name}", daemon=True)
         self._reader.start()
@@ -109,9 +106,9 @@ class Consumer:
     def stats(self) -> ConsumerStats:
         s = self._stats
         return ConsumerStats(
-            name=self.name, group=self.config.group_id, state=s.get("state", "starting"),
+            name=self.name, group=self.config.group_id, state=(state := ClientState(s.get("state", "starting"))),
             group_state=s.get("group_state", "joining"), received=s.get("received", 0),
-            processed=s.get("processed", 0), rate=0.0 if s.get("state") in _ENDED else s.get("rate", 0.0),
+            processed=s.get("processed", 0), rate=0.0 if state.ended else s.get("rate", 0.0),
             assignment=tuple(s.get("assignment", ())),
             committed={int(k): v for k, v in s.get("committed", {}).items()},
             lag={int(k): v for k, v in s.get("lag", {}).items()}, rebalances=s.get("rebalances", 0),
@@ -136,14 +133,14 @@ class Consumer:
         code = proc.wait()
         final = dict(self._stats)
         if code == 0:
-            final["state"] = "finished"
+            final["state"] = ClientState.FINISHED
         elif code == EXIT_CRASH or self._crash_requested:
-            final.update(state="crashed", group_state="dead")
+            final.update(state=ClientState.CRASHED, group_state="dead")
             if self._crash_requested:
                 final["log_path"] = str(self.log_path) + ".partial"
                 self._emit("crashed", "killed (no close, no leave-group, no commit)")
         else:
-            final["state"] = "failed"
+            final["state"] = ClientState.FAILED
             if self._error is None:
                 tail = [t for t in self._stderr if t.strip()]
                 self._error = tail[-1].strip() if tail else f"consumer process exited with status {code}"

@@ -1,6 +1,6 @@
 """The course consumer's poll loop, run as ``python -m kafkalab.clients.consumer_loop`` by ``Consumer``.
 
-Protocol: the parent writes one JSON line (settings, log_dir) on stdin, then ``stop`` (or closes
+Protocol: the parent writes one JSON line (the validated config's fields, log_dir) on stdin, then ``stop`` (or closes
 stdin) to ask for a clean close. The loop reports JSON lines on stdout: ``{"t": "stats", ...}`` about
 twice a second and ``{"t": "event", ...}`` for rebalances, notes and errors. The ``crash`` control word
 ends the process at once, as an uncaught exception ends the course's Java app: no close, no leave-group,
@@ -23,10 +23,11 @@ from confluent_kafka import Consumer as _RdConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from kafkalab.clients.control import CRASH, QUIT, WAIT
+from kafkalab.clients.lag_watch import LagWatch
 from kafkalab.clients.options import ConsumerConfig
 from kafkalab.clients.payload_log import ConsumedRows, PayloadLog
 from kafkalab.clients.preflight import check_topic, consumer_conf
-from kafkalab.clients.stats import RateMeter
+from kafkalab.clients.stats import ClientState, RateMeter
 from kafkalab.logformat import CONSUMER_COLUMNS
 
 _CONTROL = frozenset((QUIT, CRASH, WAIT))
@@ -56,7 +57,7 @@ class ConsumerLoop:
         self.committed: dict[int, int] = {}
         self.lag: dict[int, int] = {}
         self.member_id = ""
-        self.state = "starting"
+        self.state: ClientState = ClientState.STARTING
         self._seen = 0
         self._plain = not (config.ack_every or config.wait_after_record_ms)  # no per-record work
         self._position: dict[int, int] = {}  # next offset per partition, as of the last poll
@@ -82,7 +83,7 @@ class ConsumerLoop:
     def _log_name(self) -> str | None:
         if self._log is None:
             return None
-        return str(self._log.path if self.state == "finished" else self._log.partial)
+        return str(self._log.path if self.state == ClientState.FINISHED else self._log.partial)
 
     # -- librdkafka callbacks (served inside consume/commit/close) ------------------------------------
     def _on_assign(self, consumer: _RdConsumer, partitions: list[TopicPartition]) -> None:
@@ -137,10 +138,11 @@ class ConsumerLoop:
                            on_lost=self._on_lost)
         for note in cfg.notes:
             self.event("note", note)
-        self.state = "running"
+        self.state = ClientState.RUNNING
         self.event("started", f"group {cfg.group_id} on {cfg.topic}")
         lag_done = threading.Event()
-        lag_thread = threading.Thread(target=self._watch_lag, args=(conf, lag_done), name="kafkalab-lag",
+        watch = LagWatch(conf, cfg, self.assignment, self._position, self.lag)
+        lag_thread = threading.Thread(target=watch.run, args=(lag_done, _STATS_EVERY_S), name="kafkalab-lag",
                                       daemon=True)
         lag_thread.start()
         try:
@@ -151,11 +153,11 @@ class ConsumerLoop:
         finally:
             lag_done.set()
             lag_thread.join()
-        self.state = "closing"
+        self.state = ClientState.CLOSING
         consumer.close()  # commits stored offsets when auto-commit is on; leaves the group
         self.group_state = "left"
         path = self._log.close(complete=True)
-        self.state = "finished"
+        self.state = ClientState.FINISHED
         self.event("finished", f"{self.processed} processed; log {path}")
         return 0
 
@@ -178,44 +180,6 @@ class ConsumerLoop:
             if good or left <= 0:
                 return good
         return []
-
-    def _watch_lag(self, conf: dict[str, Any], done: threading.Event) -> None:
-        """Lag against the leaders' real high watermarks, twice a second, beside the poll loop.
-
-        A client of its own asks: confluent-kafka serializes calls on one consumer, so a query from here
-        would wait for the poll loop, and on the loop's own connections it would queue behind the fetch
-        long-poll. The position is the loop's (next offset after the last poll), read before the
-        watermark, so the lag can only be overstated, never understated, and a lab's drain cannot end
-        early. A partition not yet polled starts at the group's committed offset, else where
-        auto.offset.reset puts it.
-        """
-        side = {k: v for k, v in conf.items() if k != "group.instance.id"}
-        marks = _RdConsumer({**side, "enable.auto.commit": False})  # never subscribes: not a group member
-        try:
-            while not done.wait(_STATS_EVERY_S):
-                positions = dict(self._position)
-                for p in sorted(tuple(self.assignment)):
-                    lag = self._lag_of(marks, p, positions.get(p))
-                    if p not in self.assignment:
-                        continue  # revoked meanwhile
-                    if lag is None:
-                        self.lag.pop(p, None)
-                    else:
-                        self.lag[p] = lag
-        finally:
-            marks.close()
-
-    def _lag_of(self, marks: _RdConsumer, partition: int, position: int | None) -> int | None:
-        tp = TopicPartition(self.cfg.topic, partition)
-        try:
-            low, high = marks.get_watermark_offsets(tp, timeout=1.0, cached=False) or (-1, -1)
-            if position is None:
-                committed = marks.committed([tp], timeout=1.0)[0].offset
-                reset_to = low if self.cfg.auto_offset_reset == "earliest" else high
-                position = committed if committed >= 0 else reset_to
-        except (KafkaException, RuntimeError):
-            return None  # no reachable leader or coordinator right now
-        return max(0, high - position) if high >= 0 and position >= 0 else None
 
     def _process(self, consumer: _RdConsumer, batch: list[Message]) -> bool:
         """Process one polled batch; True when a `quit` record asks to close."""
@@ -299,7 +263,7 @@ class ConsumerLoop:
 
     def _crash_now(self, m: Message) -> None:
         self._log.flush()  # type: ignore[union-attr]  # written rows survive, as the Java app's do
-        self.state = "crashed"
+        self.state = ClientState.CRASHED
         self.group_state = "dead"
         self.event("crashed", f"crash record at partition {m.partition()} offset {m.offset()}")
         self.report_stats()
@@ -329,7 +293,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     spec = json.loads(sys.stdin.readline())
     sink = _json_sink()
-    config = ConsumerConfig.from_settings(spec["settings"])
+    config = ConsumerConfig(**{**spec["config"], "notes": tuple(spec["config"]["notes"])})
     loop = ConsumerLoop(config, Path(spec["log_dir"]), sink)
 
     def watch_stdin() -> None:
@@ -344,7 +308,7 @@ def main() -> int:
         loop.stop_requested.set()
 
     def report() -> None:
-        while loop.state not in ("finished", "crashed", "failed"):
+        while not loop.state.ended:
             loop.report_stats()
             time.sleep(_STATS_EVERY_S)
 
@@ -354,7 +318,7 @@ def main() -> int:
     try:
         code = loop.run()
     except Exception as exc:
-        loop.state = "failed"
+        loop.state = ClientState.FAILED
         if loop._log is not None:
             loop._log.close(complete=False)
         sink({"t": "event", "ts": time.time(), "kind": "error", "detail": str(exc), "partitions": []})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -16,10 +17,10 @@ from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as _RdProducer
 
 from kafkalab.clients.corpus import ValuePicker, corpus_lines
-from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
+from kafkalab.clients.options import ProducerConfig
 from kafkalab.clients.payload_log import PayloadLog, csv_field, max_seq
 from kafkalab.clients.preflight import base_conf, check_topic
-from kafkalab.clients.stats import ClientEvent, EventCallback, ProducerStats, RateMeter
+from kafkalab.clients.stats import ClientEvent, ClientState, EventCallback, ProducerStats, RateMeter
 from kafkalab.logformat import MSG_ID_HEADER, PRODUCER_COLUMNS
 
 _POLL_EVERY = 512  # records between serving delivery reports (and flushing the log)
@@ -30,23 +31,21 @@ _UNKNOWN_ERRORS = frozenset({"_PURGE_INFLIGHT"})  # sent, outcome never learned
 class Producer:
     """Sends the course's records; see ``kafkalab.clients`` for the life cycle.
 
-    ``settings`` are course option names (``producer.acks`` ...); ``bootstrap``, if given, overrides
-    ``bootstrap.server``. The payload log goes to ``log_dir/producer[-LOCALID].csv``.
+    ``settings`` are course option names (``producer.acks`` ...) or the same validated; ``bootstrap``, if
+    given, overrides ``bootstrap.server``. The payload log goes to ``log_dir/producer[-LOCALID].csv``.
     """
 
     def __init__(
         self,
-        settings: Mapping[str, str],
+        settings: Mapping[str, str] | ProducerConfig,
         log_dir: Path,
         run_id: str,
         bootstrap: str | None = None,
         on_event: EventCallback | None = None,
         seed: int | None = None,
     ) -> None:
-        merged = dict(settings)
-        if bootstrap:
-            merged[BOOTSTRAP] = bootstrap
-        self.config = ProducerConfig.from_settings(merged)
+        config = settings if isinstance(settings, ProducerConfig) else ProducerConfig.from_settings(settings)
+        self.config = replace(config, bootstrap=bootstrap) if bootstrap else config
         self.name = self.config.name
         self.run_id = run_id
         self.log_path = Path(log_dir) / f"{self.name}.csv"
@@ -61,7 +60,7 @@ class Producer:
         self._thread: threading.Thread | None = None
         self._log: PayloadLog | None = None
         self._meter = RateMeter()
-        self._state = "starting"
+        self._state: ClientState = ClientState.STARTING
         self._error: str | None = None
         self.attempted = 0
         self.acked = 0
@@ -103,12 +102,12 @@ class Producer:
     def stats(self) -> ProducerStats:
         failed = dict(self._failed)
         done = self.acked + sum(failed.values()) + self.unknown
-        ended = self._state in ("finished", "crashed", "failed")
+        log = self._log
         return ProducerStats(
             name=self.name, state=self._state, attempted=self.attempted, acked=self.acked, failed=failed,
             unknown=self.unknown, in_flight=max(0, self.attempted - done),
-            rate=0.0 if ended else self._meter.rate(), total=self.config.total,
-            log_path=str(self._log.path if self._state == "finished" else self._log.partial) if self._log else None,
+            rate=0.0 if self._state.ended else self._meter.rate(), total=self.config.total,
+            log_path=str(log.path if self._state == ClientState.FINISHED else log.partial) if log else None,
             error=self._error,
         )
 
@@ -131,7 +130,7 @@ class Producer:
             return
         for note in cfg.notes:
             self._emit("note", note)
-        self._state = "running"
+        self._state = ClientState.RUNNING
         self._emit("started", f"{cfg.total} records to {cfg.topic}, acks={cfg.acks}, idempotent={cfg.idempotent}")
         try:
             self._send_all(rd, first_seq)
@@ -141,7 +140,7 @@ class Producer:
 
     def _fail(self, exc: BaseException) -> None:
         self._error = str(exc)
-        self._state = "failed"
+        self._state = ClientState.FAILED
         if self._log is not None:
             self._log.close(complete=False)
         self._emit("error", self._error)
@@ -201,11 +200,11 @@ class Producer:
             except BufferError:
                 if not stalled and time.monotonic() - since > _STALL_AFTER_S:
                     stalled = True
-                    self._state = "blocked"
+                    self._state = ClientState.BLOCKED
                     self._emit("stalled", f"send buffer full with {len(rd)} records: waiting for the brokers")
                 continue
             if stalled:
-                self._state = "running"
+                self._state = ClientState.RUNNING
                 self._emit("resumed", f"sending again after {time.monotonic() - since:.1f}s")
             return True
 
@@ -222,11 +221,11 @@ class Producer:
         assert self._log is not None
         if self._crash:
             rd.purge(in_queue=True, in_flight=True, blocking=False)
-            self._state = "crashed"
+            self._state = ClientState.CRASHED
             self._log.close(complete=False)
             self._emit("crashed", f"{len(rd)} records dropped unlogged")
             return
-        self._state = "flushing"
+        self._state = ClientState.FLUSHING
         deadline = time.monotonic() + self.config.delivery_timeout_ms / 1000 + 5
         while len(rd) and time.monotonic() < deadline and not self._abort:
             if rd.poll(0.1):
@@ -239,7 +238,7 @@ class Producer:
             rd.purge(in_queue=True, in_flight=True, blocking=False)
             rd.flush(10)
         path = self._log.close(complete=True)
-        self._state = "finished"
+        self._state = ClientState.FINISHED
         self._emit("finished", f"{self.acked} acked, {sum(self._failed.values())} failed, {self.unknown} unknown; "
                    f"log {path}")
 

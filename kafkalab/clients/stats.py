@@ -6,6 +6,24 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ClientState(StrEnum):
+    """Where a producer or consumer is in its life."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    BLOCKED = "blocked"  # producer: send buffer full, waiting for the brokers
+    FLUSHING = "flushing"  # producer: waiting for the last deliveries
+    CLOSING = "closing"  # consumer: committing and leaving the group
+    FINISHED = "finished"
+    CRASHED = "crashed"
+    FAILED = "failed"
+
+    @property
+    def ended(self) -> bool:
+        return self in (ClientState.FINISHED, ClientState.CRASHED, ClientState.FAILED)
 
 
 @dataclass(frozen=True)
@@ -26,7 +44,7 @@ EventCallback = Callable[[ClientEvent], None]
 @dataclass(frozen=True)
 class ProducerStats:
     name: str
-    state: str  # starting, running, blocked, flushing, finished, crashed, failed
+    state: ClientState
     attempted: int
     acked: int
     failed: Mapping[str, int]  # error name -> count (e.g. NOT_ENOUGH_REPLICAS, _MSG_TIMED_OUT)
@@ -51,7 +69,7 @@ class ProducerStats:
 class ConsumerStats:
     name: str
     group: str
-    state: str  # starting, running, finished, crashed, failed
+    state: ClientState
     group_state: str  # joining, stable, rebalancing, lost, left, dead
     received: int
     processed: int

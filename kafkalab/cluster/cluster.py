@@ -127,8 +127,11 @@ class Cluster:
                 raise KafkalabError(f"{', '.join(late)} not ready in time: see {late and self.node(late[0]).log_path}")
             time.sleep(TICK_S)
 
-    def shutdown(self, graceful: bool = True, bound_s: float = 30.0) -> None:
-        """Stop brokers (SIGTERM, or SIGKILL when not graceful), then ZooKeeper; release the state dir."""
+    def shutdown(self, graceful: bool = True, bound_s: float = 30.0, reason: str = "") -> None:
+        """Stop brokers (SIGTERM, or SIGKILL when not graceful), then ZooKeeper; release the state dir.
+
+        ``reason`` (not graceful only): the nodes show as stopped with it, not as killed.
+        """
         if not self._started and not self._nodes:
             self._lock.release()
             return
@@ -141,6 +144,8 @@ class Cluster:
             for node in group:
                 if graceful:
                     node.stop(bound_s)
+                elif reason:
+                    node.end(reason)
                 else:
                     node.kill()
             deadline = time.monotonic() + bound_s + 5
@@ -222,7 +227,9 @@ class Cluster:
         """A node by broker id (1..N), 'broker-N', 'N', 'zookeeper', 'controller-N' or a controller's node id."""
         spec = self.spec
         key = str(ref).strip().lower()
-        if key.isdigit():
+        if key == "0" and not spec.kraft:  # as in the console: 0 is ZooKeeper
+            key = "zookeeper"
+        elif key.isdigit():
             key = spec.controller_node(int(key)) if int(key) in spec.controller_ids else f"broker-{key}"
         if key in ("zk", "zoo"):
             key = "zookeeper"
@@ -233,7 +240,7 @@ class Cluster:
             return self._nodes[key]
         except KeyError:
             ids = ", ".join(map(str, spec.broker_ids))
-            others = (", or controller-1..controller-" f"{spec.controllers}" if spec.kraft else ", or 'zookeeper'")
+            others = f", or controller-1..controller-{spec.controllers}" if spec.kraft else ", or 0 (ZooKeeper)"
             raise KafkalabError(f"unknown node {ref!r}: brokers are {ids}{others}") from None
 
     @property

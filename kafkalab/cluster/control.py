@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.cluster.cluster import Cluster
+from kafkalab.cluster.node import NodeAction
 from kafkalab.errors import KafkalabError
 
 SOCKET_NAME = "control.sock"
-NODE_ACTIONS = ("start", "stop", "kill", "pause", "resume", "restart")
+NODE_ACTIONS = tuple(a.value for a in NodeAction)
 SPEC_FILE = "cluster.json"
 
 
@@ -80,7 +81,7 @@ class ControlServer:
             return {"ok": True}
         if op in NODE_ACTIONS:
             node = self.cluster.node(request.get("node", ""))
-            getattr(node, op)()
+            NodeAction(op).apply(node)
             return {"ok": True, "node": node.info().as_dict()}
         if op == "quorum":  # KRaft: DescribeQuorum through the owner's helper JVM
             return {"ok": True, "quorum": self.cluster.quorum(float(request.get("timeout_s", 2.0))).as_dict()}

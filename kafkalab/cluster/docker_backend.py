@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +138,12 @@ class DockerProcess:
     def poll(self) -> int | None:
         return self._exit_code
 
-    def _control(self, action: str, **kwargs: Any) -> None:
+    def _control(self, call: Callable[[Container], object]) -> None:
+        """``call(container)`` unless the container is gone (already gone is no error)."""
         if self._exit_code is not None:
             return
         try:
-            getattr(self._container, action)(**kwargs)
+            call(self._container)
         except APIError as exc:
             _ignore_gone(exc)
 
@@ -150,16 +152,16 @@ class DockerProcess:
 
         The engine delivers it to a paused container by unpausing it.
         """
-        self._control("kill", signal="SIGTERM")
+        self._control(lambda c: c.kill(signal="SIGTERM"))
 
     def kill(self) -> None:
-        self._control("kill", signal="SIGKILL")
+        self._control(lambda c: c.kill(signal="SIGKILL"))
 
     def pause(self) -> None:
-        self._control("pause")
+        self._control(lambda c: c.pause())
 
     def resume(self) -> None:
-        self._control("unpause")
+        self._control(lambda c: c.unpause())
 
     def _sample(self) -> None:
         """Keep the latest sample of the engine's stats stream (one a second) for :meth:`usage`."""

@@ -20,9 +20,10 @@ from pathlib import Path
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.dist import Distribution, java_binary
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import package_file
 
 RECORD_FILE = "kraft.json"
-FORMAT_SOURCE = Path(__file__).with_name("FormatStorage.java")
+FORMAT_SOURCE = package_file("kafkalab.cluster", "FormatStorage.java")
 FORMAT_TIMEOUT_S = 120.0
 
 

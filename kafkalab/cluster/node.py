@@ -37,6 +37,23 @@ class NodeState(StrEnum):
         return self in (NodeState.STARTING, NodeState.RUNNING, NodeState.STOPPING, NodeState.PAUSED)
 
 
+class NodeAction(StrEnum):
+    """What can be done to a node: by a fault, a console key, or `kafkalab broker ACTION` in another terminal."""
+
+    STOP = "stop"
+    KILL = "kill"
+    PAUSE = "pause"
+    RESUME = "resume"
+    START = "start"
+    RESTART = "restart"
+
+    def apply(self, node: Node) -> None:
+        """Do it to ``node`` now."""
+        steps = {NodeAction.STOP: node.stop, NodeAction.KILL: node.kill, NodeAction.PAUSE: node.pause,
+                 NodeAction.RESUME: node.resume, NodeAction.START: node.start, NodeAction.RESTART: node.restart}
+        steps[self]()
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """A snapshot of one node, safe to hand to another thread."""
@@ -150,6 +167,17 @@ class Node:
             self._killed_at = time.monotonic()
             self._set(NodeState.KILLED, "SIGKILL sent")
 
+    def end(self, reason: str) -> None:
+        """Ended by kafkalab itself (a run's teardown, a reset, quit): SIGKILL, but shown as stopped with
+        ``reason``: only a fault someone applied reads as killed."""
+        with self._lock:
+            self._pending_start = False
+            if self._proc is not None and self.state.alive:
+                self._proc.kill()
+                self._killed_at = time.monotonic()
+            if self.state.alive or self.state == NodeState.KILLED:
+                self._set(NodeState.STOPPED, reason)
+
     def pause(self) -> None:
         with self._lock:
             if self._proc is not None and self.state in (NodeState.RUNNING, NodeState.STARTING):
@@ -199,10 +227,15 @@ class Node:
 
     def _on_exit(self, code: int) -> None:
         self._proc = None
+        if self.state == NodeState.STOPPED:  # ended by kafkalab (end): its reason stays
+            return
         if self.state == NodeState.STOPPING:
             escalated = "SIGKILL" in self.reason
-            self._set(NodeState.KILLED if escalated else NodeState.STOPPED, f"exited with {code}"
-                      + (" after SIGKILL (stop bound passed)" if escalated else ""))
+            if escalated:
+                self._set(NodeState.KILLED, f"exited with {code} after SIGKILL (stop bound passed)")
+            else:  # 143 is the JVM's answer to SIGTERM: the controlled stop asked for
+                self._set(NodeState.STOPPED, "stopped (controlled shutdown)" if code in (0, 143)
+                          else f"stopped, exited with {code}")
             if self._pending_start:
                 self._pending_start = False
                 self.restarts += 1
@@ -237,7 +270,7 @@ class Node:
         self._started_at = time.monotonic()
         self._ready = False
         self._proc = self._backend.launch(self.name, self._argv, self.stdout_path)
-        self.reason = "launched, waiting for it to be ready"
+        self.reason = "launched, waiting until ready"
 
     def _ready_line_seen(self) -> bool:
         if self._ready:

@@ -1,4 +1,4 @@
-"""The Kafka distribution: find it (a Maven-resolved cache dir or a KAFKA_HOME) or fetch it."""
+"""The Kafka distribution: find it (a cached, versioned dir of jars or a KAFKA_HOME) or fetch it."""
 
 from kafkalab.dist.distribution import (
     BROKER_MAIN,
@@ -9,8 +9,10 @@ from kafkalab.dist.distribution import (
     locate,
     verify,
 )
-from kafkalab.dist.maven import fetch
+from kafkalab.dist.download import Progress
+from kafkalab.dist.fetch import FetchOptions, fetch
 
 __all__ = [
-    "BROKER_MAIN", "ZOOKEEPER_MAIN", "Distribution", "fetch", "java_binary", "java_major_version", "locate", "verify",
+    "BROKER_MAIN", "ZOOKEEPER_MAIN", "Distribution", "FetchOptions", "Progress", "fetch", "java_binary",
+    "java_major_version", "locate", "verify",
 ]

@@ -9,19 +9,19 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab import KAFKA_VERSION
 from kafkalab.errors import KafkalabError
-from kafkalab.paths import assets_dir, dist_dir
+from kafkalab.paths import dist_dir
 
 BROKER_MAIN = "kafka.Kafka"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-_REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "zookeeper-", "scala-library-", "slf4j-api-")
+_REQUIRED_JARS = ("kafka_2.13-", "kafka-clients-", "scala-library-", "slf4j-api-")
+ZOOKEEPER_JAR = "zookeeper-"
 MARKER = ".complete"
+FIRST_KRAFT_ONLY = 4  # Kafka 4.0 removed ZooKeeper mode
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,23 @@ class Distribution:
 
     def missing_jars(self) -> list[str]:
         names = [p.name for p in self.libs.glob("*.jar")] if self.libs.is_dir() else []
-        return [prefix for prefix in _REQUIRED_JARS if not any(n.startswith(prefix) for n in names)]
+        required = (*_REQUIRED_JARS, ZOOKEEPER_JAR) if self.zookeeper_available else _REQUIRED_JARS
+        return [prefix for prefix in required if not any(n.startswith(prefix) for n in names)]
 
     def version(self) -> str:
         for jar in self.libs.glob("kafka-clients-*.jar"):
             return jar.name.removeprefix("kafka-clients-").removesuffix(".jar")
         return "unknown"
+
+    @property
+    def zookeeper_available(self) -> bool:
+        """Whether this Kafka still has ZooKeeper mode: 3.x does, 4.x and later are KRaft only."""
+        return not has_kraft_only(self.version())
+
+
+def has_kraft_only(version: str) -> bool:
+    major = version.split(".", 1)[0]
+    return major.isdigit() and int(major) >= FIRST_KRAFT_ONLY
 
 
 def java_binary() -> str:
@@ -66,8 +77,10 @@ def java_major_version(java: str | None = None) -> int:
     return int(match.group(2) or 0) if major == 1 else major
 
 
-def locate(kafka_home: str | os.PathLike[str] | None = None, cache: Path | None = None) -> Distribution:
-    """The distribution to use: --kafka-home, else $KAFKA_HOME, else the Maven cache. Raises if absent."""
+def locate(
+    kafka_home: str | os.PathLike[str] | None = None, cache: Path | None = None, version: str = KAFKA_VERSION
+) -> Distribution:
+    """The distribution to use: --kafka-home, else $KAFKA_HOME, else the cached ``version``. Raises if absent."""
     home = kafka_home or os.environ.get("KAFKA_HOME")
     if home:
         libs = Path(home).expanduser() / "libs"
@@ -78,15 +91,16 @@ def locate(kafka_home: str | os.PathLike[str] | None = None, cache: Path | None 
                 "point --kafka-home/KAFKA_HOME at the directory holding bin/ and libs/"
             )
         return dist
-    libs = dist_dir(cache) / "libs"
+    libs = dist_dir(cache, version) / "libs"
     dist = Distribution(libs, "maven")
-    if not (dist_dir(cache) / MARKER).exists() or dist.missing_jars():
-        raise KafkalabError(f"Kafka {KAFKA_VERSION} jars not found in {libs.parent}: run `kafkalab fetch` first")
+    if not (libs.parent / MARKER).exists() or dist.missing_jars():
+        again = "" if version == KAFKA_VERSION else f" --kafka-version {version}"
+        raise KafkalabError(f"Kafka {version} jars not found in {libs.parent}: run `kafkalab fetch{again}` first")
     return dist
 
 
 def verify(dist: Distribution) -> None:
-    """Check that the broker and ZooKeeper main classes load from the distribution."""
+    """Check that the broker (and, before Kafka 4, ZooKeeper) main classes load from the distribution."""
     if missing := dist.missing_jars():
         raise KafkalabError(f"{dist.libs} lacks {', '.join(missing)}*.jar: run `kafkalab fetch --force`")
     java = java_binary()
@@ -97,6 +111,8 @@ def verify(dist: Distribution) -> None:
         raise KafkalabError(
             f"the broker class {BROKER_MAIN} does not load from {dist.libs}: run `kafkalab fetch --force`"
         )
+    if not dist.zookeeper_available:
+        return
     out = subprocess.run([java, "-cp", dist.classpath, ZOOKEEPER_MAIN], capture_output=True, text=True, timeout=60)
     if "Usage" not in out.stdout + out.stderr:
         raise KafkalabError(f"the ZooKeeper class {ZOOKEEPER_MAIN} does not load from {dist.libs}")

@@ -13,10 +13,12 @@ at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20
 on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: the active controller) |
      ``controllers 2,3`` (KRaft voters by number) | ``random follower T/P`` |
      ``followers T/P`` | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
-     ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T``
+     ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T`` | ``group G``
 do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
      consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
-     | replicate (``replication_factor``) | elect-preferred;  anything: check (``expect``) | note
+     | replicate (``replication_factor``) | elect-preferred | type (``records``, each ``key:value`` or a value);
+     groups: reset-offsets (``reset``: to-earliest, to-latest, to-offset N, shift-by N or to-datetime ISO;
+     once the group has no active member);  anything: check (``expect``) | note
 """
 
 from __future__ import annotations
@@ -27,13 +29,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkalab.admin import ClusterSnapshot
+from kafkalab.admin import ClusterSnapshot, ResetTarget
+from kafkalab.admin.groups import RESET_MODES
+from kafkalab.clients.stats import ClientState
+from kafkalab.cluster.node import NodeAction
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.events import Event, EventKind, LeaderChange
 from kafkalab.labs.expectations import OPS, parse_check
 
-NODE_ACTIONS = ("stop", "kill", "pause", "resume", "start", "restart")
+NODE_ACTIONS = tuple(a.value for a in NodeAction)
 CONSUMER_ACTIONS = ("start", "stop", "crash")
 PRODUCER_ACTIONS = ("start", "stop")
-TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred")
+TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred", "type")
+GROUP_ACTIONS = ("reset-offsets",)
 ANY_ACTIONS = ("check", "note")
 CONTROL_WORDS = ("quit", "crash", "wait")
 DEFAULT_TIMEOUT_S = 90.0
@@ -47,11 +55,11 @@ class RunView(Protocol):
     """What a trigger looks at: the session exposes this while a run is under way."""
 
     def elapsed(self) -> float: ...
-    def producer_progress(self) -> tuple[float, int, str]: ...  # (fraction done, acked, state)
+    def producer_progress(self) -> tuple[float, int, ClientState]: ...  # (fraction done, acked, state)
     def consumed(self, local_id: int | None) -> int: ...
     def assignment(self, local_id: int) -> tuple[int, ...]: ...
     def snapshot(self) -> ClusterSnapshot | None: ...
-    def events_since(self, since: float, kind: str) -> list[dict[str, Any]]: ...
+    def events_since(self, since: float, kind: EventKind) -> list[Event]: ...
 
 
 @dataclass(frozen=True)
@@ -80,18 +88,18 @@ class Trigger:
             if k == "acked":
                 return acked >= self.value
             if self.text == "finished":
-                return state in ("finished", "crashed", "failed")
-            return bool(view.events_since(fired_prev_at, f"producer-{self.text}"))
+                return state.ended
+            return bool(view.events_since(fired_prev_at, EventKind(f"producer-{self.text}")))
         if k == "consumed":
             return view.consumed(self.local_id) >= self.value
         if k == "assigned":
             count = len(view.assignment(self.local_id or 0))
             return OPS[self.op](count, self.value) if self.op else count > 0
         if k == "controller-change":
-            return bool(view.events_since(fired_prev_at, "controller-change"))
+            return bool(view.events_since(fired_prev_at, EventKind.CONTROLLER_CHANGE))
         if k == "leader-change":
-            return any(e.get("topic") == self.topic and self.partition in (None, e.get("partition"))
-                       for e in view.events_since(fired_prev_at, "leader-change"))
+            return any(isinstance(e, LeaderChange) and e.topic == self.topic and self.partition in (None, e.partition)
+                       for e in view.events_since(fired_prev_at, EventKind.LEADER_CHANGE))
         snap = view.snapshot()
         if snap is None or not snap.reachable:
             return False
@@ -154,17 +162,18 @@ def _part(m: re.Match[str]) -> int | None:
 @dataclass(frozen=True)
 class Target:
     kind: str  # brokers, leader, controller, controllers, random-follower, followers, same, zookeeper,
-    #            producer, consumer, consumers, topic, none
+    #            producer, consumer, consumers, topic, group, none
     brokers: tuple[int, ...] = ()
     topic: str = ""
+    group: str = ""
     partition: int | None = None
     local_id: int | None = None
     text: str = ""
 
     @property
     def category(self) -> str:
-        """nodes, producer, consumers, topic or none: which actions apply."""
-        if self.kind in ("producer", "topic", "none"):
+        """nodes, producer, consumers, topic, group or none: which actions apply."""
+        if self.kind in ("producer", "topic", "group", "none"):
             return self.kind
         if self.kind in ("consumer", "consumers"):
             return "consumers"
@@ -230,10 +239,12 @@ def parse_target(text: str, brokers: int) -> Target:
         return Target(m["kind"].replace(" ", "-"), topic=m["topic"], partition=_part(m) or 0, text=s)
     if m := re.fullmatch(r"topic ([A-Za-z0-9._-]+)", s):
         return Target("topic", topic=m[1], text=s)
+    if m := re.fullmatch(r"group ([A-Za-z0-9._-]+)", s):
+        return Target("group", group=m[1], text=s)
     raise ValueError(
         f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', 'controllers 2,3', "
         "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'producer', 'consumer N', "
-        "'consumers' or 'topic T'"
+        "'consumers', 'topic T' or 'group G'"
     )
 
 
@@ -251,6 +262,8 @@ class Fault:
     timeout_s: float = DEFAULT_TIMEOUT_S
     line: int = 0
     fails: bool = False  # the lesson is that this step fails (e.g. no topic without a KRaft quorum)
+    reset: ResetTarget | None = None  # reset-offsets: where to
+    records: tuple[str, ...] = ()  # type: the lines typed, each key:value or a value
 
     def describe(self) -> str:
         what = f"{self.action} {self.word}".strip()
@@ -269,7 +282,7 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
         s = "send"
     allowed = {
         "nodes": NODE_ACTIONS, "producer": PRODUCER_ACTIONS, "consumers": CONSUMER_ACTIONS,
-        "topic": TOPIC_ACTIONS, "none": (),
+        "topic": TOPIC_ACTIONS, "group": GROUP_ACTIONS, "none": (),
     }[target.category] + ANY_ACTIONS
     if s not in allowed:
         on = target.text or "nothing"
@@ -298,6 +311,12 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
     rf = int(raw.get("replication_factor", 0))
     if action == "replicate" and not 1 <= rf <= brokers:
         raise ValueError(f"replication_factor: replicate needs a replication_factor within 1..{brokers}")
+    reset = field_error("reset", lambda: parse_reset(str(raw.get("reset", "to-earliest")))) \
+        if action == "reset-offsets" else None
+    records = raw.get("records", [])
+    if action == "type" and (not isinstance(records, list) or not records or not all(
+            isinstance(r, str) and r for r in records)):
+        raise ValueError("records: type needs records = [\"key:value\", ...] (lines, not empty)")
     timeout = float(raw.get("timeout", DEFAULT_TIMEOUT_S))
     if timeout <= 0:
         raise ValueError("timeout: must be > 0 seconds")
@@ -305,5 +324,19 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
         at=trigger, action=action, target=target, word=word,
         configs={str(k): str(v) for k, v in dict(raw.get("configs", {})).items()},
         replication_factor=rf, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
-        timeout_s=timeout, line=line, fails=bool(raw.get("fails", False)),
+        timeout_s=timeout, line=line, fails=bool(raw.get("fails", False)), reset=reset,
+        records=tuple(records) if action == "type" else (),
     )
+
+
+def parse_reset(text: str) -> ResetTarget:
+    """``to-earliest`` | ``to-latest`` | ``to-offset N`` | ``shift-by N`` | ``to-datetime ISO``, as the CLI takes."""
+    mode, _, value = " ".join(text.split()).partition(" ")
+    if mode not in RESET_MODES:
+        raise ValueError(f"{text!r}: write one of to-earliest, to-latest, to-offset N, shift-by N, to-datetime ISO")
+    if (mode in ("to-earliest", "to-latest")) == bool(value):
+        raise ValueError(f"{text!r}: {mode} takes {'no value' if value else 'a value'}")
+    try:
+        return ResetTarget(mode, value)
+    except KafkalabError as exc:
+        raise ValueError(str(exc)) from None

@@ -9,22 +9,24 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, make_fault
 from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, TopicPlan
+from kafkalab.paths import labs_dir
 
 LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
             "heal_before_audit"}
 CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "modes", "controllers", "combined"}
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
-FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "fails"}
+FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
+              "fails"}
 TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect"}
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
@@ -117,8 +119,9 @@ def _setting(value: Any) -> str:
     return str(value)
 
 
-def load_lab(path: Path) -> Lab:
-    """Parse and validate one lab file; KafkalabError (file:line: field: why) on the first problem."""
+def load_lab(path: Path, check_name: bool = True) -> Lab:
+    """Parse and validate one lab file; KafkalabError (file:line: field: why) on the first problem.
+    ``check_name=False`` for a copy whose file name is not its id (a run dir's lab.toml)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -128,7 +131,7 @@ def load_lab(path: Path) -> Lab:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise KafkalabError(f"{path}: not valid TOML: {exc}") from None
-    return parse_lab(data, _Reader(path, LineIndex(text)), path)
+    return parse_lab(data, _Reader(path, LineIndex(text)), path if check_name else None)
 
 
 def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab:
@@ -138,21 +141,22 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     lab_id = r.typed(lab, "id", str, "lab")
     if not _ID.fullmatch(lab_id):
         raise r.fail("lab", 0, "id", f"{lab_id!r}: use lower-case letters, digits and dashes")
-    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
-        raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
     cluster = _cluster(r, r.table(data, "cluster"))
     topics = _topics(r, data.get("topic", []), cluster.brokers)
     producer = _producer(r, r.table(data, "producer"))
     consumers = _consumers(r, r.table(data, "consumers"), data.get("consumer", []))
-    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name for t in topics}, consumers)
+    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
     expectations = tuple(
         _wrap(r, "expect", 0, key, lambda k=key, v=value: make_expectation(k, v, r.index.line("expect", 0, k)))
         for key, value in r.table(data, "expect", required=True).items()
     )
     if not expectations:
         raise r.fail("expect", 0, None, "empty: a lab says what must show, e.g. lost = \"> 0\"")
-    if producer.settings.get("producer.topic", "test-topic") not in {t.name for t in topics}:
+    if producer.config.topic not in {t.name for t in topics}:
         raise r.fail("producer", 0, "producer.topic", "names no [[topic]] of this lab: add the topic")
+    # last: a copied lab's first error must be its real one, not the name it has not been given yet
+    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
+        raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
     return Lab(
         id=lab_id,
         title=r.typed(lab, "title", str, "lab"),
@@ -257,8 +261,9 @@ def _topics(r: _Reader, raw: Any, brokers: int) -> tuple[TopicPlan, ...]:
 def _producer(r: _Reader, raw: dict[str, Any]) -> ProducerPlan:
     r.only(raw, {"start"}, "producer", also=lambda k: k.startswith("producer."))
     settings = {k: _setting(v) for k, v in raw.items() if k != "start"}
-    _wrap(r, "producer", 0, next(iter(settings), None), lambda: ProducerConfig.from_settings(settings))
-    return ProducerPlan(settings, r.typed(raw, "start", bool, "producer", default=True))
+    start = r.typed(raw, "start", bool, "producer", default=True)
+    plan: ProducerPlan = _wrap(r, "producer", 0, next(iter(settings), None), partial(ProducerPlan.of, settings, start))
+    return plan
 
 
 def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPlan, ...]:
@@ -278,16 +283,14 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
         if "consumer.local-id" in own:
             raise r.fail("consumer", i, "consumer.local-id", "set local_id instead", array=True)
         settings = {**base, **own, "consumer.local-id": str(local_id)}
-        _wrap(r, "consumer", i, next(iter(own), None), lambda s=settings: ConsumerConfig.from_settings(s), array=True)
-        plans.append(ConsumerPlan(
-            local_id, settings,
-            start=r.typed(c, "start", bool, "consumer", i, default=True, array=True),
-            wait_assigned=r.typed(c, "wait_assigned", bool, "consumer", i, default=True, array=True),
-        ))
+        start = r.typed(c, "start", bool, "consumer", i, default=True, array=True)
+        wait = r.typed(c, "wait_assigned", bool, "consumer", i, default=True, array=True)
+        plans.append(_wrap(r, "consumer", i, next(iter(own), None),
+                           partial(ConsumerPlan.of, local_id, settings, start, wait), array=True))
     return tuple(plans)
 
 
-def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
+def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
             consumers: tuple[ConsumerPlan, ...]) -> tuple[Fault, ...]:
     if not isinstance(raw, list):
         raise r.fail("fault", 0, None, "must be [[fault]] tables", array=True)
@@ -303,9 +306,13 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
         except ValueError as exc:
             key, _, why = str(exc).partition(": ")
             raise r.fail("fault", i, key if key in FAULT_KEYS else None, why or str(exc), array=True) from None
-        for key, topic in (("at", fault.at.topic), ("on", fault.target.topic)):
+        for key, topic, partition in (("at", fault.at.topic, fault.at.partition),
+                                      ("on", fault.target.topic, fault.target.partition)):
             if topic and topic not in topics:
                 raise r.fail("fault", i, key, f"topic {topic} is not a [[topic]] of this lab", array=True)
+            if topic and partition is not None and partition >= topics[topic]:
+                raise r.fail("fault", i, key, f"{topic}/{partition} does not exist: {topic} has {topics[topic]} "
+                             f"partitions (0..{topics[topic] - 1})", array=True)
         for key, local_id in (("at", fault.at.local_id), ("on", fault.target.local_id)):
             if local_id is not None and local_id not in ids:
                 raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)
@@ -315,15 +322,9 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: set[str],
     return tuple(faults)
 
 
-def lab_dirs() -> list[Path]:
-    """Where catalog labs live: the repository's labs/ (or the package's, when installed)."""
-    here = Path(__file__).resolve().parents[2]
-    return [d for d in (here / "labs", Path(__file__).resolve().parent / "catalog") if d.is_dir()]
-
-
 def catalog() -> list[Path]:
     """Every lab file of the catalog, in catalog order (the file names start with their number)."""
-    return sorted(p for d in lab_dirs() for p in d.glob("*.toml"))
+    return sorted(labs_dir().glob("*.toml"))
 
 
 def find_lab(ref: str) -> Path:

@@ -6,7 +6,8 @@ import csv
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
+from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed
 from kafkalab.labs.timeline import Timeline
 
 
@@ -29,7 +30,7 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
         latest = stats[-1]
         out[f"consumer.{local_id}.processed"] = processed
         out[f"consumer.{local_id}.received"] = sum(s.received for s in stats)
-        out[f"consumer.{local_id}.partitions"] = len(latest.assignment) if latest.state == "running" else 0
+        out[f"consumer.{local_id}.partitions"] = len(latest.assignment) if latest.state == ClientState.RUNNING else 0
         key = f"group.{groups[local_id]}.processed"
         out[key] = out.get(key, 0) + processed
     out["consumers.processed"] = total
@@ -38,19 +39,18 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
 
 def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[int]) -> dict[str, float]:
     out: dict[str, float] = {
-        "timeline.leader_changes": timeline.count("leader-change", topics),
-        "timeline.isr_shrinks": timeline.count("isr-shrink", topics),
-        "timeline.isr_expands": timeline.count("isr-expand", topics),
-        "timeline.offline": timeline.count("offline", topics),
-        "producer.stalls": timeline.count("producer-stalled"),
-        "timeline.controller_changes": timeline.count("controller-change"),
+        "timeline.leader_changes": timeline.count(EventKind.LEADER_CHANGE, topics),
+        "timeline.isr_shrinks": timeline.count(EventKind.ISR_SHRINK, topics),
+        "timeline.isr_expands": timeline.count(EventKind.ISR_EXPAND, topics),
+        "timeline.offline": timeline.count(EventKind.OFFLINE, topics),
+        "producer.stalls": timeline.count(EventKind.PRODUCER_STALLED),
+        "timeline.controller_changes": timeline.count(EventKind.CONTROLLER_CHANGE),
     }
-    stalls = [e.get("stalled_s", 0.0) for e in timeline.events("producer-resumed")]
+    stalls = [e.stalled_s for e in timeline.events(EventKind.PRODUCER_RESUMED) if isinstance(e, ProducerResumed)]
     out["producer.longest_stall_s"] = max(stalls, default=0.0)
-    assigned = [e for e in timeline.events("consumer-assigned") if e.get("partitions")]
     per_client: dict[str, int] = {}
-    for e in assigned:
-        per_client[e["source"]] = per_client.get(e["source"], 0) + 1
+    for e in _assignments(timeline):
+        per_client[e.source] = per_client.get(e.source, 0) + 1
     out["timeline.rebalances"] = sum(n - 1 for n in per_client.values())
     for local_id in consumers:
         out[f"consumer.{local_id}.assign_wait_s"] = assign_wait(timeline, f"consumer-{local_id}")
@@ -59,14 +59,20 @@ def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[i
 
 def assign_wait(timeline: Timeline, name: str) -> float:
     """Seconds from the latest launch of consumer ``name`` to its first partitions; -1 if none came."""
-    launches = [e for e in timeline.events("consumer-launch") if e["source"] == name]
+    launches = [e for e in timeline.events(EventKind.CONSUMER_LAUNCH) if e.source == name]
     if not launches:
         return -1.0
-    since = launches[-1]["t"]
-    for e in timeline.events("consumer-assigned", since=since):
-        if e["source"] == name and e.get("partitions"):
-            return round(e["t"] - since, 2)
+    since = launches[-1].t
+    for e in _assignments(timeline, since):
+        if e.source == name:
+            return round(e.t - since, 2)
     return -1.0
+
+
+def _assignments(timeline: Timeline, since: float = float("-inf")) -> list[ClientRecord]:
+    """Consumers' ``assigned`` events that gave them partitions."""
+    return [e for e in timeline.events(EventKind.CONSUMER_ASSIGNED, since=since)
+            if isinstance(e, ClientRecord) and e.partitions]
 
 
 def report_metrics(report_json: Mapping[str, object]) -> dict[str, float]:

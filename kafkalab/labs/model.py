@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from kafkalab.clients.options import ConsumerConfig, ProducerConfig
+from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.faults import Fault
 
@@ -33,12 +36,25 @@ class TopicPlan:
 
 @dataclass(frozen=True)
 class ConsumerPlan:
-    """One consumer instance; ``local_id`` names it (``consumer N`` in faults and expectations)."""
+    """One consumer instance; ``local_id`` names it (``consumer N`` in faults and expectations).
+
+    ``settings`` as written (course option names), ``config`` the same validated: build it with :meth:`of`.
+    """
 
     local_id: int
-    settings: dict[str, str]
+    settings: Mapping[str, str]
+    config: ConsumerConfig
     start: bool = True  # False: a `start` fault starts it
     wait_assigned: bool = True  # the producer starts only once this consumer has partitions
+
+    @classmethod
+    def of(cls, local_id: int, settings: Mapping[str, str], start: bool = True,
+           wait_assigned: bool = True) -> ConsumerPlan:
+        """KafkalabError when a setting is not valid."""
+        return cls(local_id, dict(settings), ConsumerConfig.from_settings(settings), start, wait_assigned)
+
+    def with_settings(self, changes: Mapping[str, str]) -> ConsumerPlan:
+        return ConsumerPlan.of(self.local_id, {**self.settings, **changes}, self.start, self.wait_assigned)
 
     @property
     def name(self) -> str:
@@ -46,13 +62,24 @@ class ConsumerPlan:
 
     @property
     def group(self) -> str:
-        return self.settings.get("consumer.group-id", "test-app")
+        return self.config.group_id
 
 
 @dataclass(frozen=True)
 class ProducerPlan:
-    settings: dict[str, str]
+    """``settings`` as written (course option names), ``config`` the same validated: build it with :meth:`of`."""
+
+    settings: Mapping[str, str]
+    config: ProducerConfig
     start: bool = True
+
+    @classmethod
+    def of(cls, settings: Mapping[str, str], start: bool = True) -> ProducerPlan:
+        """KafkalabError when a setting is not valid."""
+        return cls(dict(settings), ProducerConfig.from_settings(settings), start)
+
+    def with_settings(self, changes: Mapping[str, str]) -> ProducerPlan:
+        return ProducerPlan.of({**self.settings, **changes}, self.start)
 
 
 @dataclass(frozen=True)
@@ -78,7 +105,7 @@ class Lab:
     @property
     def topic(self) -> str:
         """The producer's topic: the one audited and analysed."""
-        return self.producer.settings.get("producer.topic", "test-topic")
+        return self.producer.config.topic
 
     def with_mode(self, mode: str) -> Lab:
         """The same lab on another metadata mode; refused (ValueError) for a mode the lab is not written for."""
@@ -92,3 +119,29 @@ class Lab:
             if c.local_id == local_id:
                 return c
         raise KeyError(local_id)
+
+    def with_setting(self, name: str, value: str) -> Lab:
+        """This lab with a ``producer.*`` option (or a ``consumer.*`` one, for every consumer) changed;
+        KafkalabError when the result is not valid, as on the command line."""
+        if name.startswith("producer."):
+            return replace(self, producer=self.producer.with_settings({name: value}))
+        if name.startswith("consumer."):
+            return replace(self, consumers=tuple(c.with_settings({name: value}) for c in self.consumers))
+        raise KafkalabError(f"{name!r} is not a producer.* or consumer.* option: e.g. producer.acks=all")
+
+    def with_topic(self, topic: str, replication_factor: int | None = None, min_isr: int | None = None) -> Lab:
+        """This lab with ``topic``'s replication factor and/or ``min.insync.replicas`` changed for the next run;
+        a topic the lab does not have is added (6 partitions, replication factor 1 unless given)."""
+        if replication_factor is not None and not 1 <= replication_factor <= self.cluster.brokers:
+            raise KafkalabError(f"rf={replication_factor} does not fit the lab's {self.cluster.brokers} brokers: "
+                                f"give 1..{self.cluster.brokers}")
+        configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
+        plans = list(self.topics)
+        for i, plan in enumerate(plans):
+            if plan.name == topic:
+                plans[i] = replace(plan, replication_factor=replication_factor or plan.replication_factor,
+                                   configs={**plan.configs, **configs})
+                break
+        else:
+            plans.append(TopicPlan(topic, replication_factor=replication_factor or 1, configs=configs))
+        return replace(self, topics=tuple(plans))

@@ -15,15 +15,18 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kafkalab.labs.events import Event, EventKind, PartitionEvent
 from kafkalab.labs.loader import catalog, load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.session import LabSession, RunResult, SessionEvent
 
 # timeline kinds worth a line while a run goes on
-SHOWN = {"fault", "fault-missed", "fault-failed", "check", "leader-change", "isr-shrink", "isr-expand", "offline",
-         "online", "controller-change", "producer-stalled", "producer-resumed", "producer-error",
-         "producer-blocked", "consumer-assigned", "consumer-revoked", "consumer-lost", "consumer-crashed",
-         "consumer-error", "consumer-launch", "node", "phase"}
+SHOWN = {EventKind.FAULT, EventKind.FAULT_MISSED, EventKind.FAULT_FAILED, EventKind.CHECK, EventKind.LEADER_CHANGE,
+         EventKind.ISR_SHRINK, EventKind.ISR_EXPAND, EventKind.OFFLINE, EventKind.ONLINE,
+         EventKind.CONTROLLER_CHANGE, EventKind.PRODUCER_STALLED, EventKind.PRODUCER_RESUMED,
+         EventKind.PRODUCER_ERROR, EventKind.PRODUCER_BLOCKED, EventKind.CONSUMER_ASSIGNED,
+         EventKind.CONSUMER_REVOKED, EventKind.CONSUMER_LOST, EventKind.CONSUMER_CRASHED, EventKind.CONSUMER_ERROR,
+         EventKind.CONSUMER_LAUNCH, EventKind.NODE, EventKind.PHASE}
 
 
 class HeadlessRun:
@@ -39,9 +42,9 @@ class HeadlessRun:
 
     def _on_event(self, event: SessionEvent) -> None:
         e = event.data
-        if event.kind == "timeline" and e["kind"] in SHOWN and not str(e.get("topic", "")).startswith("__"):
+        if event.kind == "timeline" and e.kind in SHOWN and not internal(e):
             with self._lock:
-                self.console.print(f"[dim]{e['t']:7.1f}s[/] {e['kind']:<17} {e['detail']}", highlight=False)
+                self.console.print(f"[dim]{e.t:7.1f}s[/] {e.kind:<17} {e.detail}", highlight=False)
         elif event.kind == "message" and not self.console.is_terminal:
             with self._lock:
                 self.console.print(f"        {event.data}", highlight=False)
@@ -65,6 +68,11 @@ class HeadlessRun:
                 self.session.stop_run()
                 raise
         return result
+
+
+def internal(e: Event) -> bool:
+    """An event of Kafka's own topics (``__consumer_offsets``...), not shown while a run goes on."""
+    return isinstance(e, PartitionEvent) and e.topic.startswith("__")
 
 
 def print_result(console: Console, result: RunResult) -> None:

@@ -1,8 +1,9 @@
 """The timeline of a run: faults, node states, leader and ISR changes, producer stalls and errors,
 rebalances, each with a timestamp. The console draws it; recordings cite it; expectations count it.
 
-Saved as ``timeline.json``: ``{"lab", "started_at", "events": [{"t", "ts", "kind", "source", "detail", ...}]}``
-with ``t`` in seconds since the run began.
+Events are typed records (:mod:`kafkalab.labs.events`). Saved as ``timeline.json``:
+``{"lab", "started_at", "events": [{"t", "ts", "kind", "source", "detail", ...}]}`` with ``t`` in seconds since
+the run began.
 """
 
 from __future__ import annotations
@@ -11,18 +12,31 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.admin.quorum import QuorumState
-from kafkalab.clients.stats import ClientEvent, ProducerStats
+from kafkalab.clients.stats import ClientEvent, ClientState, ProducerStats
+from kafkalab.labs.events import (
+    ClientRecord,
+    ControllerChange,
+    Event,
+    EventKind,
+    IsrExpand,
+    IsrShrink,
+    LeaderChange,
+    PartitionEvent,
+    ProducerResumed,
+    ProducerStalled,
+    QuorumLeaderChange,
+)
 
 POLL_S = 0.5
 PRODUCER_POLL_S = 0.2
 STALL_AFTER_S = 2.0  # no acknowledgment for this long, with records in flight: a stall
 
-Event = dict[str, Any]
 EventListener = Callable[[Event], None]
 # client event kinds renamed on the timeline, so the watcher's own stall detection is not counted twice
 _CLIENT_RENAMES = {"stalled": "blocked", "resumed": "unblocked"}
@@ -47,37 +61,47 @@ class Timeline:
     def now(self) -> float:
         return time.time() - self.started_at
 
-    def add(self, kind: str, source: str = "", detail: str = "", ts: float | None = None, **data: Any) -> Event:
+    def add(self, event: Event, ts: float | None = None) -> Event:
+        """Record ``event`` as happened at ``ts`` (epoch seconds; now by default); returns it stamped."""
         ts = time.time() if ts is None else ts
-        event: Event = {"t": round(ts - self.started_at, 3), "ts": round(ts, 3), "kind": kind, "source": source,
-                        "detail": detail, **data}
+        event = replace(event, t=round(ts - self.started_at, 3), ts=round(ts, 3))
         with self._lock:
             self._events.append(event)
         for listener in list(self._listeners):
             listener(event)
         return event
 
+    def say(self, kind: EventKind, source: str, detail: str) -> Event:
+        """An event with no facts beyond its words."""
+        return self.add(Event(kind=kind, source=source, detail=detail))
+
     def add_client_event(self, ev: ClientEvent) -> None:
         role = "producer" if ev.client.startswith("producer") else "consumer"
-        kind = _CLIENT_RENAMES.get(ev.kind, ev.kind) if role == "producer" else ev.kind
-        self.add(f"{role}-{kind}", ev.client, ev.detail, ts=ev.ts, partitions=list(ev.partitions))
+        said = _CLIENT_RENAMES.get(ev.kind, ev.kind) if role == "producer" else ev.kind
+        try:
+            kind, detail = EventKind(f"{role}-{said}"), ev.detail
+        except ValueError:  # a kind this timeline does not know yet: kept, as a note naming it
+            kind, detail = EventKind(f"{role}-note"), f"{said}: {ev.detail}"
+        self.add(ClientRecord(kind=kind, source=ev.client, detail=detail, partitions=tuple(ev.partitions)), ts=ev.ts)
 
-    def events(self, kind: str | None = None, since: float = float("-inf")) -> list[Event]:
+    def events(self, kind: EventKind | None = None, since: float = float("-inf")) -> list[Event]:
         with self._lock:
-            return [e for e in self._events if (kind is None or e["kind"] == kind) and e["t"] >= since]
+            return [e for e in self._events if (kind is None or e.kind == kind) and e.t >= since]
 
-    def count(self, kind: str, topics: set[str] | None = None) -> int:
-        return sum(1 for e in self.events(kind) if topics is None or e.get("topic") in topics)
+    def count(self, kind: EventKind, topics: set[str] | None = None) -> int:
+        """Events of ``kind``; with ``topics``, only partition events of those topics."""
+        return sum(1 for e in self.events(kind)
+                   if topics is None or (isinstance(e, PartitionEvent) and e.topic in topics))
 
     def leader_changes(self) -> dict[tuple[str, int], int]:
         counts: dict[tuple[str, int], int] = {}
-        for e in self.events("leader-change"):
-            key = (e["topic"], e["partition"])
-            counts[key] = counts.get(key, 0) + 1
+        for e in self.events(EventKind.LEADER_CHANGE):
+            if isinstance(e, LeaderChange):
+                counts[(e.topic, e.partition)] = counts.get((e.topic, e.partition), 0) + 1
         return counts
 
     def as_dict(self) -> dict[str, Any]:
-        return {"lab": self.lab_id, "started_at": self.started_at, "events": self.events()}
+        return {"lab": self.lab_id, "started_at": self.started_at, "events": [e.as_dict() for e in self.events()]}
 
     def save(self, path: Path) -> Path:
         tmp = path.with_suffix(".tmp")
@@ -146,8 +170,8 @@ class ClusterWatch:
         tl = self.timeline
         if self._quorum is None and snap.controller is not None and snap.controller != self._controller:
             if self._controller is not None:
-                tl.add("controller-change", f"broker-{snap.controller}",
-                       f"controller {self._controller} -> {snap.controller}", controller=snap.controller)
+                tl.add(ControllerChange(source=f"broker-{snap.controller}", controller=snap.controller,
+                                        detail=f"controller {self._controller} -> {snap.controller}"))
             self._controller = snap.controller
         for p in snap.partitions:
             key = (p.topic, p.partition)
@@ -156,19 +180,21 @@ class ClusterWatch:
             if prev is None:
                 continue
             leader, isr = prev
-            where = {"topic": p.topic, "partition": p.partition, "leader": p.leader, "isr": list(p.isr)}
             name = f"{p.topic}/{p.partition}"
+            where = {"source": name, "topic": p.topic, "partition": p.partition, "leader": p.leader, "isr": p.isr}
             if p.leader != leader:
                 if p.leader is None:
-                    tl.add("offline", name, f"{name} has no leader (was {leader})", **where)
+                    tl.add(PartitionEvent(kind=EventKind.OFFLINE, detail=f"{name} has no leader (was {leader})",
+                                          **where))
                 elif leader is None:
-                    tl.add("online", name, f"{name} led by {p.leader} again", **where)
-                tl.add("leader-change", name, f"{name} leader {_b(leader)} -> {_b(p.leader)}", previous=leader, **where)
+                    tl.add(PartitionEvent(kind=EventKind.ONLINE, detail=f"{name} led by {p.leader} again", **where))
+                tl.add(LeaderChange(detail=f"{name} leader {_b(leader)} -> {_b(p.leader)}", previous=leader, **where))
             gone, came = set(isr) - set(p.isr), set(p.isr) - set(isr)
+            change = f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}"
             if gone:
-                tl.add("isr-shrink", name, f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}", removed=sorted(gone), **where)
+                tl.add(IsrShrink(detail=change, removed=tuple(sorted(gone)), **where))
             if came:
-                tl.add("isr-expand", name, f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}", added=sorted(came), **where)
+                tl.add(IsrExpand(detail=change, added=tuple(sorted(came)), **where))
 
     def _watch_quorum(self) -> None:
         assert self._quorum is not None
@@ -176,9 +202,9 @@ class ClusterWatch:
         if q.leader is None or q.leader == self._quorum_leader:
             return
         if self._quorum_leader is not None:
-            self.timeline.add("controller-change", f"node-{q.leader}",
-                              f"active controller {self._quorum_leader} -> {q.leader} (epoch {q.epoch})",
-                              controller=q.leader, epoch=q.epoch)
+            self.timeline.add(QuorumLeaderChange(
+                source=f"node-{q.leader}", controller=q.leader, epoch=q.epoch,
+                detail=f"active controller {self._quorum_leader} -> {q.leader} (epoch {q.epoch})"))
         self._quorum_leader = q.leader
 
     def _watch_producer(self) -> None:
@@ -189,17 +215,17 @@ class ClusterWatch:
         if stats.acked != self._acked:
             if self._stalled:
                 self._stalled = False
-                self.timeline.add("producer-resumed", stats.name,
-                                  f"acknowledgments again after {now - self._acked_since:.1f}s",
-                                  stalled_s=round(now - self._acked_since, 2))
+                self.timeline.add(ProducerResumed(
+                    source=stats.name, detail=f"acknowledgments again after {now - self._acked_since:.1f}s",
+                    stalled_s=round(now - self._acked_since, 2)))
             self._acked, self._acked_since = stats.acked, now
             return
-        busy = stats.state in ("running", "blocked", "flushing") and stats.in_flight > 0
+        busy = stats.state in (ClientState.RUNNING, ClientState.BLOCKED, ClientState.FLUSHING) and stats.in_flight > 0
         if busy and not self._stalled and now - self._acked_since >= STALL_AFTER_S:
             self._stalled = True
-            self.timeline.add("producer-stalled", stats.name,
-                              f"no acknowledgment for {STALL_AFTER_S:.0f}s with {stats.in_flight} records in flight",
-                              in_flight=stats.in_flight)
+            self.timeline.add(ProducerStalled(
+                source=stats.name, in_flight=stats.in_flight,
+                detail=f"no acknowledgment for {STALL_AFTER_S:.0f}s with {stats.in_flight} records in flight"))
 
 
 def _b(broker: int | None) -> str:

@@ -13,33 +13,45 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
-from kafkalab.cluster import NodeState
+from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.ui import bindings
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
+from kafkalab.ui.group_source import AdminGroupsFeed, GroupsFeed, source_bootstrap
+from kafkalab.ui.groups import GroupsPane, open_reset
 from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
-from kafkalab.ui.partitions import PartitionsPane, leader_moves
+from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane
+from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
-from kafkalab.ui.source import NodesFrame, RunFrame, Source
+from kafkalab.ui.source import RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
+from kafkalab.ui.workload import DEMO_TOPIC, waiting_for
 
 NODE_POLL_S = 0.5
 ADMIN_POLL_S = 1.0
 RUN_POLL_S = 0.5
+GROUPS_POLL_S = 2.0
+RECORDS_POLL_S = 0.3
 MOVES_IN_A_TOAST = 3
+# The smallest terminal every pane, button and tab stays usable in: four node panes of 24 columns (badge,
+# buttons in two rows, log), the partition table beside the clients pane, the footer's keys. Below it the
+# console says so instead of drawing cut-off panes.
+MIN_SIZE = (100, 30)
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
@@ -59,7 +71,7 @@ class LabConsole(App[None]):
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
                  keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
                  screenshot_dir: Path | None = None, poll_s: float | None = None,
-                 metadata: MetadataPanes | None = None) -> None:
+                 groups_feed: GroupsFeed | None = None, metadata: MetadataPanes | None = None) -> None:
         """``poll_s`` overrides every poll interval (tests poll fast; the defaults suit a person).
         ``metadata``: KRaft mode's controller panes in place of ZooKeeper's (default: ZooKeeper)."""
         super().__init__()
@@ -77,6 +89,8 @@ class LabConsole(App[None]):
         self.node_states: dict[str, NodeState] = {}
         self.node_panes: dict[str, NodePane] = {}  # by node name, found once: a DOM query walks every widget
         self.last_action = ""
+        self.told_verdict = ""  # the last run's verdict, as its toast said it
+        self.waiting = ""  # what a live run's producer waits for, shown until it is resolved
         self.quitting = False
         self.register_theme(CONTRAST)
         if keymap:
@@ -86,10 +100,28 @@ class LabConsole(App[None]):
             Poller(self, "admin", source.snapshot, self.apply_snapshot, poll_s or ADMIN_POLL_S, self.show_error),
             Poller(self, "run", source.run, self.apply_run, poll_s or RUN_POLL_S, self.show_error),
         ]
+        self.groups_feed = groups_feed or AdminGroupsFeed(source_bootstrap(source))
+        self.pollers += [
+            Poller(self, "groups", self.groups_feed.groups, lambda f: self.query_one(GroupsPane).show(f),
+                   poll_s or GROUPS_POLL_S, self.show_error),
+            Poller(self, "records", self.groups_feed.records, lambda f: self.query_one(RecordsPane).show(f),
+                   poll_s or RECORDS_POLL_S, self.show_error),
+        ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that cannot act here are not offered: brokers the cluster lacks, what the source cannot do."""
+        if action == "select_node" and parameters:
+            return parameters[0] == 0 or parameters[0] in self.broker_ids
+        if action in RUN_ACTIONS:
+            return action in getattr(self.source, "offers", RUN_ACTIONS)
+        if action == "node":  # no nodes yet (a lab's cluster starts with its run): nothing to act on
+            return bool(self.node_states)
+        return True
 
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Line(id="topbar")
+        yield Static(id="too-small")
         with Horizontal(id="nodes"):
             yield from self.metadata.compose()
             for broker_id in self.broker_ids:
@@ -104,12 +136,17 @@ class LabConsole(App[None]):
                     yield LabPane()
                 with TabPane("Results", id="tab-results"):
                     yield ResultsPane()
+                with TabPane("Groups", id="tab-groups"):
+                    yield GroupsPane()
+                with TabPane("Records", id="tab-records"):
+                    yield RecordsPane(self.groups_feed)
         yield Footer()
 
     def on_mount(self) -> None:
         self.node_panes = {pane.node_name: pane for pane in self.query(NodePane)}
         self.title = self.source.title
         self.set_presenter(self.presenter)
+        self.fit_to(self.size.width, self.size.height)
         self.update_topbar()
         if self.boot_source:
             self.run_worker(self._boot, name="boot", thread=True, exit_on_error=False)
@@ -117,6 +154,19 @@ class LabConsole(App[None]):
             self.ready = True
         for poller in self.pollers:
             poller.start()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_to(event.size.width, event.size.height)
+
+    def fit_to(self, width: int, height: int) -> None:
+        """Below :data:`MIN_SIZE` the panes give way to a message saying what size is needed."""
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        self.screen.set_class(small, "-too-small")
+        self.query_one(Footer).compact = width < self.HORIZONTAL_BREAKPOINTS[1][0]  # every key fits at 100
+        if small:
+            self.query_one("#too-small", Static).update(Text(
+                f"The console needs a terminal of at least {MIN_SIZE[0]}x{MIN_SIZE[1]}; this one is {width}x{height}.\n"
+                "Enlarge the window or zoom out (ctrl+minus in most terminals). ctrl+q quits.", justify="center"))
 
     def on_ready(self) -> None:
         freeze_long_lived()
@@ -133,9 +183,9 @@ class LabConsole(App[None]):
         self.call_from_thread(self._booted)
 
     def _booted(self) -> None:
+        """The source's last word on its boot stays up (a lab's cluster starts only with its run)."""
         self.ready = True
-        self.set_action("cluster ready")
-        self.notify("cluster ready", timeout=3)
+        self.notify(self.last_action or "ready", timeout=3)
         for poller in self.pollers:
             poller.poll_now()
         self.call_after_refresh(freeze_long_lived)  # the cluster's and admin client's objects too
@@ -152,9 +202,14 @@ class LabConsole(App[None]):
             if old is not None and old != info.state and info.state in STATE_WORDS:
                 self.notify(f"{info.name} {STATE_WORDS[info.state]}", severity="error"
                             if info.state in (NodeState.KILLED, NodeState.FAILED) else "information", timeout=4)
+            if info.name not in self.node_states:
+                self.refresh_bindings()  # the node keys are offered from the first node on
             self.node_states[info.name] = info.state
         for name, lines in frame.new_log_lines.items():
             self.pane(name).add_log(lines)
+        self.query_one(PartitionTable).set_down(frozenset(
+            info.broker_id for info in frame.infos
+            if info.broker_id is not None and info.state in (NodeState.KILLED, NodeState.STOPPED, NodeState.FAILED)))
         self.metadata.show(self, frame, len(self.snapshot.brokers) if self.snapshot else 0)
         if frame.down_requested and not self.quitting:
             self.notify("`kafkalab cluster down` asked the console to stop")
@@ -168,6 +223,7 @@ class LabConsole(App[None]):
                 pane.show_roles(pane.controller, *self._counts(previous, pane.broker_id), reachable=False)
             return
         self.snapshot = snapshot
+        self.show_waiting()
         for pane in self.query(BrokerPane):
             pane.show_roles(snapshot.controller == pane.broker_id, *self._counts(snapshot, pane.broker_id),
                             reachable=True)
@@ -191,10 +247,24 @@ class LabConsole(App[None]):
         self.query_one(LabPane).show(frame.lab)
         self.query_one(ResultsPane).show(frame)
         if frame.report is not None and frame.report != previous.report:
-            self.notify(frame.report.verdict, title="report ready", timeout=8,
-                        severity="information" if frame.report.ok else "warning")
+            if frame.report.verdict != self.told_verdict:  # once, though the report may be rebuilt
+                self.told_verdict = frame.report.verdict
+                self.notify(frame.report.verdict, title="report ready" if frame.report.totals else "run ended",
+                            timeout=8, severity="information" if frame.report.ok else "warning")
             self.action_show_tab("results")
+        elif frame.report is None:
+            self.told_verdict = ""
         if (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
+            self.update_topbar()
+        if frame.live != previous.live:
+            self.show_waiting()
+
+    def show_waiting(self) -> None:
+        """While a run is live, say what its producer waits for (a leader, in-sync replicas) and why."""
+        topic = self.run_frame.settings.get("producer.topic", DEMO_TOPIC)
+        waiting = waiting_for(self.snapshot, topic) if self.run_frame.live and self.snapshot else ""
+        if waiting != self.waiting:
+            self.waiting = waiting
             self.update_topbar()
 
     # ---- status ----------------------------------------------------------------------------------
@@ -206,33 +276,57 @@ class LabConsole(App[None]):
         frame = self.run_frame
         lab = frame.lab.lab_id if frame.lab else "no lab"
         phase_style = "bold black on green" if frame.live else "bold reverse"
-        line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style),
-                             ("  selected: ", "dim"), (self.selected or "none (press 1..9, 0)", "bold"))
-        if self.last_action:
+        pick = f"none (press 1..{max(self.broker_ids, default=1)}, 0)"
+        line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style))
+        if not self.waiting:  # what the run waits for needs the room more (the picked pane is outlined anyway)
+            line.append("  selected: ", style="dim").append(self.selected or pick, style="bold")
+        if self.waiting:
+            line.append("  » ", style="dim").append(self.waiting, style="bold yellow")
+        elif self.last_action:
             line.append("  » ", style="dim").append(self.last_action, style="italic")
         self.query_one("#topbar", Line).show(line)
 
     def show_error(self, where: str, exc: BaseException) -> None:
-        """Errors of workers and actions: a dismissable modal, never the end of the app."""
+        """Errors of workers and actions: a dismissable modal titled with what failed, never the end of the app."""
         message = str(exc) or type(exc).__name__
         if isinstance(exc, NotImplementedError):
             self.notify(message, severity="warning", timeout=5)
             return
+        if isinstance(exc, NeedsReassignment):
+            self.offer_reassignment(exc)
+            return
         if any(isinstance(s, ErrorScreen) and s.message == message for s in self.screen_stack):
             return
-        self.push_screen(ErrorScreen(f"{where}: {type(exc).__name__}", message))
+        self.push_screen(ErrorScreen(f"{where} failed", message))
+
+    def offer_reassignment(self, need: NeedsReassignment) -> None:
+        reassign = getattr(self.source, "reassign_topic", None)
+        if reassign is None:
+            self.push_screen(ErrorScreen(f"topic {need.topic}", str(need)))
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.set_action(f"reassigning {need.topic} to RF {need.wanted} ...")
+                self.in_thread(f"reassign {need.topic}", lambda: reassign(need.topic, need.wanted))
+            else:
+                self.set_action(f"{need.topic} keeps RF {need.current}")
+
+        self.push_screen(ConfirmScreen(f"Change {need.topic} from RF {need.current} to RF {need.wanted}?",
+                                       f"{need}: kafkalab submits one (Kafka's admin API) and the ISR column "
+                                       "shows the new replicas catch up."), answer)
 
     def in_thread(self, what: str, call: Callable[[], object], done: str = "") -> None:
         """Run a source call off the event loop; its error shows in a modal, its success as ``done``."""
 
         def work() -> None:
             try:
-                call()
+                said = call()
             except Exception as exc:
                 self.call_from_thread(self.show_error, what, exc)
                 return
-            if done:
-                self.call_from_thread(self.set_action, done)
+            if done or isinstance(said, str):
+                self.call_from_thread(self.set_action, said if isinstance(said, str) else done)
             for poller in self.pollers:
                 self.call_from_thread(poller.poll_now)
 
@@ -278,7 +372,7 @@ class LabConsole(App[None]):
 
     def do_node(self, name: str, action: str) -> None:
         self.set_action(f"{action} → {name}")
-        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, action))
+        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, NodeAction(action)))
 
     def last_isr_of(self, name: str) -> list[str]:
         """Partitions whose only in-sync replica is this broker."""
@@ -332,18 +426,41 @@ class LabConsole(App[None]):
                 self.notify(str(exc), severity="error")
                 return
             self.in_thread(f"topic {topic}", lambda: self.source.alter_topic(topic, rf, min_isr),
-                           f"topic {topic} updated")
+                           f"topic {topic}: done")
 
-        self.push_screen(InputScreen("Create or alter a topic: NAME [rf=N] [min.isr=N]",
+        self.push_screen(InputScreen(Text("Create or alter a topic: NAME [rf=N] [min.isr=N]"),
                                      "test-topic rf=3 min.isr=2"), apply)
 
     # ---- views -----------------------------------------------------------------------------------
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """The results need more width than the clients: on a narrow screen their tab takes the whole row."""
+        self.query_one("#main").set_class(event.pane.id == "tab-results", "-results")
+
     def action_show_tab(self, name: str) -> None:
-        if not self.presenter:
+        """Presenter mode hides the side pane, except for the results: the room must see the report."""
+        if not self.presenter or name == "results":
             self.query_one("#side", TabbedContent).active = f"tab-{name}"
 
+    def action_next_group(self) -> None:
+        self.action_show_tab("groups")
+        picked = self.query_one(GroupsPane).select_next()
+        self.set_action(f"group {picked}" if picked else "no consumer group yet")
+
+    def action_reset_group(self) -> None:
+        def done(message: str | None) -> None:
+            if message:
+                self.set_action(message)
+                for poller in self.pollers:
+                    poller.poll_now()
+
+        self.action_show_tab("groups")
+        why_not = open_reset(self.query_one(GroupsPane), self.groups_feed, self.push_screen, done)
+        if why_not:
+            self.notify(why_not, severity="warning", timeout=3)
+
     def action_samples(self) -> None:
-        self.push_screen(TextScreen("anomaly samples (message ids)", self.query_one(ResultsPane).samples_text()))
+        self.push_screen(TextScreen("anomaly samples (partition, offset, message id)",
+                                    self.query_one(ResultsPane).samples_text()))
 
     def action_toggle_presenter(self) -> None:
         self.set_presenter(not self.presenter)
@@ -358,12 +475,18 @@ class LabConsole(App[None]):
         path = self.save_screenshot(name, str(self.screenshot_dir))
         self.notify(f"screenshot saved: {path}", timeout=5)
 
+    def offered(self, binding: Binding) -> bool:
+        _namespace, name, params = parse_action(binding.action)
+        return self.check_action(name, params) is not False
+
     def help_rows(self) -> list[tuple[str, str, str]]:
         rows = []
         for key, active in self.screen.active_bindings.items():
             binding = active.binding
+            if not self.offered(binding):
+                continue
             if binding.id and binding.id.startswith(("app.", "broker.", "run.", "lab.", "consumer.", "topic.",
-                                                     "view.", "results.")):
+                                                     "view.", "results.", "group.")):
                 rows.append((self.get_key_display(binding) or key, binding.description, binding.id))
         return rows
 
@@ -375,7 +498,8 @@ class LabConsole(App[None]):
         seen = set()
         for _key, active in screen.active_bindings.items():
             b: Binding = active.binding
-            if b.id and b.id not in seen and not b.id.startswith("broker.select") and b.id != "app.help":
+            if (b.id and b.id not in seen and not b.id.startswith("broker.select") and b.id != "app.help"
+                    and self.offered(b)):
                 seen.add(b.id)
                 yield SystemCommand(b.description, f"key {self.get_key_display(b)} · {b.id}",
                                     lambda action=b.action: self.call_later(self.run_action, action))
@@ -400,6 +524,7 @@ class LabConsole(App[None]):
 
         def work() -> None:
             try:
+                self.groups_feed.close()
                 self.source.close()
             finally:
                 self.call_from_thread(self.exit)

@@ -39,6 +39,10 @@ BINDINGS: list[Binding] = [
     Binding("u", "show_tab('run')", "Clients", id="view.run", show=False),
     Binding("v", "show_tab('results')", "Results", id="view.results", show=False),
     Binding("a", "samples", "Anomaly samples", id="results.samples", show=False),
+    Binding("o", "show_tab('groups')", "Consumer groups", id="view.groups", show=False),
+    Binding("c", "show_tab('records')", "Records", id="view.records", show=False),
+    Binding("right_square_bracket", "next_group", "Next group", id="group.next", key_display="]", show=False),
+    Binding("O", "reset_group", "Reset group offsets", id="group.reset", show=False),
     Binding("P", "toggle_presenter", "Presenter mode", id="view.presenter", show=False),
     Binding("f12", "save_svg", "Screenshot (SVG)", id="app.screenshot", show=False),
 ]

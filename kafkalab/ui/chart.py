@@ -15,24 +15,73 @@ AXIS_W = 8
 
 
 def columns(series: Sequence[tuple[float, float]], width: int, span: float) -> list[float]:
-    """Mean rate per column of a chart ``width`` wide covering ``span`` seconds."""
+    """Mean rate per column of a chart ``width`` wide covering ``span`` seconds.
+
+    A column no sample fell in (a chart wider than the samples are many) holds the column before it, so
+    bars do not show gaps that are only gaps between samples.
+    """
     sums, counts = [0.0] * width, [0] * width
     for t, value in series:
         col = min(width - 1, int(t / span * width)) if span > 0 else 0
         sums[col] += value
         counts[col] += 1
-    return [s / c if c else 0.0 for s, c in zip(sums, counts, strict=True)]
+    means: list[float] = []
+    last_sampled = max((c for c in range(width) if counts[c]), default=-1)
+    for c in range(width):
+        held = means[-1] if means and c < last_sampled else 0.0
+        means.append(sums[c] / counts[c] if counts[c] else held)
+    return means
+
+
+MARK_SYMBOLS = "123456789abcdefghijklmnopqrstuvwxyz"
+LEADER_LABELS_SHOWN = 2
+
+
+def marker_groups(markers: Sequence[Marker], plot_w: int, span: float) -> dict[int, list[Marker]]:
+    """Markers by the chart column they fall on (markers close in time share a column and a symbol)."""
+    groups: dict[int, list[Marker]] = {}
+    for m in sorted(markers, key=lambda m: m.at_s):
+        groups.setdefault(min(plot_w - 1, int(m.at_s / span * plot_w)), []).append(m)
+    return dict(sorted(groups.items()))
+
+
+def legend_entry(symbol: str, group: list[Marker]) -> str:
+    """'2 @14s kill broker-1, 3 leader changes': faults named, many leader changes counted."""
+    faults = [m.label for m in group if m.kind != "leader"]
+    leaders = [m.label for m in group if m.kind == "leader"]
+    if len(leaders) > LEADER_LABELS_SHOWN:
+        leaders = [f"{len(leaders)} leader changes"]
+    return f"{symbol} @{group[0].at_s:.0f}s " + ", ".join(faults + leaders)
+
+
+def wrap_entries(entries: Sequence[str], width: int) -> list[str]:
+    """Legend entries packed into lines of ``width``; an entry longer than a line is cut with an ellipsis."""
+    lines: list[str] = []
+    for entry in entries:
+        entry = entry if len(entry) <= width else entry[: max(1, width - 1)] + "…"
+        if lines and len(lines[-1]) + 3 + len(entry) <= width:
+            lines[-1] += " · " + entry
+        else:
+            lines.append(entry)
+    return lines
 
 
 def render_chart(series: Sequence[tuple[float, float]], markers: Sequence[Marker], width: int,
                  height: int) -> Text:
-    """Rows of bars (top to bottom), then the marker row, the time axis and a legend of the markers."""
+    """Rows of bars (top to bottom), then the marker row, the time axis and the legend, wrapped to ``width``.
+
+    Each marked column carries one symbol, and the legend lists that symbol with what happened there.
+    """
     plot_w = max(10, width - AXIS_W)
-    rows = max(2, height - 3)
     span = max([t for t, _ in series] + [m.at_s for m in markers] + [1.0])
+    groups = marker_groups(markers, plot_w, span)
+    symbols = {c: MARK_SYMBOLS[i] if i < len(MARK_SYMBOLS) else "+" for i, c in enumerate(groups)}
+    legend = wrap_entries([legend_entry(symbols[c], g) for c, g in groups.items()], max(10, width)) \
+        or ["no faults or leader changes"]
+    rows = max(2, height - 2 - len(legend))
     cols = columns(series, plot_w, span)
     peak = max(cols) or 1.0
-    mark_cols = {min(plot_w - 1, int(m.at_s / span * plot_w)): (i, m) for i, m in enumerate(markers, 1)}
+    kinds = {c: "fault" if any(m.kind != "leader" for m in g) else "leader" for c, g in groups.items()}
     out = Text()
     for r in range(rows):
         label = f"{peak:>6,.0f}/s" if r == 0 else " " * AXIS_W
@@ -41,20 +90,19 @@ def render_chart(series: Sequence[tuple[float, float]], markers: Sequence[Marker
         for c, value in enumerate(cols):
             eighths = round(value / peak * rows * 8)
             fill = max(0, min(8, eighths - (level_top - 8)))
-            if fill == 0 and c in mark_cols:
-                out.append("│", style=MARK_STYLE.get(mark_cols[c][1].kind, "red"))
+            if fill == 0 and c in kinds:
+                out.append("│", style=MARK_STYLE.get(kinds[c], "red"))
             else:
                 out.append(BLOCKS[fill], style="green")
         out.append("\n")
     out.append(" " * AXIS_W)
     marks = [" "] * plot_w
-    for c, (i, _m) in mark_cols.items():
-        marks[c] = str(i % 10)
+    for c, symbol in symbols.items():
+        marks[c] = symbol
     for ch in marks:
         out.append(ch, style="bold yellow" if ch != " " else "")
     out.append("\n" + " " * AXIS_W + "0s".ljust(plot_w - 6) + f"{span:>5.0f}s\n", style="dim")
-    legend = "  ".join(f"{i % 10} {m.label} @{m.at_s:.0f}s" for i, m in enumerate(markers, 1))
-    out.append(legend or "no faults or leader changes", style="dim")
+    out.append("\n".join(legend), style="dim")
     return out
 
 

@@ -1,26 +1,30 @@
 """The console's source for a lab: a :class:`LabSession`, the object the headless runner drives too.
 
-A lab's cluster exists while a run goes on (the session starts it fresh for every run); between runs the
-node panes show the last run's nodes as they ended.
+A lab's cluster starts with its first run and stays up after it (the instructor keeps exploring); the next
+run, a reset or quit ends it, and its nodes then show as stopped with that reason.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis import WarmSession
 from kafkalab.clients.control import send_control
-from kafkalab.clients.options import ConsumerConfig, ProducerConfig
-from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
+from kafkalab.labs.events import EventKind
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import FaultStatus, RunResult
 from kafkalab.labs.session import LabSession, Phase, SessionState
 from kafkalab.ui.source import (
+    CLUSTER_STARTING,
+    NO_CLUSTER_YET,
+    RUN_ACTIONS,
     SNAPSHOT_WAIT_S,
     LabView,
     LogFollower,
@@ -38,6 +42,8 @@ THROUGHPUT_POINTS = 600
 
 
 class LabSource:
+    offers = RUN_ACTIONS
+
     def __init__(self, session: LabSession, spark: WarmSession | None = None) -> None:
         """``spark`` is the warm session given to ``session`` too: started at boot, stopped by the session."""
         self.session = session
@@ -60,7 +66,7 @@ class LabSource:
         """Warm Spark in the background so the first report comes quickly; the cluster starts with a run."""
         if self.spark is not None:
             self.spark.start()
-        progress(f"lab {self.lab.id} loaded: press g to start a run")
+        progress("press g to start a run")
 
     # ---- cluster tracking ------------------------------------------------------------------------
     def _track(self) -> Cluster | None:
@@ -99,30 +105,26 @@ class LabSource:
         self._track()
         admin = self._admin
         if admin is None:
-            what = "no cluster yet: press g to start a run" if self._cluster is None else "cluster starting"
+            what = NO_CLUSTER_YET if self._cluster is None else CLUSTER_STARTING
             return ClusterSnapshot(time.time(), False, error=what)
         return admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
-    def node_action(self, node: str, action: str) -> None:
+    def node_action(self, node: str, action: NodeAction) -> None:
         cluster = self.session.cluster
         if cluster is None:
             raise KafkalabError("no cluster yet: the lab's cluster starts with the run (press g)")
-        getattr(cluster.node(node), action)()
+        action.apply(cluster.node(node))
 
     # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> RunFrame:
         state = self.session.state()
         self._sample(state)
         lab = self.lab
-        steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
-                                   else f.state + (f": {f.detail}" if f.detail else "")) for f in state.faults)
-        instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
-                                           if lab.why_deterministic else "")
         return RunFrame(
             live=state.phase in LIVE_PHASES, phase=str(state.phase), producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
-            markers=self._markers(), lab=LabView(lab.id, lab.title, instructions, steps),
-            report=report_view(state), settings=dict(lab.producer.settings),
+            markers=markers((e.t, e.kind, e.detail) for e in self.session.timeline.events()),
+            lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -138,12 +140,6 @@ class LabSource:
             self._last_acked = (now, acked)
         elif self._last_acked is None:
             self._last_acked = (now, acked)
-
-    def _markers(self) -> tuple[Marker, ...]:
-        events = self.session.timeline.events()
-        out = [Marker(e["t"], e["detail"], "fault") for e in events if e["kind"] == "fault"]
-        out += [Marker(e["t"], e["detail"], "leader") for e in events if e["kind"] == "leader-change"]
-        return tuple(sorted(out, key=lambda m: m.at_s))
 
     def start_run(self) -> None:
         self.session.start_run()
@@ -164,43 +160,21 @@ class LabSource:
         """A producer.* or consumer.* option for the next run (validated like the command line)."""
         if self.session.running:
             raise KafkalabError("settings change between runs: stop the run first (x)")
-        lab = self.lab
-        if name.startswith("producer."):
-            settings = {**lab.producer.settings, name: value}
-            ProducerConfig.from_settings(settings)
-            self.session.lab = replace(lab, producer=replace(lab.producer, settings=settings))
-        elif name.startswith("consumer."):
-            consumers = tuple(replace(c, settings={**c.settings, name: value}) for c in lab.consumers)
-            for c in consumers:
-                ConsumerConfig.from_settings(c.settings)
-            self.session.lab = replace(lab, consumers=consumers)
-        else:
-            raise KafkalabError(f"{name!r} is not a producer.* or consumer.* option: e.g. producer.acks=all")
+        self.session.lab = self.lab.with_setting(name, value)
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
         """During a run: min ISR now, on the live topic. Between runs: the lab's topic plan for the next run."""
-        lab = self.lab
-        configs = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
         if self.session.running:
             if replication_factor is not None:
                 raise KafkalabError("the replication factor changes between runs: stop the run first (x)")
             if self._admin is None:
                 raise KafkalabError("the cluster is not up yet: try again in a moment")
-            self._admin.alter_topic_configs(topic, configs)
-            return
-        if replication_factor is not None and replication_factor > lab.cluster.brokers:
-            raise KafkalabError(f"rf={replication_factor} is more than the lab's {lab.cluster.brokers} brokers")
-        plans = list(lab.topics)
-        for i, plan in enumerate(plans):
-            if plan.name == topic:
-                plans[i] = replace(plan, replication_factor=replication_factor or plan.replication_factor,
-                                   configs={**plan.configs, **configs})
-                break
-        else:
-            from kafkalab.labs.model import TopicPlan
-
-            plans.append(TopicPlan(topic, replication_factor=replication_factor or 1, configs=configs))
-        self.session.lab = replace(lab, topics=tuple(plans))
+            self._admin.alter_topic_configs(topic, {} if min_isr is None else {"min.insync.replicas": str(min_isr)})
+            return f"{topic}: min.insync.replicas {min_isr} now"
+        self.session.lab = self.lab.with_topic(topic, replication_factor, min_isr)
+        what = ", ".join(w for w in (f"RF {replication_factor}" if replication_factor else "",
+                                     f"min.insync.replicas {min_isr}" if min_isr else "") if w)
+        return f"{topic}: {what or 'as planned'} from the next run"
 
     def close(self) -> None:
         """Stop any run (its teardown ends the cluster and clients) and the Spark session."""
@@ -209,8 +183,28 @@ class LabSource:
             self._close_server()
 
 
-def report_view(state: SessionState) -> ReportView | None:
-    result = state.result
+def sample_line(sample: dict[str, Any]) -> str:
+    """'test-topic/3 @ offset 1,204  run1:producer:17': where the record is, then its message id."""
+    where = f"{sample['topic']}/{sample['partition']} @ offset {sample['offset']:,}"
+    return f"{where}  {sample['msg_id']}" if sample.get("msg_id") else where
+
+
+def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
+    """The chart's marks, in time order, from events given as (t, kind, detail): faults and leader changes."""
+    marks = {EventKind.FAULT: "fault", EventKind.LEADER_CHANGE: "leader"}
+    out = [Marker(t, detail, marks[EventKind(kind)]) for t, kind, detail in events if kind in marks]
+    return tuple(sorted(out, key=lambda m: m.at_s))
+
+
+def lab_view(lab: Lab, faults: list[FaultStatus]) -> LabView:
+    steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
+                               else f.state + (f": {f.detail}" if f.detail else "")) for f in faults)
+    instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
+                                       if lab.why_deterministic else "")
+    return LabView(lab.id, lab.title, instructions, steps)
+
+
+def report_view(result: RunResult | None) -> ReportView | None:
     if result is None:
         return None
     report = result.report or {}
@@ -218,11 +212,9 @@ def report_view(state: SessionState) -> ReportView | None:
     failures = result.failures
     if failures and result.outcome != "passed":
         verdict += f" — {'; '.join(failures[:2])}"
-    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items()
-                                             if k not in ("topic", "partition", "leader_changes")}
+    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items() if k not in ("topic", "partition")}
                      for row in report.get("per_partition", [])}
     totals = {k: int(report.get(k) or 0) for k in ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated",
                                                    "redelivered", "reordered", "recovered", "unexpected")}
-    samples = {name: tuple(str(s.get("msg_id") or f"{s['topic']}/{s['partition']}@{s['offset']}") for s in found)
-               for name, found in report.get("samples", {}).items()}
+    samples = {name: tuple(sample_line(s) for s in found) for name, found in report.get("samples", {}).items()}
     return ReportView(verdict, result.passed, totals, per_partition, samples)

@@ -115,9 +115,10 @@ class InputScreen(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
 
-    def __init__(self, prompt: str, placeholder: str = "", value: str = "") -> None:
+    def __init__(self, prompt: str | Text, placeholder: str = "", value: str = "") -> None:
+        """``prompt`` is plain text (a str is not read as markup: '[rf=N]' stays as typed)."""
         super().__init__(classes="modal")
-        self.prompt = prompt
+        self.prompt = Text(prompt) if isinstance(prompt, str) else prompt
         self.placeholder = placeholder
         self.value = value
 

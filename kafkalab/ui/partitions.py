@@ -14,21 +14,29 @@ from textual.widgets import DataTable
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.ui.line import Line
+from kafkalab.ui.source import CLUSTER_STARTING, NO_CLUSTER_YET
+
+NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING)
 
 MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
            ("end", "offset"), ("status", "status"))
+LEADER_DOWN = "electing a leader"
 STATUS_STYLE = {"ok": "green", "under-replicated": "yellow", "under min ISR": "bold dark_orange",
-                "offline": "bold red"}
+                "offline": "bold red", LEADER_DOWN: "bold red"}
 Row = dict[str, str]
 
 
-def row_of(p: PartitionState) -> Row:
+def row_of(p: PartitionState, down: frozenset[int] = frozenset()) -> Row:
+    """The table's cells; a leader whose process kafkalab saw end (``down``) is marked at once, before the
+    cluster's metadata catches up (the controller elects a new leader seconds later)."""
+    leader_down = p.leader is not None and p.leader in down
     return {
         "partition": row_key(p),
-        "leader": "none" if p.leader is None else str(p.leader),
+        "leader": "none" if p.leader is None else f"{p.leader}✗" if leader_down else str(p.leader),
         "replicas": ",".join(map(str, p.replicas)), "isr": ",".join(map(str, p.isr)),
-        "end": "?" if p.end_offset is None else f"{p.end_offset:,}", "status": p.status,
+        "end": "?" if p.end_offset is None or p.end_offset < 0 else f"{p.end_offset:,}",  # -1001: no leader
+        "status": LEADER_DOWN if leader_down else p.status,
     }
 
 
@@ -75,6 +83,8 @@ class PartitionTable(DataTable[Text]):
         self.rows_now: dict[str, Row] = {}
         self.marks: dict[tuple[str, str], float] = {}
         self.stale = False
+        self.down: frozenset[int] = frozenset()  # brokers whose process is gone, as the node states say
+        self.last: ClusterSnapshot | None = None
         self.widths = {key: len(label) + 1 for key, label in COLUMNS}
 
     def on_mount(self) -> None:
@@ -98,7 +108,7 @@ class PartitionTable(DataTable[Text]):
     def cell(self, key: str, col: str) -> Text:
         value = self.rows_now[key][col]
         style = STATUS_STYLE.get(value, "") if col == "status" else ""
-        if col == "leader" and value == "none":
+        if col == "leader" and (value == "none" or value.endswith("✗")):
             style = "bold red"
         if self.marks.get((key, col), 0) > self.clock():
             style = "bold reverse"
@@ -114,7 +124,8 @@ class PartitionTable(DataTable[Text]):
                 self.stale = True
                 self._redraw_all()
             return
-        new = {row_key(p): row_of(p) for p in snapshot.partitions}
+        self.last = snapshot
+        new = {row_key(p): row_of(p, self.down) for p in snapshot.partitions}
         for key, row in new.items():  # a leader that did not answer in time: its last known end offset
             if row["end"] == "?" and key in self.rows_now:
                 row["end"] = self.rows_now[key]["end"]
@@ -137,6 +148,13 @@ class PartitionTable(DataTable[Text]):
         for key, col in {*diff.changed, *((k, c) for k, c in expired if k in new)}:
             self.update_cell(key, col, self.cell(key, col))
 
+    def set_down(self, down: frozenset[int]) -> None:
+        """Brokers known to be down; their leaderships are marked now, not at the next snapshot."""
+        if down != self.down:
+            self.down = down
+            if self.last is not None and not self.stale:
+                self.show(self.last)
+
     def _redraw_all(self) -> None:
         for key in self.rows_now:
             for col, _ in COLUMNS:
@@ -156,12 +174,15 @@ class PartitionsPane(Vertical):
 
     def show(self, snapshot: ClusterSnapshot) -> None:
         self.query_one(PartitionTable).show(snapshot)
-        self.set_class(not snapshot.reachable, "-stale")
+        self.set_class(not snapshot.reachable and snapshot.error not in NOT_FAILURES, "-stale")
         self.query_one("#partitions-status", Line).show(self.status_line(snapshot))
         if snapshot.reachable:
             self.last_ok = snapshot
 
     def status_line(self, snapshot: ClusterSnapshot) -> Text:
+        if not snapshot.reachable and snapshot.error in NOT_FAILURES:
+            return Text.assemble((f" {snapshot.error.split(':')[0].upper()} ", "bold reverse"),
+                                 f" {snapshot.error.partition(': ')[2] or 'the table fills when it is up'}")
         if not snapshot.reachable:
             since = f" since {clock_time(self.last_ok.taken_at)}" if self.last_ok else ""
             return Text.assemble((" UNREACHABLE ", "bold white on red"),

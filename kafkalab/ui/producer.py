@@ -65,7 +65,7 @@ class ProducerPane(Vertical):
         self.query_one("#producer-settings", Line).show(settings_line(settings))
         if stats is None:
             return
-        title = f"producer {stats.name}"
+        title = "producer" if stats.name == "producer" else f"producer {stats.name}"
         if self.border_title != title:  # a title set repaints the pane: only on a change
             self.border_title = title
         self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)

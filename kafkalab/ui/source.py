@@ -17,10 +17,14 @@ from typing import Any, Protocol
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.admin.quorum import QuorumState
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
-from kafkalab.cluster import Cluster, NodeInfo, NodeState
+from kafkalab.cluster import Cluster, NodeAction, NodeInfo, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.node import zookeeper_command
+from kafkalab.errors import KafkalabError
 
+# snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE
+NO_CLUSTER_YET = "no cluster yet: g starts the lab's run and its cluster"
+CLUSTER_STARTING = "the cluster is starting"
 LOG_LINES_KEPT = 200
 SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
 _LOG_READ_MAX = 65536
@@ -85,22 +89,30 @@ class RunFrame:
     settings: Mapping[str, str] = field(default_factory=dict)
 
 
+RUN_ACTIONS = frozenset({"start_run", "stop_run", "reset_lab", "send_control", "edit_setting", "edit_topic"})
+
+
 class Source(Protocol):
-    """The console's view of a lab: every method may block and is called from a thread worker."""
+    """The console's view of a lab: every method may block and is called from a thread worker.
+
+    ``offers`` names the console actions (of :data:`RUN_ACTIONS`) this source can carry out; the console
+    neither shows nor runs the others.
+    """
 
     title: str
+    offers: frozenset[str]
 
     def boot(self, progress: Callable[[str], None]) -> None: ...
     def nodes(self) -> NodesFrame: ...
     def snapshot(self) -> ClusterSnapshot: ...
     def run(self) -> RunFrame: ...
-    def node_action(self, node: str, action: str) -> None: ...
+    def node_action(self, node: str, action: NodeAction) -> None: ...
     def start_run(self) -> None: ...
     def stop_run(self) -> None: ...
     def reset(self) -> None: ...
     def send_control(self, word: str) -> None: ...
     def change_setting(self, name: str, value: str) -> None: ...
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None: ...
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str | None: ...
     def close(self) -> None: ...
 
 
@@ -156,11 +168,19 @@ def zookeeper_connections(port: int) -> int | None:
 
 
 class ClusterSource:
-    """A bare cluster with the console as its owner: nodes, logs, admin snapshots, node controls."""
+    """A bare cluster with the console as its owner: nodes, logs, admin snapshots, node controls, and the
+    default workload (the demo topic, a producer and a consumer) on `g` / `x`."""
 
-    def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True) -> None:
-        """``owned=False`` attaches to a cluster someone else started and will shut down."""
+    offers = frozenset({"start_run", "stop_run", "edit_topic"})
+
+    def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True, note: str = "") -> None:
+        """``owned=False`` attaches to a cluster someone else started and will shut down; ``note`` is said
+        first when the console boots (e.g. why the cluster took free ports)."""
+        self.note = note
+        from kafkalab.ui.workload import Workload
+
         self.cluster = cluster
+        self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned
         self._admin: Admin | None = None
@@ -170,11 +190,18 @@ class ClusterSource:
         self._closed = False
 
     def boot(self, progress: Callable[[str], None]) -> None:
+        if self.note:
+            progress(self.note)
         if self.owned:
             self.cluster.start(progress=progress)
             write_cluster_file(self.cluster)
             self._server = ControlServer(self.cluster, self._down)
         self._followers = {n.name: LogFollower(n.log_path) for n in self.cluster.nodes}
+        admin = Admin(self.cluster.bootstrap, timeout_s=5.0)
+        from kafkalab.ui.workload import DEMO_TOPIC, ensure_demo_topic
+
+        progress(ensure_demo_topic(admin, len(self.cluster.spec.broker_ids)))
+        progress(f"{DEMO_TOPIC} ready: g runs a producer and a consumer")
         self._admin = Admin(self.cluster.bootstrap)
 
     def nodes(self) -> NodesFrame:
@@ -187,45 +214,86 @@ class ClusterSource:
 
     def snapshot(self) -> ClusterSnapshot:
         if self._admin is None:
-            return ClusterSnapshot(time.time(), False, error="cluster starting")
+            return ClusterSnapshot(time.time(), False, error=CLUSTER_STARTING)
         return self._admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
 
     def run(self) -> RunFrame:
-        return RunFrame()
+        return self.workload.frame()
 
-    def node_action(self, node: str, action: str) -> None:
-        getattr(self.cluster.node(node), action)()
+    def node_action(self, node: str, action: NodeAction) -> None:
+        action.apply(self.cluster.node(node))
 
     def start_run(self) -> None:
-        raise NotImplementedError("no lab loaded: open the console on a lab to run it")
+        self.workload.start(self.cluster.bootstrap)
 
-    stop_run = reset = start_run
+    def stop_run(self) -> None:
+        self.workload.stop()
+
+    def reset(self) -> None:
+        raise NotImplementedError("no lab loaded: open the console on a lab to reset it")
 
     def send_control(self, word: str) -> None:
-        raise NotImplementedError("no lab loaded: there are no consumers to send to")
+        raise NotImplementedError("no lab loaded: send-control needs a lab's consumers")
 
     def change_setting(self, name: str, value: str) -> None:
-        raise NotImplementedError("no lab loaded: there is no producer or consumer to configure")
+        raise NotImplementedError("no lab loaded: settings belong to a lab's clients")
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
         if self._admin is None:
-            raise RuntimeError("the cluster is still starting")
-        alter_topic(self._admin, topic, replication_factor, min_isr)
+            raise KafkalabError("the cluster is still starting: try again in a moment")
+        return alter_topic(self._admin, topic, replication_factor, min_isr)
+
+    def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        if self._admin is None:
+            raise KafkalabError("the cluster is still starting: try again in a moment")
+        return reassign_topic(self.cluster, self._admin, topic, replication_factor)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self.workload.stop()
         if self._server is not None:
             self._server.close()
         if self.owned:
             self.cluster.shutdown()
 
 
-def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_isr: int | None) -> None:
-    """Create the topic when missing (6 partitions), else set its min.insync.replicas."""
+class NeedsReassignment(KafkalabError):
+    """A replication factor change on an existing topic: only a partition reassignment does it."""
+
+    def __init__(self, topic: str, current: int, wanted: int) -> None:
+        super().__init__(f"{topic} has RF {current}: changing it to {wanted} needs a partition reassignment")
+        self.topic, self.current, self.wanted = topic, current, wanted
+
+
+def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+    """Create the topic when missing (6 partitions), else set its min.insync.replicas; says what it did.
+
+    An RF change on an existing topic raises :class:`NeedsReassignment` (after any min ISR change).
+    """
     configs: dict[str, Any] = {} if min_isr is None else {"min.insync.replicas": str(min_isr)}
+    snapshot = admin.snapshot(offsets=False)
+    live = len(snapshot.brokers)
     if topic not in admin.topics():
-        admin.create_topic(topic, 6, replication_factor or 1, configs, timeout_s=30)
-    elif configs:
+        rf = replication_factor or min(3, live) or 1
+        if snapshot.reachable and rf > live:
+            raise KafkalabError(f"rf={rf} is more than the {live} brokers running: give rf={live} or fewer")
+        admin.create_topic(topic, 6, rf, configs, timeout_s=30)
+        return f"created {topic}: 6 partitions, RF {rf}" + (f", min.insync.replicas {min_isr}" if min_isr else "")
+    if configs:
         admin.alter_topic_configs(topic, configs)
+    current = max((len(p.replicas) for p in snapshot.topic(topic)), default=0)
+    if replication_factor is not None and current and replication_factor != current:
+        raise NeedsReassignment(topic, current, replication_factor)
+    return f"{topic}: min.insync.replicas {min_isr}" if configs else f"{topic} unchanged"
+
+
+def reassign_topic(cluster: Cluster, admin: Admin, topic: str, replication_factor: int) -> str:
+    """Move ``topic`` to ``replication_factor`` replicas per partition (Kafka's reassignment, via the jars)."""
+    from kafkalab.labs.actions import plan_replicas, reassign
+
+    snapshot = admin.snapshot(offsets=False)
+    plan = plan_replicas(snapshot.topic(topic), snapshot.brokers, replication_factor)
+    reassign(cluster.dist, cluster.bootstrap, topic, plan)
+    return f"{topic}: reassignment to RF {replication_factor} submitted; the ISR column shows it complete"

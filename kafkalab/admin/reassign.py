@@ -1,4 +1,4 @@
-"""Topic operations a fault can do: reassign replicas, elect preferred leaders.
+"""Moving replicas: a plan that raises a topic's replication factor, and the reassignment carrying it out.
 
 Raising a replication factor needs a partition reassignment, which confluent-kafka's AdminClient lacks;
 Kafka's own Admin API does it, run from the broker jars as a single-file Java program (JDK 11+), so
@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
 
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
-
-from kafkalab.admin import PartitionState
+from kafkalab.admin.snapshot import PartitionState
 from kafkalab.dist import Distribution, java_binary
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import package_file
 
-REASSIGN_SOURCE = Path(__file__).with_name("Reassign.java")
+REASSIGN_SOURCE = package_file("kafkalab.admin", "Reassign.java")
 
 
 def plan_replicas(partitions: Sequence[PartitionState], brokers: Sequence[int], rf: int) -> dict[int, list[int]]:
@@ -51,17 +48,3 @@ def reassign(dist: Distribution, bootstrap: str, topic: str, plan: dict[int, lis
         lines = [ln for ln in done.stderr.splitlines() if "Exception" in ln or "rror" in ln] or ["no output"]
         raise KafkalabError(f"reassigning {topic} failed: {lines[-1].strip()[:300]}")
     return done.stdout.strip()
-
-
-def elect_preferred(bootstrap: str, topic: str, partitions: int, timeout: float = 15) -> None:
-    """Ask for the preferred (first) replica to lead every partition of ``topic``."""
-    client = AdminClient({"bootstrap.servers": bootstrap})
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    try:
-        results = client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout).result(timeout)
-    except KafkaException as exc:
-        raise KafkalabError(f"preferred leader election on {topic} failed: {exc.args[0]}") from None
-    for tp, err in results.items():
-        # ELECTION_NOT_NEEDED: already led by its preferred replica
-        if err is not None and err.name() != "ELECTION_NOT_NEEDED":
-            raise KafkalabError(f"preferred leader election on {tp.topic}/{tp.partition} failed: {err.name()}")

@@ -1,0 +1,208 @@
+"""Records read and typed by hand, as kcat and Kafka's console producer/consumer do.
+
+:class:`RecordTail` reads a topic from the beginning, the end or an offset, alone (assigned partitions,
+nothing committed) or as a member of a group (subscribed, offsets committed). :class:`RecordTyper` sends
+one line at a time and waits for its outcome, so the partition and offset can be shown beside the line.
+Both are used by the `tail` and `type` commands and by the console's records pane.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Producer as RdProducer
+
+from kafkalab.admin.client import short_error
+from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
+from kafkalab.errors import KafkalabError
+
+DEFAULT_FORMAT = "%s"
+KEYS_FORMAT = "%k %s"
+_TAIL_GROUP = "kafkalab-tail"  # librdkafka wants a group.id even to assign; nothing is committed under it
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None
+
+    @classmethod
+    def of(cls, msg: Message) -> Record:
+        kind, ts = msg.timestamp()
+        return cls(msg.topic() or "", msg.partition() or 0, msg.offset() or 0, msg.key(), msg.value(),
+                   ts if kind and ts >= 0 else None)
+
+    @property
+    def key_text(self) -> str:
+        return _text(self.key)
+
+    @property
+    def value_text(self) -> str:
+        return _text(self.value)
+
+    def format(self, fmt: str) -> str:
+        """kcat's -f: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %% a percent."""
+        fields = {"t": self.topic, "p": str(self.partition), "o": str(self.offset), "k": self.key_text,
+                  "s": self.value_text, "T": "" if self.timestamp_ms is None else str(self.timestamp_ms), "%": "%"}
+        out: list[str] = []
+        i = 0
+        while i < len(fmt):
+            ch = fmt[i]
+            if ch == "%" and i + 1 < len(fmt) and fmt[i + 1] in fields:
+                out.append(fields[fmt[i + 1]])
+                i += 2
+                continue
+            if ch == "\\" and i + 1 < len(fmt) and fmt[i + 1] in "nt":
+                out.append("\n" if fmt[i + 1] == "n" else "\t")
+                i += 2
+                continue
+            out.append(ch)
+            i += 1
+        return "".join(out)
+
+
+def parse_start(text: str) -> int:
+    """--offset: ``beginning``, ``end`` or an offset >= 0, as a librdkafka offset."""
+    word = text.strip().lower()
+    if word in ("beginning", "earliest"):
+        return OFFSET_BEGINNING
+    if word in ("end", "latest"):
+        return OFFSET_END
+    try:
+        offset = int(word)
+    except ValueError:
+        raise KafkalabError(f"--offset {text!r} is not beginning, end or an offset: write e.g. --offset 42") from None
+    if offset < 0:
+        raise KafkalabError(f"--offset {offset} is negative: give beginning, end or an offset >= 0")
+    return offset
+
+
+class RecordTail:
+    """A topic read as it grows: alone from ``start``, or as a member of ``group``."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: list[int], start: int = OFFSET_END,
+                 group: str | None = None, stop_at_end: bool = False) -> None:
+        self.topic = topic
+        self.group = group
+        self._pending_eof = set(partitions) if stop_at_end else set()
+        self.stop_at_end = stop_at_end
+        self._consumer = Consumer(_consumer_config(bootstrap, group, start, stop_at_end))
+        if group:
+            self._consumer.subscribe([topic])
+        else:
+            self._consumer.assign([TopicPartition(topic, p, start) for p in partitions])
+
+    def poll(self, timeout_s: float = 0.2, limit: int = 500) -> list[Record]:
+        """The records that arrived within ``timeout_s`` (at most ``limit``), in the order of each partition."""
+        records: list[Record] = []
+        for msg in self._consumer.consume(limit, timeout_s):
+            err = msg.error()
+            if err is None:
+                records.append(Record.of(msg))
+            elif err.code() == KafkaError._PARTITION_EOF:
+                self._pending_eof.discard(msg.partition() or 0)
+            elif err.fatal() or err.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED):
+                raise KafkalabError(f"cannot read {self.topic}: {err.str()}")
+        return records
+
+    @property
+    def at_end(self) -> bool:
+        """With ``stop_at_end``: every partition has been read to its end."""
+        return self.stop_at_end and not self._pending_eof
+
+    def close(self) -> None:
+        """Leave the group (if any) and commit what was read, as a clean consumer does."""
+        self._consumer.close()
+
+
+def _consumer_config(bootstrap: str, group: str | None, start: int, stop_at_end: bool) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group or _TAIL_GROUP,
+        "enable.auto.commit": bool(group),
+        "enable.partition.eof": stop_at_end,
+        "auto.offset.reset": "earliest" if start == OFFSET_BEGINNING else "latest",
+        "client.id": "kafkalab-tail",
+        "session.timeout.ms": 10000,
+        "log_level": 0,
+    }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one typed line: where it landed, or why not."""
+
+    line: str
+    partition: int | None = None
+    offset: int | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def describe(self) -> str:
+        return f"error: {self.error}" if self.error else f"partition {self.partition} offset {self.offset}"
+
+
+def split_key(line: str, key_sep: str | None) -> tuple[str | None, str]:
+    """``key<sep>value`` -> (key, value); without a separator the whole line is the value."""
+    if not key_sep:
+        return None, line
+    key, sep, value = line.partition(key_sep)
+    if not sep:
+        raise ValueError(f"no {key_sep!r} in the line: write key{key_sep}value")
+    return key, value
+
+
+class RecordTyper:
+    """Sends one record at a time and waits for its delivery report."""
+
+    def __init__(self, bootstrap: str, topic: str, settings: Mapping[str, str] | None = None) -> None:
+        given = dict(settings or {})
+        given.setdefault("producer.delivery-timeout", "10000")  # a typed line should not wait two minutes
+        given.setdefault("producer.request-timeout", "5000")
+        config = ProducerConfig.from_settings({**given, BOOTSTRAP: bootstrap, "producer.topic": topic})
+        self.topic = topic
+        self._wait_s = config.delivery_timeout_ms / 1000 + 2
+        self._producer = RdProducer({**config.librdkafka(), "client.id": "kafkalab-type", "log_level": 0})
+
+    def send(self, line: str, key_sep: str | None = None) -> Outcome:
+        try:
+            key, value = split_key(line, key_sep)
+        except ValueError as exc:
+            return Outcome(line, error=str(exc))
+        reports: list[Message | KafkaError] = []
+
+        def on_delivery(err: KafkaError | None, msg: Message) -> None:
+            reports.append(err if err is not None else msg)
+
+        try:
+            self._producer.produce(self.topic, value=value.encode(), key=None if key is None else key.encode(),
+                                   on_delivery=on_delivery)
+        except (KafkaException, BufferError) as exc:
+            return Outcome(line, error=short_error(exc))
+        deadline = time.monotonic() + self._wait_s
+        while not reports and time.monotonic() < deadline:
+            self._producer.poll(0.1)
+        if not reports:
+            return Outcome(line, error=f"no delivery report within {self._wait_s:.0f}s")
+        report = reports[0]
+        if isinstance(report, KafkaError):
+            return Outcome(line, error=report.str())
+        return Outcome(line, report.partition(), report.offset())
+
+    def close(self) -> None:
+        self._producer.flush(2)
+
+
+def _text(raw: bytes | None) -> str:
+    return "" if raw is None else raw.decode("utf-8", errors="replace")

@@ -1,0 +1,154 @@
+"""The timeline's events as typed records: one small dataclass per shape of facts, an enum of kinds.
+
+``as_dict`` is what ``timeline.json`` holds for each: ``{"t", "ts", "kind", "source", "detail", ...facts}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import Any
+
+
+class EventKind(StrEnum):
+    PHASE = "phase"
+    NODE = "node"
+    NOTE = "note"
+    FAULT = "fault"
+    FAULT_MISSED = "fault-missed"
+    FAULT_FAILED = "fault-failed"
+    CHECK = "check"
+    CONTROLLER_CHANGE = "controller-change"
+    LEADER_CHANGE = "leader-change"
+    OFFLINE = "offline"
+    ONLINE = "online"
+    ISR_SHRINK = "isr-shrink"
+    ISR_EXPAND = "isr-expand"
+    # seen by the run's watch: no acknowledgment for a while with records in flight, and the end of that
+    PRODUCER_STALLED = "producer-stalled"
+    PRODUCER_RESUMED = "producer-resumed"
+    # told by the producer itself (its own "stalled"/"resumed": send buffer full, then not)
+    PRODUCER_BLOCKED = "producer-blocked"
+    PRODUCER_UNBLOCKED = "producer-unblocked"
+    PRODUCER_STARTED = "producer-started"
+    PRODUCER_NOTE = "producer-note"
+    PRODUCER_ERROR = "producer-error"
+    PRODUCER_FINISHED = "producer-finished"
+    PRODUCER_CRASHED = "producer-crashed"
+    CONSUMER_LAUNCH = "consumer-launch"
+    CONSUMER_STARTED = "consumer-started"
+    CONSUMER_ASSIGNED = "consumer-assigned"
+    CONSUMER_REVOKED = "consumer-revoked"
+    CONSUMER_LOST = "consumer-lost"
+    CONSUMER_NOTE = "consumer-note"
+    CONSUMER_ERROR = "consumer-error"
+    CONSUMER_QUIT = "consumer-quit"
+    CONSUMER_WAIT = "consumer-wait"
+    CONSUMER_FINISHED = "consumer-finished"
+    CONSUMER_CRASHED = "consumer-crashed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Something that happened; ``t`` and ``ts`` are set by the timeline that records it."""
+
+    kind: EventKind
+    source: str = ""
+    detail: str = ""
+    t: float = 0.0  # seconds since the run began
+    ts: float = 0.0  # epoch seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"t": self.t, "ts": self.ts, "kind": str(self.kind), "source": self.source,
+                               "detail": self.detail}
+        for f in fields(self)[5:]:  # the facts of a subclass, after the five common fields
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeEvent(Event):
+    kind: EventKind = EventKind.NODE
+    state: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultEvent(Event):
+    kind: EventKind = EventKind.FAULT
+    action: str
+    targets: tuple[str, ...]
+    trigger: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultProblem(Event):
+    """A fault missed (its trigger never came) or failed (it could not be done)."""
+
+    index: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckEvent(Event):
+    kind: EventKind = EventKind.CHECK
+    held: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerChange(Event):
+    kind: EventKind = EventKind.CONTROLLER_CHANGE
+    controller: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuorumLeaderChange(ControllerChange):
+    """KRaft: a new active controller (the metadata quorum's leader) in a new epoch."""
+
+    epoch: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionEvent(Event):
+    """A partition went offline or online; its leader and ISR after."""
+
+    topic: str
+    partition: int
+    leader: int | None
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderChange(PartitionEvent):
+    kind: EventKind = EventKind.LEADER_CHANGE
+    previous: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IsrShrink(PartitionEvent):
+    kind: EventKind = EventKind.ISR_SHRINK
+    removed: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class IsrExpand(PartitionEvent):
+    kind: EventKind = EventKind.ISR_EXPAND
+    added: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProducerStalled(Event):
+    kind: EventKind = EventKind.PRODUCER_STALLED
+    in_flight: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProducerResumed(Event):
+    kind: EventKind = EventKind.PRODUCER_RESUMED
+    stalled_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientRecord(Event):
+    """What a producer or consumer told: assigned, revoked, error... with the partitions it concerns."""
+
+    partitions: tuple[int, ...] = ()

@@ -1,0 +1,183 @@
+"""Fires a lab's faults in file order, each once its trigger is due, through :class:`FaultHost`: the few
+things a fault may do to a run. Statuses (pending, waiting, fired, missed, failed) and checks are kept
+here for the run's state and result.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from kafkalab.admin import ClusterSnapshot, ResetTarget
+from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.events import CheckEvent, EventKind, FaultEvent, FaultProblem
+from kafkalab.labs.expectations import parse_check
+from kafkalab.labs.faults import Fault, RunView
+from kafkalab.labs.results import ExpectationResult, FaultStatus, num
+from kafkalab.labs.timeline import Timeline
+
+# node targets resolved from a fresh snapshot of the cluster
+_SNAPSHOT_TARGETS = ("leader", "controller", "random-follower", "followers")
+
+
+class FaultHost(Protocol):
+    """What a fault may do to the run."""
+
+    def node_states(self) -> Mapping[str, NodeState]: ...
+    def fresh_snapshot(self) -> ClusterSnapshot | None: ...  # the last one seen when the cluster does not answer
+    def node_action(self, name: str, action: NodeAction) -> None: ...
+    def producer_action(self, start: bool) -> None: ...
+    def consumer_action(self, local_id: int, action: str) -> bool: ...  # False: nothing to do (not running)
+    def send_control(self, topic: str, word: str) -> int: ...
+    def active_controller(self) -> str | None: ...  # KRaft: the quorum leader's node; None in ZooKeeper mode
+    def create_topic(self, topic: str, timeout_s: float) -> None: ...
+    def alter_topic(self, topic: str, configs: Mapping[str, str]) -> None: ...
+    def replicate(self, topic: str, replication_factor: int) -> str: ...
+    def elect_preferred(self, topic: str) -> None: ...
+    def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str: ...
+    def type_records(self, topic: str, lines: Sequence[str]) -> str: ...
+    def live_metrics(self) -> dict[str, float]: ...
+
+
+class FaultFiring:
+    def __init__(self, faults: Sequence[Fault], host: FaultHost, view: RunView, timeline: Timeline,
+                 rng: random.Random, consumer_ids: Sequence[int]) -> None:
+        self.faults = list(faults)
+        self.host = host
+        self.view = view
+        self.timeline = timeline
+        self.rng = rng
+        self.consumer_ids = list(consumer_ids)
+        self.statuses = [FaultStatus(i, f.describe()) for i, f in enumerate(self.faults)]
+        self.checks: list[ExpectationResult] = []
+
+    @property
+    def went_wrong(self) -> int:
+        return sum(f.went_wrong for f in self.statuses)
+
+    @property
+    def failed(self) -> int:
+        """Faults fired that could not be done (or, expected to fail, did not)."""
+        return sum(f.state == "failed" for f in self.statuses)
+
+    def run(self, sleep: Callable[[float], None], tick_s: float, past_deadline: Callable[[], bool]) -> None:
+        """Every fault in turn; a fault whose trigger never came ends the timeline (the rest are missed)."""
+        previous_nodes: list[str] = []
+        fired_prev_at = 0.0
+        for i, fault in enumerate(self.faults):
+            status = self.statuses[i]
+            status.state = "waiting"
+            turn = time.monotonic()
+            while not fault.at.due(self.view, fired_prev_at):
+                if time.monotonic() - turn > fault.timeout_s or past_deadline():
+                    self._missed(i, f"'{fault.at.text}' did not happen within {fault.timeout_s:.0f}s")
+                    return
+                sleep(tick_s)
+            fired_prev_at = self.timeline.now()
+            status.fired_at = round(fired_prev_at, 2)
+            try:
+                targets = self.fire(fault, previous_nodes)
+            except KafkalabError as exc:
+                if fault.fails:  # the lab's lesson: this step cannot succeed now
+                    status.state, status.detail = "fired", f"failed, as the lab expects: {exc}"
+                    self.timeline.add(FaultEvent(source="lab", action=fault.action, targets=(), trigger=fault.at.text,
+                                                 detail=f"fault {i + 1} ({fault.describe()}) {status.detail}"))
+                    continue
+                self._failed(i, fault, str(exc))
+                continue
+            if fault.fails:
+                self._failed(i, fault, "succeeded, but the lab expects it to fail")
+                continue
+            status.state, status.targets = "fired", targets
+            if fault.target.category == "nodes":
+                previous_nodes = targets
+
+    def _failed(self, index: int, fault: Fault, detail: str) -> None:
+        status = self.statuses[index]
+        status.state, status.detail = "failed", detail
+        self.timeline.add(FaultProblem(kind=EventKind.FAULT_FAILED, source="lab", index=index,
+                                       detail=f"fault {index + 1} ({fault.describe()}): {detail}"))
+
+    def _missed(self, index: int, detail: str) -> None:
+        status = self.statuses[index]
+        status.state, status.detail = "missed", detail
+        self.timeline.add(FaultProblem(kind=EventKind.FAULT_MISSED, source="lab", detail=f"fault {index + 1}: {detail}",
+                                       index=index))
+        for rest in self.statuses[index + 1:]:
+            rest.state, rest.detail = "missed", "an earlier fault never fired"
+
+    def fire(self, fault: Fault, previous_nodes: list[str]) -> list[str]:
+        """Do one fault now; returns what it acted on."""
+        category, action = fault.target.category, fault.action
+        if action == "note":
+            self.timeline.say(EventKind.NOTE, "lab", fault.note or fault.at.text)
+            return []
+        if action == "check":
+            self._check(fault)
+            return []
+        if category == "nodes":
+            targets = self._nodes(fault, previous_nodes)
+        elif category == "producer":
+            self.host.producer_action(action == "start")
+            targets = ["producer"]
+        elif category == "consumers":
+            ids = [fault.target.local_id] if fault.target.kind == "consumer" else self.consumer_ids
+            targets = [f"consumer-{i}" for i in ids if i is not None and self.host.consumer_action(i, action)]
+        elif category == "group":
+            assert fault.reset is not None
+            detail = self.host.reset_offsets(fault.target.group, fault.reset, fault.timeout_s)
+            targets = [f"group {fault.target.group}"]
+            self._event(fault, targets, detail)
+            return targets
+        else:
+            return self._topic(fault)
+        self._event(fault, targets)
+        return targets
+
+    def _nodes(self, fault: Fault, previous_nodes: list[str]) -> list[str]:
+        target = fault.target
+        snap = self.host.fresh_snapshot() if target.kind in _SNAPSHOT_TARGETS else None
+        states = {name: str(state) for name, state in self.host.node_states().items()}
+        active = self.host.active_controller() if target.kind == "controller" else None
+        names = target.nodes(snap, previous_nodes, self.rng, states, active)
+        if not names:
+            raise KafkalabError(f"{target.text} names no node right now")
+        for name in names:
+            self.host.node_action(name, NodeAction(fault.action))
+        return names
+
+    def _topic(self, fault: Fault) -> list[str]:
+        topic, action, detail = fault.target.topic, fault.action, ""
+        if action == "send":
+            detail = f"{fault.word!r} sent to {self.host.send_control(topic, fault.word)} partitions"
+        elif action == "create":  # bounded by the fault's timeout: a lab may show that creation fails
+            self.host.create_topic(topic, min(60.0, fault.timeout_s))
+        elif action == "alter-config":
+            self.host.alter_topic(topic, fault.configs)
+            detail = ", ".join(f"{k}={v}" for k, v in fault.configs.items())
+        elif action == "replicate":
+            detail = self.host.replicate(topic, fault.replication_factor)
+        elif action == "elect-preferred":
+            self.host.elect_preferred(topic)
+        elif action == "type":
+            detail = self.host.type_records(topic, fault.records)
+        targets = [f"topic {topic}"]
+        self._event(fault, targets, detail)
+        return targets
+
+    def _event(self, fault: Fault, targets: list[str], detail: str = "") -> None:
+        label = f"{fault.action} {fault.word}".strip()
+        text = f"{label} {', '.join(targets)}".strip() + (f": {detail}" if detail else "")
+        self.timeline.add(FaultEvent(source="lab", detail=text, action=fault.action, targets=tuple(targets),
+                                     trigger=fault.at.text))
+
+    def _check(self, fault: Fault) -> None:
+        expectation = parse_check(fault.expect, fault.line)
+        held, actual, wanted = expectation.evaluate(self.host.live_metrics())
+        self.checks.append(ExpectationResult(expectation.text, held, actual, wanted, fault.line,
+                                             round(self.timeline.now(), 2)))
+        self.timeline.add(CheckEvent(source="lab", held=held, detail=f"{expectation.text}: "
+                                     f"{'held' if held else 'did not hold'} (was {num(actual)})"))

@@ -1,0 +1,39 @@
+"""Judging a run: every number it is checked against, each expectation held or not, the outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkalab.clients.payload_log import log_files
+from kafkalab.labs import metrics
+from kafkalab.labs.expectations import Expectation
+from kafkalab.labs.fault_firing import FaultFiring
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import ExpectationResult, RunResult
+
+
+def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after: Mapping[str, float],
+          report: dict[str, Any], faults: FaultFiring) -> RunResult:
+    """Fill ``result`` from the live metrics (``before_drain`` and ``after`` it) and the report."""
+    # a consumer's partitions are those it held when the producer was done (draining closes them all)
+    held = {k: v for k, v in before_drain.items() if k.endswith(".partitions")}
+    values = dict(after) | held | metrics.report_metrics(report)
+    values["faults.missed"] = float(faults.went_wrong)
+    values["faults.failed"] = float(faults.failed)
+    if any(e.metric.startswith("group.") or e.other.startswith("group.") for e in lab.expectations):
+        logs = {p: lab.consumer(int(p.name.split("-")[1].split(".")[0])).group
+                for p in log_files(result.run_dir, "consumer") if p.name.split(".")[0] != "consumer"}
+        values |= metrics.group_metrics(logs)
+    result.metrics = {k: round(v, 3) for k, v in sorted(values.items())}
+    result.report = report
+    result.verdict = str(report.get("verdict", ""))
+    result.expectations = [evaluate(e, values) for e in lab.expectations]
+    all_held = all(e.held for e in result.expectations) and all(c.held for c in faults.checks)
+    result.outcome = "passed" if all_held and not faults.went_wrong else "failed"
+    return result
+
+
+def evaluate(e: Expectation, values: Mapping[str, float]) -> ExpectationResult:
+    held, actual, wanted = e.evaluate(values)
+    return ExpectationResult(e.text, held, actual, wanted, e.line)

@@ -1,0 +1,279 @@
+"""What the console saw during a run, kept in the run dir so the run can be replayed without a cluster.
+
+``recording.jsonl`` beside ``timeline.json`` and ``report.json``: one JSON object a line, each with ``ts``
+(epoch seconds; the replay puts it on the timeline's clock) and ``kind``:
+
+- ``snapshot``: ``reachable``, ``controller``, ``brokers``, ``partitions`` as ``[topic, partition, leader,
+  replicas, isr, min_isr]``, written only when a leader, an ISR, the controller or the live brokers changed;
+- ``nodes``: ``[name, kind, broker_id, port, state, reason, pid, restarts]`` per node, when one changed;
+- ``clients``: the producer's and consumers' stats, every ``SAMPLE_S`` while they change: the fields that
+  changed only (``consumers`` by name), the first line has them all;
+- ``phase`` / ``message``: the run's phase and what it said it was doing;
+- ``faults``: the lab's fault list with each fault's state, when one changed.
+
+Internal topics are left out (the console's table does not show them either).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.results import ExpectationResult, FaultStatus, RunResult
+
+if TYPE_CHECKING:
+    from kafkalab.labs.session import LabSession, SessionEvent
+
+RECORDING = "recording.jsonl"
+SAMPLE_S = 0.5
+SNAPSHOT_SAMPLE_S = 0.1  # the cluster watch replaces its snapshot every 0.5 s: none is missed
+FINAL_PHASES = ("done", "stopped", "error")
+
+Line = dict[str, Any]
+
+
+def snapshot_line(snap: ClusterSnapshot) -> Line:
+    parts = [[p.topic, p.partition, p.leader, list(p.replicas), list(p.isr), p.min_isr]
+             for p in snap.partitions if not p.topic.startswith("__")]
+    return {"kind": "snapshot", "reachable": snap.reachable, "controller": snap.controller,
+            "brokers": list(snap.brokers), "partitions": parts}
+
+
+def snapshot_of(line: Line, taken_at: float) -> ClusterSnapshot:
+    parts = tuple(PartitionState(topic, partition, leader, tuple(replicas), tuple(isr), None, min_isr)
+                  for topic, partition, leader, replicas, isr, min_isr in line["partitions"])
+    return ClusterSnapshot(taken_at, line["reachable"], line["controller"], tuple(line["brokers"]), parts)
+
+
+class RunRecorder:
+    """Listens to a :class:`LabSession`: starts sampling when a run starts, writes its last lines and
+    closes the file when the run's result is in (before ``session.wait`` returns)."""
+
+    def __init__(self, session: LabSession) -> None:
+        self.session = session
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last: dict[str, Any] = {}
+
+    def on_event(self, event: SessionEvent) -> None:
+        if event.kind == "phase" and event.data == "starting":
+            self._begin()
+        elif event.kind in ("phase", "message") and self._file is not None:
+            self._write({"kind": event.kind, event.kind: str(event.data)})
+        elif event.kind == "result":
+            self._end()
+
+    def _begin(self) -> None:
+        self._end()
+        run = self.session.current
+        if run is None:
+            return
+        self._file = open(run.run_dir / RECORDING, "w", encoding="utf-8")  # noqa: SIM115 (closed by _end)
+        self._last = {}
+        self._stop.clear()
+        self._write({"kind": "phase", "phase": "starting"})
+        self._thread = threading.Thread(target=self._sample_loop, name="kafkalab-recorder", daemon=True)
+        self._thread.start()
+
+    def _end(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5)
+        self._thread = None
+        if self._file is not None:
+            try:
+                self._sample(clients=True)
+            finally:
+                with self._lock:
+                    self._file.close()
+                    self._file = None
+
+    def _sample_loop(self) -> None:
+        ticks = round(SAMPLE_S / SNAPSHOT_SAMPLE_S)
+        n = 0
+        while not self._stop.wait(SNAPSHOT_SAMPLE_S):
+            n += 1
+            try:
+                self._sample(clients=n % ticks == 0)
+            except Exception:  # a recording gap must never break the run
+                continue
+
+    def _sample(self, clients: bool) -> None:
+        run = self.session.current
+        snapshot = run.snapshot() if run is not None else None
+        if snapshot is not None:
+            self._changed("snapshot", snapshot_line(snapshot))
+        cluster = self.session.cluster
+        if cluster is not None:
+            nodes = [[i.name, i.kind, i.broker_id, i.port, str(i.state), i.reason, i.pid, i.restarts]
+                     for i in cluster.infos()]
+            self._changed("nodes", {"kind": "nodes", "nodes": nodes})
+        if clients:
+            state = self.session.state()
+            faults = [f.as_dict() for f in state.faults]
+            self._changed("faults", {"kind": "faults", "faults": faults})
+            producer = dataclasses.asdict(state.producer) if state.producer is not None else None
+            consumers = {c.name: dataclasses.asdict(c) for c in state.consumers.values()}
+            self._clients(producer, consumers)
+
+    def _clients(self, producer: dict[str, Any] | None, consumers: dict[str, dict[str, Any]]) -> None:
+        """Only the fields that changed since the last clients line (the first one has them all)."""
+        before_p, before_c = self._last.get("clients", (None, {}))
+        if (producer, consumers) == (before_p, before_c):
+            return
+        self._last["clients"] = (producer, consumers)
+        line: Line = {"kind": "clients",
+                      "producer": _delta(before_p, producer) if producer is not None else None,
+                      "consumers": {name: _delta(before_c.get(name), c) for name, c in consumers.items()
+                                    if c != before_c.get(name)}}
+        self._write(line)
+
+    def _changed(self, key: str, line: Line) -> None:
+        if self._last.get(key) != line:
+            self._last[key] = line
+            self._write(line)
+
+    def _write(self, line: Line) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.write(json.dumps({"ts": round(time.time(), 3), **line}, separators=(",", ":")) + "\n")
+                self._file.flush()
+
+
+def _delta(before: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in now.items() if before is None or before.get(k) != v}
+
+
+def _full_clients(lines: list[tuple[float, Line]]) -> list[tuple[float, Line]]:
+    """Clients lines with every field, folded from the changes each one holds."""
+    producer: dict[str, Any] | None = None
+    consumers: dict[str, dict[str, Any]] = {}
+    out = []
+    for t, line in lines:
+        producer = None if line["producer"] is None else {**(producer or {}), **line["producer"]}
+        for name, changed in line["consumers"].items():
+            consumers[name] = {**consumers.get(name, {}), **changed}
+        out.append((t, {"kind": "clients", "producer": producer, "consumers": list(consumers.values())}))
+    return out
+
+
+def read_recording(run_dir: Path) -> Iterator[Line]:
+    """The recording's lines in order (a torn last line, from a crash, is skipped)."""
+    with open(run_dir / RECORDING, encoding="utf-8") as fh:
+        for text in fh:
+            try:
+                yield json.loads(text)
+            except json.JSONDecodeError:
+                continue
+
+
+
+class RecordedRun:
+    """A finished run read back from its dir: what the console showed at any second ``t`` of it (``t`` on
+    the timeline's clock: 0 when the clients started; the cluster's start is before it)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        for name in (RECORDING, "timeline.json"):
+            if not (self.run_dir / name).is_file():
+                raise KafkalabError(f"{self.run_dir} holds no {name}: give the dir of a finished run made by "
+                                    "`kafkalab run` or the console (kafkalab-runs/LAB-TIMESTAMP)")
+        timeline = json.loads((self.run_dir / "timeline.json").read_text(encoding="utf-8"))
+        self.lab_id: str = timeline["lab"]
+        self.started_at: float = timeline["started_at"]
+        self.events: list[dict[str, Any]] = timeline["events"]
+        self.lines: dict[str, list[tuple[float, Line]]] = {}
+        for line in read_recording(self.run_dir):
+            self.lines.setdefault(line["kind"], []).append((round(line["ts"] - self.started_at, 3), line))
+        self.lines["clients"] = _full_clients(self.lines.get("clients", []))
+        self._pid_since: dict[tuple[str, int], float] = {}
+        for t, line in self.lines.get("nodes", []):
+            for name, *_, pid, _restarts in line["nodes"]:
+                self._pid_since.setdefault((name, pid), t)
+        self._times = {kind: [t for t, _ in lines] for kind, lines in self.lines.items()}
+        every = [t for lines in self.lines.values() for t, _ in lines]
+        self.start = min(every, default=0.0)
+        self.end = max(every, default=0.0)
+        ended = [t for t, line in self.lines.get("phase", []) if line["phase"] in FINAL_PHASES]
+        self.result_at = ended[-1] if ended else None
+
+    def at(self, kind: str, t: float) -> Line | None:
+        """The latest line of ``kind`` written at or before ``t``."""
+        i = bisect.bisect_right(self._times.get(kind, []), t)
+        return self.lines[kind][i - 1][1] if i else None
+
+    def snapshot(self, t: float) -> ClusterSnapshot | None:
+        line = self.at("snapshot", t)
+        return snapshot_of(line, self.started_at + t) if line is not None else None
+
+    def nodes(self, t: float) -> list[NodeInfo]:
+        """The nodes at ``t``; uptime counted from the first line naming a process (cpu and memory unknown)."""
+        line = self.at("nodes", t)
+        return [NodeInfo(name, kind, broker_id, port, NodeState(state), reason, pid,
+                         round(t - self._pid_since.get((name, pid), t), 1) if pid else 0.0, 0.0, 0, restarts)
+                for name, kind, broker_id, port, state, reason, pid, restarts in (line or {}).get("nodes", [])]
+
+    def clients(self, t: float) -> tuple[ProducerStats | None, tuple[ConsumerStats, ...]]:
+        line = self.at("clients", t)
+        if line is None:
+            return None, ()
+        producer = ProducerStats(**line["producer"]) if line["producer"] else None
+        return producer, tuple(_consumer(c) for c in line["consumers"])
+
+    def throughput(self, t: float, min_gap_s: float = 0.4) -> list[tuple[float, float]]:
+        """Acknowledged records per second up to ``t``, from successive producer samples."""
+        out: list[tuple[float, float]] = []
+        last: tuple[float, int] | None = None
+        for at, line in self.lines.get("clients", []):
+            if at > t:
+                break
+            if line["producer"] is None:
+                continue
+            acked = line["producer"]["acked"]
+            if last is not None and at - last[0] >= min_gap_s:
+                out.append((round(at, 2), max(0.0, (acked - last[1]) / (at - last[0]))))
+            if last is None or at - last[0] >= min_gap_s:
+                last = (at, acked)
+        return out
+
+    def phase(self, t: float) -> str:
+        line = self.at("phase", t)
+        return line["phase"] if line is not None else "idle"
+
+    def faults(self, t: float) -> list[dict[str, Any]]:
+        line = self.at("faults", t)
+        return line["faults"] if line is not None else []
+
+    def events_until(self, t: float) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["t"] <= t]
+
+    def result(self) -> RunResult | None:
+        """The run's result and report as the session had them at its end."""
+        path = self.run_dir / "result.json"
+        if not path.is_file():
+            return None
+        d = json.loads(path.read_text(encoding="utf-8"))
+        report_path = self.run_dir / "report.json"
+        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
+        return RunResult(d["lab"], self.run_dir, d["outcome"],
+                         expectations=[ExpectationResult(**e) for e in d["expectations"]],
+                         checks=[ExpectationResult(**c) for c in d["checks"]],
+                         faults=[FaultStatus(**f) for f in d["faults"]], metrics=d["metrics"], report=report,
+                         verdict=d["verdict"], error=d["error"], duration_s=d["duration_s"], seed=d["seed"])
+
+
+def _consumer(d: dict[str, Any]) -> ConsumerStats:
+    ints = {k: {int(p): v for p, v in d[k].items()} for k in ("committed", "lag")}
+    return ConsumerStats(**{**d, **ints, "assignment": tuple(d["assignment"])})

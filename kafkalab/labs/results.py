@@ -1,0 +1,106 @@
+"""What a run reports: its phase, each fault's status, each expectation's result, the run's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+
+class Phase(StrEnum):
+    IDLE = "idle"
+    STARTING = "starting"  # cluster, topics, consumers
+    RUNNING = "running"  # producer and faults
+    DRAINING = "draining"  # consumers catching up, then closed
+    AUDITING = "auditing"  # brokers healed, every partition read back
+    ANALYZING = "analyzing"
+    DONE = "done"  # result ready (passed or failed)
+    STOPPED = "stopped"  # ended early by stop_run
+    ERROR = "error"  # could not run (cluster would not start, bad lab at run time...)
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    kind: str  # phase | timeline | message | result
+    data: Any
+
+
+@dataclass
+class FaultStatus:
+    index: int
+    text: str
+    state: str = "pending"  # pending, waiting, fired, missed, failed
+    fired_at: float | None = None  # seconds since the run began
+    targets: list[str] = field(default_factory=list)
+    detail: str = ""
+
+    @property
+    def went_wrong(self) -> bool:
+        return self.state in ("missed", "failed")
+
+    def copy(self) -> FaultStatus:
+        return FaultStatus(**vars(self))
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class ExpectationResult:
+    text: str
+    held: bool
+    actual: float | None
+    wanted: float | None
+    line: int = 0
+    at: float | None = None  # for checks: seconds since the run began
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class RunResult:
+    lab_id: str
+    run_dir: Path
+    outcome: str  # passed, failed, stopped, error
+    expectations: list[ExpectationResult] = field(default_factory=list)
+    checks: list[ExpectationResult] = field(default_factory=list)
+    faults: list[FaultStatus] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    report: dict[str, Any] | None = None
+    verdict: str = ""
+    error: str = ""
+    duration_s: float = 0.0
+    seed: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def failures(self) -> list[str]:
+        """What did not hold, in words (empty when passed)."""
+        out = [f"{e.text} (was {num(e.actual)})" for e in self.expectations if not e.held]
+        out += [f"check at {num(c.at)}s: {c.text} (was {num(c.actual)})" for c in self.checks if not c.held]
+        out += [f"fault {f.index + 1} ({f.text}) {f.state}: {f.detail}" for f in self.faults if f.went_wrong]
+        if self.error:
+            out.append(self.error)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lab": self.lab_id, "run_dir": str(self.run_dir), "outcome": self.outcome, "passed": self.passed,
+            "duration_s": round(self.duration_s, 2), "seed": self.seed, "verdict": self.verdict,
+            "error": self.error, "failures": self.failures,
+            "expectations": [e.as_dict() for e in self.expectations],
+            "checks": [c.as_dict() for c in self.checks],
+            "faults": [f.as_dict() for f in self.faults], "metrics": self.metrics,
+        }
+
+
+def num(x: float | None) -> str:
+    """A number as the failures print it: ``-`` for none, integers without a decimal point."""
+    if x is None:
+        return "-"
+    return f"{x:g}" if x != int(x) else f"{int(x)}"

@@ -1,0 +1,274 @@
+"""LabRun: one run of a lab, from a fresh cluster to its result, created per run by :class:`LabSession`.
+
+fresh state dir -> cluster -> topics -> consumers (assigned) -> producer -> faults in order -> producer
+finished -> consumers drained and closed -> brokers healed -> audit -> analysis -> expectations judged ->
+teardown. Whatever happens, ``result.json`` and ``timeline.json`` are written in the run dir; the cluster,
+clients, audit and analysis come from :class:`~kafkalab.labs.run_deps.RunDeps` factories.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.clients import ProducerStats
+from kafkalab.cluster import Cluster, ClusterSpec, NodeState
+from kafkalab.errors import KafkalabError
+from kafkalab.labs import judge
+from kafkalab.labs.events import EventKind, NodeEvent
+from kafkalab.labs.fault_firing import FaultFiring
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import Phase, RunResult
+from kafkalab.labs.run_clients import RunClients
+from kafkalab.labs.run_deps import RunDeps
+from kafkalab.labs.run_view import RunControls
+from kafkalab.labs.timeline import ClusterWatch, Timeline
+
+Emit = Callable[[str, Any], None]  # (kind, data): phase | timeline | message | result
+
+
+class Aborted(Exception):
+    """stop() was called: the run unwinds."""
+
+
+@dataclass(frozen=True)
+class PortChoice:
+    """Where the run's cluster listens: fixed ports, or free ones found at start."""
+
+    free: bool = True
+    zk_port: int | None = None
+    broker_ports: tuple[int, ...] = ()
+
+
+class LabRun:
+    """One run's state and pipeline. ``execute`` runs it (in the session's thread); ``stop`` ends it early."""
+
+    def __init__(self, lab: Lab, run_dir: Path, deps: RunDeps, *, seed: int | None = None,
+                 ports: PortChoice = PortChoice(), emit: Emit = lambda _kind, _data: None,
+                 keep_cluster: bool = False) -> None:
+        """``keep_cluster``: the cluster outlives the run (the console's: explored, then ended by
+        :meth:`end_cluster`); otherwise the teardown ends it."""
+        self.lab = lab
+        self.keep_cluster = keep_cluster
+        self.cluster_ended = False
+        self.run_dir = run_dir
+        self.deps = deps
+        self.ports = ports
+        self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+        self._emit = emit
+        self.abort = threading.Event()
+        self.phase = Phase.IDLE
+        self.message = ""
+        self.started = 0.0  # monotonic, when the clients started (0: not yet)
+        self.cluster: Cluster | None = None
+        self.admin: Admin | None = None
+        self.clients: RunClients | None = None
+        self.watch: ClusterWatch | None = None
+        self.timeline = Timeline(lab.id)
+        self.timeline.add_listener(lambda e: self._emit("timeline", e))
+        self.controls = RunControls(self)
+        self.faults = FaultFiring(lab.faults, self.controls, self.controls, self.timeline, random.Random(self.seed),
+                                  [c.local_id for c in lab.consumers])
+        self.result: RunResult | None = None
+
+    # ---- driving it ------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """End the run early: it unwinds at its next wait; clients closed, nodes stopped, files kept."""
+        self.abort.set()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started if self.started else 0.0
+
+    def snapshot(self) -> ClusterSnapshot | None:
+        """The latest cluster snapshot the run's watch took."""
+        return self.watch.last if self.watch is not None else None
+
+    def producer_stats(self) -> ProducerStats | None:
+        return self.clients.producer_stats() if self.clients is not None else None
+
+    def set_phase(self, phase: Phase) -> None:
+        self.phase = phase
+        self.timeline.say(EventKind.PHASE, "lab", str(phase))
+        self._emit("phase", phase)
+
+    def say(self, message: str) -> None:
+        self.message = message
+        self._emit("message", message)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait; Aborted when the run is stopped meanwhile."""
+        if self.abort.wait(seconds):
+            raise Aborted
+
+    def past_deadline(self) -> bool:
+        return self.elapsed() > self.lab.max_duration_s
+
+    # ---- the pipeline ----------------------------------------------------------------------------
+    def execute(self) -> RunResult:
+        """Run it to the end (or to a stop); the result is also written as ``result.json``."""
+        started = time.monotonic()
+        result = RunResult(self.lab.id, self.run_dir, "error", seed=self.seed)
+        if self.lab.source is not None:
+            shutil.copy(self.lab.source, self.run_dir / "lab.toml")
+        try:
+            self._start_cluster()
+            self._start_clients()
+            self.set_phase(Phase.RUNNING)
+            self.faults.run(self.sleep, self.deps.timing.tick_s, self.past_deadline)
+            assert self.clients is not None
+            self.clients.wait_producer(self.past_deadline)
+            before_drain = self.clients.live_metrics()
+            self.set_phase(Phase.DRAINING)
+            self.clients.drain()
+            report = self._audit_and_analyze()
+            judge.judge(result, self.lab, before_drain, self.clients.live_metrics(), report, self.faults)
+        except Aborted:
+            result.outcome = "stopped"
+            result.error = "stopped before the end: the run's files so far are kept"
+        except KafkalabError as exc:
+            result.error = str(exc)
+        except Exception as exc:  # reported in the result; the console must not crash on it
+            result.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            try:
+                self._teardown()
+            except Exception as exc:
+                result.error = result.error or f"teardown: {type(exc).__name__}: {exc}"
+        return self._finish(result, time.monotonic() - started)
+
+    def _finish(self, result: RunResult, duration_s: float) -> RunResult:
+        result.faults = [f.copy() for f in self.faults.statuses]
+        result.checks = list(self.faults.checks)
+        result.duration_s = duration_s
+        if result.outcome == "error" and result.expectations:
+            result.outcome = "passed" if all(e.held for e in result.expectations) else "failed"
+        self.timeline.save(self.run_dir / "timeline.json")
+        (self.run_dir / "result.json").write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
+        self.result = result
+        self.phase = {"stopped": Phase.STOPPED, "error": Phase.ERROR}.get(result.outcome, Phase.DONE)
+        self._emit("phase", self.phase)
+        self._emit("result", result)
+        return result
+
+    def _start_cluster(self) -> None:
+        lab, ports = self.lab, self.ports
+        self.set_phase(Phase.STARTING)
+        spec = ClusterSpec(
+            state_dir=self.run_dir / "cluster", brokers=lab.cluster.brokers, free_ports=ports.free,
+            overrides=dict(lab.cluster.overrides),
+            broker_overrides={k: dict(v) for k, v in lab.cluster.broker_overrides.items()},
+            **({"zk_port": ports.zk_port} if ports.zk_port else {}),
+            **({"broker_ports": list(ports.broker_ports)} if ports.broker_ports else {}),
+            mode=lab.cluster.mode, controllers=lab.cluster.controllers, combined=lab.cluster.combined,
+        )
+        self.cluster = cluster = self.deps.cluster(spec)
+        cluster.add_listener(lambda node, state, reason: self.timeline.add(
+            NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}", state=str(state))))
+        if self.abort.is_set():
+            raise Aborted
+        try:
+            timing = self.deps.timing
+            cluster.start(timeout=timing.kraft_cluster_timeout_s if spec.kraft else timing.cluster_timeout_s,
+                          progress=self.say)
+        except BaseException:
+            self.cluster_ended = True  # a failed start ends what it started
+            raise
+        self.admin = self.deps.admin(cluster.bootstrap)
+        for b in lab.cluster.stopped:
+            self.say(f"stopping broker {b}: it joins the cluster later")
+            cluster.node(b).stop()
+        for b in lab.cluster.stopped:
+            self.wait_node(f"broker-{b}", (NodeState.STOPPED, NodeState.KILLED), 60)
+        for t in lab.topics:
+            if t.create:
+                self.create_topic(t.name)
+
+    def create_topic(self, name: str, timeout_s: float = 60.0) -> None:
+        assert self.admin is not None
+        plan = next(t for t in self.lab.topics if t.name == name)
+        self.say(f"creating topic {name}: {plan.partitions} partitions, replication factor {plan.replication_factor}")
+        self.admin.create_topic(name, plan.partitions, plan.replication_factor, plan.configs, timeout_s=timeout_s)
+
+    def wait_node(self, name: str, states: tuple[NodeState, ...], timeout: float) -> None:
+        assert self.cluster is not None
+        deadline = time.monotonic() + timeout
+        node = self.cluster.node(name)
+        while node.state not in states:
+            if time.monotonic() > deadline:
+                raise KafkalabError(f"{name} is {node.state}, not {'/'.join(states)}, after {timeout:.0f}s")
+            self.sleep(self.deps.timing.tick_s)
+
+    def _start_clients(self) -> None:
+        assert self.cluster is not None and self.admin is not None
+        self.timeline.restart_clock()
+        self.started = time.monotonic()
+        self.clients = clients = RunClients(self.lab, self.run_dir, self.cluster.bootstrap, self.timeline,
+                                            self.deps, self.sleep, self.say)
+        cluster = self.cluster
+        self.watch = ClusterWatch(self.timeline, self.admin, clients.producer_stats,
+                                  quorum=(lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None)
+        self.watch.poll()
+        self.watch.start()
+        waiting = [c for c in self.lab.consumers if c.start]
+        for plan in waiting:
+            clients.start_consumer(plan)
+        for plan in waiting:
+            if plan.wait_assigned:
+                self.say(f"waiting for {plan.name} to be assigned partitions")
+                clients.wait_assigned(plan.local_id)
+        clients.make_producer(self.seed)
+        if self.lab.producer.start:
+            clients.start_producer()
+
+    def heal(self) -> None:
+        """Every stopped, killed or paused node running again."""
+        assert self.cluster is not None
+        for node in self.cluster.nodes:
+            if node.state == NodeState.PAUSED:
+                node.resume()
+            elif node.state in (NodeState.STOPPED, NodeState.KILLED, NodeState.FAILED):
+                node.start()
+        for node in self.cluster.nodes:
+            self.wait_node(node.name, (NodeState.RUNNING,), self.deps.timing.node_timeout_s)
+
+    def _audit_and_analyze(self) -> dict[str, Any]:
+        assert self.cluster is not None and self.admin is not None
+        audits: list[Path] = []
+        if self.lab.audit:
+            self.set_phase(Phase.AUDITING)
+            if self.lab.heal_before_audit:
+                self.say("bringing every broker back for the audit")
+                self.heal()
+                self.admin.wait_for_leaders(self.lab.topic, timeout_s=60)
+            self.say(f"reading every partition of {self.lab.topic} back")
+            audits.append(self.deps.audit(self.cluster.bootstrap, self.lab.topic, self.run_dir))
+        self.set_phase(Phase.ANALYZING)
+        self.say("analysing the payload logs with Spark")
+        leader_changes: Mapping[tuple[str, int], int] = self.timeline.leader_changes()
+        return self.deps.analyze(self.run_dir, audits, leader_changes)
+
+    def _teardown(self) -> None:
+        """Whatever happened: clients ended, the watch stopped, every node stopped, data dirs removed."""
+        self.say("stopping the clients" + ("" if self.keep_cluster else " and the cluster"))
+        if self.clients is not None:
+            self.clients.close()
+        if self.watch is not None:
+            self.watch.stop()
+        if not self.keep_cluster:
+            self.end_cluster("run ended")
+
+    def end_cluster(self, reason: str) -> None:
+        """Every node ended (shown as stopped with ``reason``), data dirs removed; once."""
+        if self.cluster is not None and not self.cluster_ended:
+            self.cluster_ended = True
+            self.cluster.shutdown(graceful=False, reason=reason)
+            for node in self.cluster.nodes:
+                shutil.rmtree(node.node_dir / "data", ignore_errors=True)

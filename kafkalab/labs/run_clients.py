@@ -1,0 +1,167 @@
+"""One run's producer and consumers: started, stopped, waited for, drained and closed.
+
+A consumer started again (a ``start`` fault after a crash) is a new instance of its plan: its instances
+are kept in order, the latest is the live one, and counters sum over all of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalab.clients import ClientState, Consumer, ConsumerStats, Producer, ProducerStats
+from kafkalab.errors import KafkalabError
+from kafkalab.labs import metrics
+from kafkalab.labs.events import EventKind
+from kafkalab.labs.model import ConsumerPlan, Lab
+from kafkalab.labs.run_deps import RunDeps
+from kafkalab.labs.timeline import Timeline
+
+
+@dataclass
+class RunClients:
+    lab: Lab
+    run_dir: Path
+    bootstrap: str
+    timeline: Timeline
+    deps: RunDeps
+    sleep: Callable[[float], None]  # waits; raises when the run is stopped
+    say: Callable[[str], None]  # tells what the run is doing
+    producer: Producer | None = None
+    consumers: dict[int, list[Consumer]] = field(default_factory=dict)
+
+    # ---- the producer ----------------------------------------------------------------------------
+    def make_producer(self, seed: int) -> None:
+        self.producer = self.deps.producer(self.lab.producer, self.run_dir, self.bootstrap,
+                                           self.timeline.add_client_event, seed)
+
+    def start_producer(self) -> None:
+        producer = self.producer
+        if producer is not None and producer.stats().state == ClientState.STARTING and not producer.running:
+            self.say("producer started")
+            producer.start()
+
+    def stop_producer(self) -> None:
+        if self.producer is not None:
+            self.producer.stop(drain=True)
+
+    def producer_stats(self) -> ProducerStats | None:
+        return self.producer.stats() if self.producer is not None else None
+
+    def wait_producer(self, past_deadline: Callable[[], bool]) -> None:
+        """Until the producer ended; KafkalabError when it failed or the lab ran past its time limit."""
+        if self.producer is None:
+            return
+        while self.producer.running:
+            if past_deadline():
+                self.producer.stop(drain=False)
+                raise KafkalabError(f"the lab ran past its {self.lab.max_duration_s:.0f}s limit with the "
+                                    "producer still sending")
+            self.sleep(self.deps.timing.tick_s * 2)
+        stats = self.producer.stats()
+        if stats.state == ClientState.FAILED:
+            raise KafkalabError(f"the producer failed: {stats.error}")
+
+    # ---- the consumers ---------------------------------------------------------------------------
+    def start_consumer(self, plan: ConsumerPlan) -> bool:
+        """A new instance of ``plan`` unless one is running; True when one was started."""
+        instances = self.consumers.setdefault(plan.local_id, [])
+        if instances and instances[-1].running:
+            return False
+        consumer = self.deps.consumer(plan, self.run_dir, self.bootstrap, self.timeline.add_client_event)
+        instances.append(consumer)
+        self.timeline.say(EventKind.CONSUMER_LAUNCH, plan.name, f"{plan.name} started (group {plan.group})")
+        consumer.start()
+        return True
+
+    def end_consumer(self, local_id: int, crash: bool) -> bool:
+        """Stop (or crash) the running instance of consumer ``local_id``; False when none runs."""
+        instances = self.consumers.get(local_id)
+        if not instances or not instances[-1].running:
+            return False
+        instances[-1].crash() if crash else instances[-1].stop()
+        return True
+
+    def wait_assigned(self, local_id: int) -> None:
+        timeout = self.deps.timing.assign_timeout_s
+        deadline = time.monotonic() + timeout
+        consumer = self.consumers[local_id][-1]
+        while not (stats := consumer.stats()).assignment:
+            if stats.state.ended:
+                raise KafkalabError(f"{consumer.name} ended before it got partitions: {stats.error or stats.state}")
+            if time.monotonic() > deadline:
+                raise KafkalabError(f"{consumer.name} got no partitions within {timeout:.0f}s")
+            self.sleep(self.deps.timing.tick_s)
+
+    def latest_stats(self) -> dict[str, ConsumerStats]:
+        """Each consumer's live (latest) instance, by name."""
+        return {c.name: c.stats() for cs in list(self.consumers.values()) for c in cs[-1:]}
+
+    def consumed(self, local_id: int | None) -> int:
+        """Records processed by consumer ``local_id`` (every consumer when None), over all its instances."""
+        return sum(c.stats().processed for i, cs in list(self.consumers.items()) if local_id in (None, i) for c in cs)
+
+    def assignment(self, local_id: int) -> tuple[int, ...]:
+        instances = self.consumers.get(local_id)
+        return instances[-1].stats().assignment if instances else ()
+
+    def drain(self) -> None:
+        """Let running consumers catch up (lag 0, nothing new for a while), at most the lab's ``drain_s``;
+        then close them."""
+        timing = self.deps.timing
+        deadline = time.monotonic() + self.lab.drain_s
+        running = [cs[-1] for cs in self.consumers.values() if cs and cs[-1].running]
+        self.say(f"draining {len(running)} consumers")
+        last, quiet_since = -1, time.monotonic()
+        while running and time.monotonic() < deadline:
+            stats = [c.stats() for c in running]
+            processed = sum(s.processed for s in stats)
+            if processed != last:
+                last, quiet_since = processed, time.monotonic()
+            caught_up = all(  # every assigned partition's lag known and zero
+                s.assignment and set(s.assignment) <= set(s.lag) and s.total_lag == 0
+                for s in stats if s.state == ClientState.RUNNING) and self._groups_cover(stats)
+            if caught_up and time.monotonic() - quiet_since >= timing.drain_quiet_s:
+                break
+            self.sleep(timing.drain_poll_s)
+        for c in running:
+            c.stop()
+        for c in running:
+            if not c.join(20):
+                c.crash()
+                c.join(5)
+
+    def _groups_cover(self, stats: list[ConsumerStats]) -> bool:
+        """Each group with a running member owns every partition of the topic: partitions a crashed member
+        held are someone's again (after its session timed out) before the drain may end, or its records
+        would count as lost when the lesson is their redelivery."""
+        partitions = next((t.partitions for t in self.lab.topics if t.name == self.lab.topic), 0)
+        owned: dict[str, set[int]] = {}
+        for s in stats:
+            if s.state == ClientState.RUNNING:
+                owned.setdefault(s.group, set()).update(s.assignment)
+        return all(len(parts) >= partitions for parts in owned.values())
+
+    # ---- both ------------------------------------------------------------------------------------
+    def live_metrics(self) -> dict[str, float]:
+        """What is known while the run goes on: clients' counters and the timeline's counts."""
+        out = metrics.producer_metrics(self.producer_stats())
+        instances = {i: [c.stats() for c in cs] for i, cs in list(self.consumers.items()) if cs}
+        groups = {c.local_id: c.group for c in self.lab.consumers}
+        out |= metrics.consumer_metrics(instances, groups)
+        out |= metrics.timeline_metrics(self.timeline, {t.name for t in self.lab.topics},
+                                        [c.local_id for c in self.lab.consumers])
+        return out
+
+    def close(self) -> None:
+        """Whatever happened: the producer ended without draining, running consumers crashed."""
+        if self.producer is not None and self.producer.running:
+            self.producer.stop(drain=False)
+            self.producer.join(15)
+        for instances in self.consumers.values():
+            for c in instances:
+                if c.running:
+                    c.crash()
+                    c.join(5)

@@ -1,0 +1,102 @@
+"""What a run builds and calls outside itself: the cluster, the admin client, the producer and consumers,
+the audit and the analysis.
+
+:class:`~kafkalab.labs.run.LabRun` takes them as factories, so a run's logic (fault order, triggers, drain,
+judging) can be tested with fakes in milliseconds; :func:`real_deps` builds the real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkalab import dist as kdist
+from kafkalab.admin import Admin
+from kafkalab.clients import Consumer, Producer
+from kafkalab.clients.stats import EventCallback
+from kafkalab.cluster import Cluster, ClusterSpec
+from kafkalab.labs.model import ConsumerPlan, ProducerPlan
+
+ClusterFactory = Callable[[ClusterSpec], Cluster]
+AdminFactory = Callable[[str], Admin]  # bootstrap -> admin client
+# (plan, log dir, bootstrap, on_event, seed) -> producer; the log dir's name is the run id
+ProducerFactory = Callable[[ProducerPlan, Path, str, EventCallback, int], Producer]
+ConsumerFactory = Callable[[ConsumerPlan, Path, str, EventCallback], Consumer]
+Auditor = Callable[[str, str, Path], Path]  # (bootstrap, topic, run dir) -> audit log
+# (run dir, audit logs, leader changes per partition) -> the report as JSON
+Analyzer = Callable[[Path, list[Path], Mapping[tuple[str, int], int]], dict[str, Any]]
+ControlSender = Callable[[str, str, str], int]  # (bootstrap, topic, word) -> partitions sent to
+Reassigner = Callable[[str, str, dict[int, list[int]]], str]  # (bootstrap, topic, plan) -> the tool's line
+
+
+@dataclass(frozen=True)
+class RunTiming:
+    tick_s: float = 0.1  # how often waits look again
+    assign_timeout_s: float = 60.0  # a consumer's first partitions
+    drain_poll_s: float = 0.25
+    drain_quiet_s: float = 1.0  # caught up and nothing new processed for this long: drained
+    node_timeout_s: float = 90.0  # a node reaching the state asked of it
+    cluster_timeout_s: float = 180.0
+    kraft_cluster_timeout_s: float = 240.0  # a KRaft cluster formats storage and elects its quorum first
+    active_controller_wait_s: float = 20.0  # KRaft: a busy quorum helper may name the active controller late
+
+
+@dataclass(frozen=True)
+class RunDeps:
+    cluster: ClusterFactory
+    admin: AdminFactory
+    producer: ProducerFactory
+    consumer: ConsumerFactory
+    audit: Auditor
+    analyze: Analyzer
+    send_control: ControlSender
+    reassign: Reassigner
+    timing: RunTiming = field(default_factory=RunTiming)
+
+
+def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None) -> RunDeps:
+    """The real cluster (JVMs), admin API, clients, audit and Spark analysis (``spark``: a warm session)."""
+    dist_cache: list[kdist.Distribution] = [distribution] if distribution is not None else []
+
+    def dist() -> kdist.Distribution:
+        if not dist_cache:
+            dist_cache.append(kdist.locate())
+        return dist_cache[0]
+
+    def producer(plan: ProducerPlan, log_dir: Path, bootstrap: str, on_event: EventCallback, seed: int) -> Producer:
+        return Producer(plan.config, log_dir, log_dir.name, bootstrap=bootstrap, on_event=on_event, seed=seed)
+
+    def consumer(plan: ConsumerPlan, log_dir: Path, bootstrap: str, on_event: EventCallback) -> Consumer:
+        return Consumer(plan.config, log_dir, bootstrap=bootstrap, on_event=on_event)
+
+    def audit(bootstrap: str, topic: str, run_dir: Path) -> Path:
+        from kafkalab.clients.audit import audit_topic
+
+        return audit_topic(bootstrap, topic, run_dir)[0]
+
+    def analyze(run_dir: Path, audits: list[Path], leader_changes: Mapping[tuple[str, int], int]) -> dict[str, Any]:
+        from kafkalab.analysis import analyze as spark_analyze
+        from kafkalab.clients.payload_log import log_files
+
+        report = spark_analyze(log_files(run_dir, "producer"), log_files(run_dir, "consumer"), audits,
+                               session=spark, leader_changes=leader_changes)
+        report.write_json(run_dir / "report.json")
+        return report.to_json()
+
+    def send_control(bootstrap: str, topic: str, word: str) -> int:
+        from kafkalab.clients.control import send_control as send
+
+        return send(bootstrap, topic, word, all_partitions=True)
+
+    def reassign(bootstrap: str, topic: str, plan: dict[int, list[int]]) -> str:
+        from kafkalab.admin import reassign as run_reassignment
+
+        return run_reassignment(dist(), bootstrap, topic, plan)
+
+    return RunDeps(
+        cluster=lambda spec: Cluster(spec, dist()), admin=lambda bootstrap: Admin(bootstrap, timeout_s=1.5),
+        producer=producer, consumer=consumer, audit=audit, analyze=analyze, send_control=send_control,
+        reassign=reassign,
+    )

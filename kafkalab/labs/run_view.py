@@ -1,0 +1,130 @@
+"""A run as its faults see it: :class:`RunControls` is the trigger's view (RunView) and what a fault may do
+(FaultHost), over one :class:`~kafkalab.labs.run.LabRun`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, plan_replicas
+from kafkalab.clients import ClientState
+from kafkalab.clients.records import RecordTyper
+from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.events import Event, EventKind
+
+if TYPE_CHECKING:
+    from kafkalab.labs.run import LabRun
+    from kafkalab.labs.run_clients import RunClients
+
+
+class RunControls:
+    def __init__(self, run: LabRun) -> None:
+        self.run = run
+
+    @property
+    def _clients(self) -> RunClients:
+        assert self.run.clients is not None
+        return self.run.clients
+
+    # ---- what triggers look at -------------------------------------------------------------------
+    def elapsed(self) -> float:
+        return self.run.timeline.now()
+
+    def producer_progress(self) -> tuple[float, int, ClientState]:
+        stats = self.run.producer_stats()
+        return (0.0, 0, ClientState.STARTING) if stats is None else (stats.progress, stats.acked, stats.state)
+
+    def consumed(self, local_id: int | None) -> int:
+        return self._clients.consumed(local_id)
+
+    def assignment(self, local_id: int) -> tuple[int, ...]:
+        return self._clients.assignment(local_id)
+
+    def snapshot(self) -> ClusterSnapshot | None:
+        return self.run.snapshot()
+
+    def events_since(self, since: float, kind: EventKind) -> list[Event]:
+        return self.run.timeline.events(kind, since=since)
+
+    # ---- what faults may do ----------------------------------------------------------------------
+    def node_states(self) -> Mapping[str, NodeState]:
+        assert self.run.cluster is not None
+        return {n.name: n.state for n in self.run.cluster.nodes}
+
+    def fresh_snapshot(self) -> ClusterSnapshot | None:
+        assert self.run.admin is not None
+        snap = self.run.admin.snapshot(offsets=False)
+        return snap if snap.reachable else self.run.snapshot()  # a paused broker can make a fresh one fail
+
+    def node_action(self, name: str, action: NodeAction) -> None:
+        assert self.run.cluster is not None
+        action.apply(self.run.cluster.node(name))
+
+    def producer_action(self, start: bool) -> None:
+        self._clients.start_producer() if start else self._clients.stop_producer()
+
+    def consumer_action(self, local_id: int, action: str) -> bool:
+        if action == "start":
+            self._clients.start_consumer(self.run.lab.consumer(local_id))
+            return True
+        return self._clients.end_consumer(local_id, crash=action == "crash")
+
+    def send_control(self, topic: str, word: str) -> int:
+        assert self.run.cluster is not None
+        return self.run.deps.send_control(self.run.cluster.bootstrap, topic, word)
+
+    def active_controller(self) -> str | None:
+        """KRaft: the node hosting the quorum's leader (None in ZooKeeper mode)."""
+        cluster = self.run.cluster
+        assert cluster is not None
+        if not cluster.spec.kraft:
+            return None
+        deadline = time.monotonic() + self.run.deps.timing.active_controller_wait_s
+        while (quorum := cluster.quorum(timeout_s=3.0)).leader is None:
+            if time.monotonic() > deadline:
+                raise KafkalabError(f"no active KRaft controller to act on: {quorum.error or 'no leader'}")
+            self.run.sleep(self.run.deps.timing.tick_s)
+        return cluster.node(quorum.leader).name
+
+    def create_topic(self, topic: str, timeout_s: float) -> None:
+        self.run.create_topic(topic, timeout_s)
+
+    def alter_topic(self, topic: str, configs: Mapping[str, str]) -> None:
+        assert self.run.admin is not None
+        self.run.admin.alter_topic_configs(topic, dict(configs))
+
+    def replicate(self, topic: str, replication_factor: int) -> str:
+        assert self.run.admin is not None and self.run.cluster is not None
+        snap = self.run.admin.snapshot(offsets=False)
+        plan = plan_replicas(snap.topic(topic), list(snap.brokers), replication_factor)
+        return self.run.deps.reassign(self.run.cluster.bootstrap, topic, plan)
+
+    def elect_preferred(self, topic: str) -> None:
+        assert self.run.admin is not None
+        partitions = next(t.partitions for t in self.run.lab.topics if t.name == topic)
+        self.run.admin.elect_preferred(topic, partitions)
+
+    def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str:
+        """Reset the group's offsets on the topics it has offsets for (else the lab's), once it is inactive."""
+        assert self.run.admin is not None
+        groups = Groups(self.run.admin)
+        topics = sorted({p.topic for p in groups.describe(group, wait_s=5.0).partitions}) or \
+            [t.name for t in self.run.lab.topics]
+        moves = groups.reset_when_inactive(group, topics, target, timeout_s)
+        again = sum(max(0, m.current - m.new) for m in moves if m.current is not None)
+        return f"{len(moves)} partition(s) {target.describe()}: {again:,} record(s) to read again"
+
+    def type_records(self, topic: str, lines: Sequence[str]) -> str:
+        """Send each line as a record (``key:value`` has a key), as `kafkalab type --key-sep :` does."""
+        assert self.run.cluster is not None
+        typer = RecordTyper(self.run.cluster.bootstrap, topic)
+        try:
+            outcomes = [typer.send(line, ":" if ":" in line else None) for line in lines]
+        finally:
+            typer.close()
+        return "; ".join(f"{o.line} -> {o.describe()}" for o in outcomes)
+
+    def live_metrics(self) -> dict[str, float]:
+        return self._clients.live_metrics()

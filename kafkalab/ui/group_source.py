@@ -1,0 +1,175 @@
+"""What the console's consumer-group and records panes show, fetched in thread workers.
+
+:class:`AdminGroupsFeed` describes every group of the cluster (keeping each group's total lag over time
+for the sparkline), plans and applies offset resets, follows the records of one topic/partition and
+sends typed records. Every method may block briefly and is called from a thread worker, never from the
+event loop; an unreachable cluster is a frame that says so.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kafkalab.admin import Admin, GroupDescription, Groups, OffsetMove, ResetTarget
+from kafkalab.clients.records import Outcome, Record, RecordTail, RecordTyper
+from kafkalab.errors import KafkalabError
+
+LAG_POINTS = 60  # the sparkline's width in polls
+RECORDS_KEPT = 200
+TAIL_START = 20  # the records pane starts this many records before each partition's end
+_OFFSET_TAIL_BASE = -2000  # librdkafka's RD_KAFKA_OFFSET_TAIL(n) is -2000 - n
+GROUPS_WAIT_S = 1.5
+
+
+@dataclass(frozen=True)
+class GroupsFrame:
+    groups: tuple[GroupDescription, ...] = ()
+    lag_history: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    error: str = ""  # the cluster did not answer (the panes keep their last values)
+
+
+@dataclass(frozen=True)
+class RecordsFrame:
+    topic: str = ""
+    partition: int | None = None  # None: every partition
+    records: tuple[Record, ...] = ()  # the newest last, at most RECORDS_KEPT
+    error: str = ""
+
+
+class GroupsFeed(Protocol):
+    def groups(self) -> GroupsFrame: ...
+    def plan_reset(self, group: str, topic_specs: list[str], target: ResetTarget) -> list[OffsetMove]: ...
+    def apply_reset(self, group: str, moves: list[OffsetMove]) -> None: ...
+    def watch(self, topic: str, partition: int | None) -> None: ...
+    def records(self) -> RecordsFrame: ...
+    def type_record(self, line: str, key_sep: str | None = ":") -> Outcome: ...
+    def close(self) -> None: ...
+
+
+def source_bootstrap(source: Any) -> Callable[[], str | None]:
+    """The bootstrap of the cluster a console source drives now, or None while it has none.
+
+    A bare cluster's source holds it as ``cluster``; a lab's source has the cluster of its current run
+    (a new one each run) in ``session.cluster``.
+    """
+
+    def current() -> str | None:
+        cluster = getattr(source, "cluster", None)
+        if cluster is None:
+            cluster = getattr(getattr(source, "session", None), "cluster", None)
+        return getattr(cluster, "bootstrap", None)
+
+    return current
+
+
+class AdminGroupsFeed:
+    """Groups and records of the cluster at ``bootstrap()`` (asked at every call: labs restart clusters)."""
+
+    def __init__(self, bootstrap: Callable[[], str | None], timeout_s: float = 1.0) -> None:
+        self._bootstrap = bootstrap
+        self._timeout_s = timeout_s
+        self._admin: Admin | None = None
+        self._lags: dict[str, deque[int]] = {}
+        self._lock = threading.Lock()
+        self._watch: tuple[str, int | None] | None = None
+        self._tail: RecordTail | None = None
+        self._tail_for: tuple[str, str, int | None] | None = None
+        self._records: deque[Record] = deque(maxlen=RECORDS_KEPT)
+        self._typer: RecordTyper | None = None
+        self._typer_for: tuple[str, str] | None = None
+
+    def _groups(self) -> Groups:
+        bootstrap = self._bootstrap()
+        if bootstrap is None:
+            raise KafkalabError("no cluster yet")
+        if self._admin is None or self._admin.bootstrap != bootstrap:
+            self._admin = Admin(bootstrap, timeout_s=self._timeout_s)
+            self._lags.clear()
+        return Groups(self._admin)
+
+    # ---- groups ----------------------------------------------------------------------------------
+    def groups(self) -> GroupsFrame:
+        try:
+            groups = self._groups()
+            listing = groups.list()
+        except KafkalabError as exc:
+            return GroupsFrame(error=str(exc), lag_history=self._history())
+        deadline = time.monotonic() + GROUPS_WAIT_S
+        described = tuple(groups.describe(g.group_id, wait_s=max(0.2, deadline - time.monotonic()))
+                          for g in listing)
+        for desc in described:
+            if desc.total_lag is not None:
+                self._lags.setdefault(desc.group_id, deque(maxlen=LAG_POINTS)).append(desc.total_lag)
+        return GroupsFrame(described, self._history())
+
+    def _history(self) -> dict[str, tuple[int, ...]]:
+        return {g: tuple(points) for g, points in self._lags.items()}
+
+    def plan_reset(self, group: str, topic_specs: list[str], target: ResetTarget) -> list[OffsetMove]:
+        return self._groups().plan_reset(group, topic_specs, target)
+
+    def apply_reset(self, group: str, moves: list[OffsetMove]) -> None:
+        self._groups().apply_reset(group, moves)
+
+    # ---- records ---------------------------------------------------------------------------------
+    def watch(self, topic: str, partition: int | None) -> None:
+        """Follow ``topic`` (one partition, or all): checked here, switched at the next :meth:`records`."""
+        ids = self._groups().partition_ids(topic)
+        if partition is not None and partition not in ids:
+            raise KafkalabError(f"topic {topic} has no partition {partition}: its partitions are 0..{len(ids) - 1}")
+        with self._lock:
+            self._watch = (topic, partition)
+
+    def records(self) -> RecordsFrame:
+        with self._lock:
+            watch = self._watch
+        bootstrap = self._bootstrap()
+        if watch is None or bootstrap is None:
+            return RecordsFrame()
+        topic, partition = watch
+        if self._tail_for != (bootstrap, topic, partition):
+            self._close_tail()
+            try:
+                ids = [partition] if partition is not None else self._groups().partition_ids(topic)
+            except KafkalabError as exc:
+                return RecordsFrame(topic, partition, error=str(exc))
+            self._tail = RecordTail(bootstrap, topic, ids, start=_OFFSET_TAIL_BASE - TAIL_START)
+            self._tail_for = (bootstrap, topic, partition)
+        assert self._tail is not None
+        try:
+            self._records.extend(self._tail.poll(0.2))
+        except KafkalabError as exc:
+            return RecordsFrame(topic, partition, tuple(self._records), error=str(exc))
+        return RecordsFrame(topic, partition, tuple(self._records))
+
+    def type_record(self, line: str, key_sep: str | None = ":") -> Outcome:
+        """Send ``key:value`` (or a plain value) to the watched topic and wait for its outcome."""
+        with self._lock:
+            watch = self._watch
+        bootstrap = self._bootstrap()
+        if watch is None or bootstrap is None:
+            return Outcome(line, error="pick a topic first (topic or topic:partition)")
+        if self._typer_for != (bootstrap, watch[0]):
+            if self._typer is not None:
+                self._typer.close()
+            self._typer = RecordTyper(bootstrap, watch[0])
+            self._typer_for = (bootstrap, watch[0])
+        assert self._typer is not None
+        return self._typer.send(line, key_sep if key_sep and key_sep in line else None)
+
+    def _close_tail(self) -> None:
+        if self._tail is not None:
+            self._tail.close()
+        self._tail, self._tail_for = None, None
+        self._records.clear()
+
+    def close(self) -> None:
+        self._close_tail()
+        if self._typer is not None:
+            self._typer.close()
+            self._typer = None

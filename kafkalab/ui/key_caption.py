@@ -1,0 +1,84 @@
+"""Captions of the keys a person presses, drawn by the console itself (`console --record --show-keys`), as
+screencast tools show them: the viewer of a recording sees which key did what."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from textual import events
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+SHOWN_S = 2.0  # a key's caption stays this long after the last key
+KEPT = 6  # keys shown at once, the newest last
+NAMES = {"space": "␣", "enter": "⏎", "escape": "esc", "left": "←", "right": "→", "up": "↑", "down": "↓",
+         "question_mark": "?"}
+
+
+def caption_of(event: events.Key) -> str:
+    if event.key in NAMES:
+        return NAMES[event.key]
+    if event.character and event.character.isprintable() and len(event.key) == 1:
+        return event.character
+    return event.key.replace("ctrl+", "Ctrl-").replace("shift+", "Shift-")
+
+
+class KeyCaption(Static):
+    DEFAULT_CSS = """
+    KeyCaption {
+        layer: _toastrack;
+        dock: bottom;
+        offset-y: -2;
+        width: auto;
+        height: 1;
+        padding: 0 1;
+        background: $accent;
+        color: $text;
+        text-style: bold;
+        display: none;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="key-caption")
+        self.keys: list[str] = []
+        self._last = 0.0
+
+    def on_mount(self) -> None:
+        self.set_interval(0.5, self._expire)
+
+    def press(self, key: str) -> None:
+        self.keys = [*self.keys, key][-KEPT:]
+        self._last = time.monotonic()
+        self.update("⌨  " + "  ".join(self.keys))
+        self.display = True
+
+    def _expire(self) -> None:
+        if self.display and time.monotonic() - self._last > SHOWN_S:
+            self.keys = []
+            self.display = False
+
+
+AppT = TypeVar("AppT", bound=App[Any])
+
+
+def with_key_captions(base: type[AppT]) -> type[AppT]:
+    """``base`` with a caption of every key pressed (seen before any widget or binding acts on it)."""
+
+    class Captioned(base):  # type: ignore[valid-type,misc]
+        caption: KeyCaption | None = None
+
+        def compose(self) -> Iterable[Any] | ComposeResult:
+            yield from super().compose()
+            self.caption = KeyCaption()
+            yield self.caption
+
+        async def on_event(self, event: events.Event) -> None:
+            if isinstance(event, events.Key) and not event.is_forwarded and self.caption is not None:
+                self.caption.press(caption_of(event))
+            await super().on_event(event)
+
+    Captioned.__name__ = f"Captioned{base.__name__}"
+    return Captioned

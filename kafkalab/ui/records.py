@@ -1,0 +1,129 @@
+"""The records pane: the last records of a chosen topic (or one partition) as they arrive, and a line to
+type a record (``key:value``) into it with its outcome shown, as an instructor shows per-partition order
+and queue against publish/subscribe live."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Input, Static
+
+from kafkalab.clients.records import Outcome, Record
+from kafkalab.errors import KafkalabError
+from kafkalab.ui.group_source import GroupsFeed, RecordsFrame
+
+RECORD_COLUMNS = (("partition", "part"), ("offset", "offset"), ("key", "key"), ("value", "value"),
+                  ("timestamp", "time"))
+VALUE_WIDTH = 40
+
+
+def parse_watch(text: str) -> tuple[str, int | None]:
+    """``topic`` or ``topic:partition``."""
+    topic, sep, part = text.strip().partition(":")
+    if not topic:
+        raise KafkalabError("name a topic: topic or topic:partition")
+    if not sep:
+        return topic, None
+    if not part.strip().isdigit():
+        raise KafkalabError(f"{text!r}: the partition after ':' must be a number, as in {topic}:0")
+    return topic, int(part)
+
+
+def record_row(r: Record) -> tuple[str, ...]:
+    stamp = "-" if r.timestamp_ms is None else time.strftime("%H:%M:%S", time.localtime(r.timestamp_ms / 1000)) + \
+        f".{r.timestamp_ms % 1000:03d}"
+    value = r.value_text if len(r.value_text) <= VALUE_WIDTH else r.value_text[:VALUE_WIDTH - 1] + "…"
+    return str(r.partition), str(r.offset), r.key_text, value, stamp
+
+
+def outcome_text(outcome: Outcome) -> Text:
+    if outcome.ok:
+        return Text.assemble((outcome.line, "bold"), "  → ", (outcome.describe(), "green"))
+    return Text.assemble((outcome.line, "bold"), "  → ", (outcome.describe(), "bold red"))
+
+
+class RecordsPane(Vertical):
+    def __init__(self, feed: GroupsFeed) -> None:
+        super().__init__(id="records")
+        self.feed = feed
+        self.shown: set[str] = set()
+        self.watching: tuple[str, int | None] | None = None
+        self.outcomes: list[Outcome] = []
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="topic or topic:partition to follow (enter)", id="records-watch")
+        table: DataTable[str] = DataTable(cursor_type="none", id="records-table")
+        yield table
+        yield Input(placeholder="key:value to send to the followed topic (enter)", id="records-type")
+        yield Static(Text("pick a topic, then type records", style="dim"), id="records-outcome")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in RECORD_COLUMNS:
+            table.add_column(label, key=key)
+
+    def show(self, frame: RecordsFrame) -> None:
+        table = self.query_one(DataTable)
+        if (frame.topic, frame.partition) != self.watching:
+            return  # a frame of the previous topic, or nothing followed yet
+        if frame.error:
+            self.say(Text(frame.error, style="red"))
+        keys = {f"{r.partition}/{r.offset}" for r in frame.records}
+        for gone in self.shown - keys:
+            table.remove_row(gone)
+        added = False
+        for r in frame.records:
+            key = f"{r.partition}/{r.offset}"
+            if key not in self.shown:
+                table.add_row(*record_row(r), key=key)
+                added = True
+        self.shown = keys
+        if added:
+            table.scroll_end(animate=False)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        if event.input.id == "records-watch":
+            try:
+                topic, partition = parse_watch(text)
+            except KafkalabError as exc:
+                self.say(Text(str(exc), style="red"))
+                return
+            self.run_worker(lambda: self._watch(topic, partition), thread=True, exit_on_error=False, group="records")
+        else:
+            event.input.value = ""
+            self.run_worker(lambda: self._type(text), thread=True, exit_on_error=False, group="records")
+
+    def _watch(self, topic: str, partition: int | None) -> None:
+        try:
+            self.feed.watch(topic, partition)
+        except KafkalabError as exc:
+            self.app.call_from_thread(self.say, Text(str(exc), style="red"))
+            return
+        self.app.call_from_thread(self._watching, topic, partition)
+
+    def _watching(self, topic: str, partition: int | None) -> None:
+        self.watching = (topic, partition)
+        self.query_one(DataTable).clear()
+        self.shown = set()
+        self.border_title = f"records of {topic}" + ("" if partition is None else f" partition {partition}")
+        self.say(Text(f"following {self.border_title.removeprefix('records of ')}", style="dim"))
+
+    def _type(self, line: str) -> None:
+        try:
+            outcome = self.feed.type_record(line)
+        except Exception as exc:  # a bad -D-like setting or a client that cannot start: shown, not raised
+            outcome = Outcome(line, error=str(exc) or type(exc).__name__)
+        self.app.call_from_thread(self._typed, outcome)
+
+    def _typed(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        self.say(outcome_text(outcome))
+
+    def say(self, text: Text) -> None:
+        self.query_one("#records-outcome", Static).update(text)

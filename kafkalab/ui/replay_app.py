@@ -1,0 +1,71 @@
+"""`kafkalab replay RUN_DIR`: the console on a finished run, with keys for speed, pause and scrubbing."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+
+from kafkalab.ui.app import LabConsole
+from kafkalab.ui.replay_source import SPEEDS, ReplaySource
+
+SCRUB_S = 5.0
+REPLAY_POLL_S = 0.25
+LIVE_ONLY = {"select_node", "node", "start_run", "stop_run", "reset_lab", "send_control", "edit_setting",
+             "edit_topic"}
+LINGER_S = 3.0  # with exit_at_end: the results stay on screen this long before the app quits
+
+
+class ReplayConsole(LabConsole):
+    # priority: the digits pick brokers in the live console, here they set the speed
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(str(int(s)), f"speed({s})", f"{int(s)}x", id=f"replay.speed.{int(s)}", priority=True)
+          for s in SPEEDS),
+        Binding("space", "pause", "Pause/Play", id="replay.pause", priority=True),
+        Binding("left", "seek(-5)", f"-{SCRUB_S:.0f}s", id="replay.back", priority=True),
+        Binding("right", "seek(5)", f"+{SCRUB_S:.0f}s", id="replay.forward", priority=True),
+    ]
+
+    def __init__(self, source: ReplaySource, *, exit_at_end: bool = False, **kwargs: object) -> None:
+        """``exit_at_end``: quit a few seconds after the run's end is shown (to render a recording)."""
+        kwargs.setdefault("poll_s", REPLAY_POLL_S)
+        super().__init__(source, source.broker_ids, boot=False, **kwargs)  # type: ignore[arg-type]
+        self.replay = source
+        self.exit_at_end = exit_at_end
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.show_position()
+        self.set_interval(0.25, self.show_position)
+
+    def show_position(self) -> None:
+        if not self.query("#topbar"):  # the app is closing: its widgets are gone
+            return
+        clock = self.replay.clock
+        state = "paused" if clock.paused else f"{clock.speed:g}x"
+        self.set_action(f"replay {state} · {clock.now():.1f}s of {clock.end:.1f}s · 1/2/4 speed, space pause, "
+                        "←/→ scrub")
+        if self.exit_at_end and clock.at_end and self.run_frame.report is not None and not self.quitting:
+            self.quitting = True
+            self.set_timer(LINGER_S, self.exit)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The live console's actions on the cluster and the run are not offered: a replay has neither."""
+        return action not in LIVE_ONLY and super().check_action(action, parameters)
+
+    def action_speed(self, speed: float) -> None:
+        self.replay.clock.set_speed(speed)
+        self.refresh_now()
+
+    def action_pause(self) -> None:
+        self.replay.clock.toggle_pause()
+        self.refresh_now()
+
+    def action_seek(self, delta_s: float) -> None:
+        self.replay.clock.seek(delta_s)
+        self.refresh_now()
+
+    def refresh_now(self) -> None:
+        self.show_position()
+        for poller in self.pollers:
+            poller.poll_now()

@@ -1,0 +1,236 @@
+"""A fake world for LabRun: cluster, admin, producer and consumers that model just enough of Kafka for a
+run's logic (fault order, triggers, drain, judging) to be tested in milliseconds without a JVM.
+
+The tests claim nothing about Kafka with these: leaders are the first running replica, the ISR is the
+running replicas, consumers get every partition and process what the producer acknowledged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
+from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
+from kafkalab.labs.model import ConsumerPlan, ProducerPlan
+from kafkalab.labs.run_deps import RunDeps, RunTiming
+
+FAST = RunTiming(tick_s=0.01, assign_timeout_s=2.0, drain_poll_s=0.01, drain_quiet_s=0.05, node_timeout_s=2.0,
+                 cluster_timeout_s=2.0)
+NODE_MOVES = {"stop": NodeState.STOPPED, "kill": NodeState.KILLED, "pause": NodeState.PAUSED,
+              "resume": NodeState.RUNNING, "start": NodeState.RUNNING, "restart": NodeState.RUNNING}
+
+
+class FakeNode:
+    def __init__(self, world: World, name: str, node_dir: Path) -> None:
+        self.world, self.name, self.node_dir = world, name, node_dir
+        self.state = NodeState.STOPPED
+
+    def _move(self, action: str) -> None:
+        self.world.actions.append((action, self.name, self.world.progress()))
+        self.state = NODE_MOVES[action]
+        for listener in self.world.cluster_listeners:
+            listener(self, self.state, action)
+
+    def start(self) -> None: self._move("start")
+    def stop(self) -> None: self._move("stop")
+    def kill(self) -> None: self._move("kill")
+    def pause(self) -> None: self._move("pause")
+    def resume(self) -> None: self._move("resume")
+    def restart(self) -> None: self._move("restart")
+
+
+class FakeCluster:
+    def __init__(self, world: World, spec: ClusterSpec) -> None:
+        self.world, self.spec = world, spec
+        names = ["zookeeper", *(f"broker-{b}" for b in range(1, spec.brokers + 1))]
+        self.nodes = [FakeNode(world, n, spec.state_dir / n) for n in names]
+        self.bootstrap = "fake:9092"
+        self.shut_down = False
+        self.shutdown_reason = ""
+
+    def add_listener(self, listener: Callable[[Any, NodeState, str], None]) -> None:
+        self.world.cluster_listeners.append(listener)
+
+    def start(self, timeout: float, progress: Callable[[str], None]) -> None:
+        for node in self.nodes:
+            node.state = NodeState.RUNNING
+        progress("fake cluster up")
+
+    def node(self, ref: int | str) -> FakeNode:
+        name = f"broker-{ref}" if isinstance(ref, int) else ref
+        return next(n for n in self.nodes if n.name == name)
+
+    def running_brokers(self) -> list[int]:
+        return [int(n.name.split("-")[1]) for n in self.nodes[1:] if n.state == NodeState.RUNNING]
+
+    def infos(self) -> list[NodeInfo]:
+        return []
+
+    def shutdown(self, graceful: bool = True, reason: str = "") -> None:
+        self.shut_down, self.shutdown_reason = True, reason
+        for node in self.nodes:
+            node.state = NodeState.STOPPED
+
+
+class FakeAdmin:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.topics: dict[str, tuple[int, int]] = {}  # name -> (partitions, replication factor)
+
+    def snapshot(self, offsets: bool = True, internal: bool = False, wait_s: float | None = None) -> ClusterSnapshot:
+        cluster = self.world.cluster
+        assert cluster is not None
+        live = cluster.running_brokers()
+        parts = []
+        for topic, (count, rf) in self.topics.items():
+            for p in range(count):
+                replicas = tuple(1 + (p + i) % cluster.spec.brokers for i in range(rf))
+                isr = tuple(b for b in replicas if b in live)
+                parts.append(PartitionState(topic, p, isr[0] if isr else None, replicas, isr))
+        return ClusterSnapshot(time.time(), True, controller=live[0] if live else None, brokers=tuple(live),
+                               partitions=tuple(parts))
+
+    def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str], timeout_s: float) -> None:
+        self.topics[name] = (partitions, rf)
+
+    def wait_for_leaders(self, name: str, timeout_s: float = 30.0) -> None:
+        pass
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.world.altered.append((name, dict(configs)))
+
+
+class FakeProducer:
+    """Acknowledges ``world.rate`` records per second until ``total``; ``world.stuck`` holds it at 0."""
+
+    def __init__(self, world: World, plan: ProducerPlan, on_event: EventCallback) -> None:
+        self.world = world
+        self.total = plan.config.total
+        self.on_event = on_event
+        self.started_at: float | None = None
+        self.stopped_at_acked: int | None = None
+
+    def _acked(self) -> int:
+        if self.started_at is None or self.world.stuck:
+            return 0 if self.stopped_at_acked is None else self.stopped_at_acked
+        if self.stopped_at_acked is not None:
+            return self.stopped_at_acked
+        return min(self.total, int((time.monotonic() - self.started_at) * self.world.rate))
+
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+
+    def stop(self, drain: bool = True) -> None:
+        self.stopped_at_acked = self._acked()
+
+    def join(self, timeout: float | None = None) -> bool:
+        return True
+
+    @property
+    def running(self) -> bool:
+        return self.started_at is not None and self.stopped_at_acked is None and self._acked() < self.total
+
+    def stats(self) -> ProducerStats:
+        acked = self._acked()
+        state = (ClientState.STARTING if self.started_at is None
+                 else ClientState.RUNNING if self.running else ClientState.FINISHED)
+        return ProducerStats("producer", state, acked, acked, {}, 0, 0, 0.0, self.total)
+
+
+class FakeConsumer:
+    """Gets every partition ``world.assign_after_s`` after it started; processes what was acknowledged, unless
+    ``world.lagging`` (then its lag never reaches 0)."""
+
+    def __init__(self, world: World, plan: ConsumerPlan, on_event: EventCallback) -> None:
+        self.world, self.plan, self.on_event = world, plan, on_event
+        self.name = plan.name
+        self.started_at: float | None = None
+        self.state = ClientState.STARTING
+        self.announced = False
+        self.stop_calls = 0
+
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self.state = ClientState.RUNNING
+
+    def stop(self) -> None:
+        self.stop_calls += 1
+        self.state = ClientState.FINISHED
+
+    def crash(self) -> None:
+        self.state = ClientState.CRASHED
+
+    def join(self, timeout: float | None = None) -> bool:
+        return True
+
+    @property
+    def running(self) -> bool:
+        return self.state == ClientState.RUNNING
+
+    def _assignment(self) -> tuple[int, ...]:
+        if not self.running or self.started_at is None:
+            return ()
+        if time.monotonic() - self.started_at < self.world.assign_after_s:
+            return ()
+        parts = tuple(range(self.world.partitions))
+        if not self.announced:
+            self.announced = True
+            self.on_event(ClientEvent(time.time(), self.name, "assigned", partitions=parts))
+        return parts
+
+    def stats(self) -> ConsumerStats:
+        parts = self._assignment()
+        producer = self.world.producer
+        processed = producer.stats().acked if producer is not None and parts else 0
+        lag = {p: (1 if self.world.lagging else 0) for p in parts}
+        return ConsumerStats(self.name, self.plan.group, self.state, "stable", processed, processed, 0.0, parts,
+                             lag=lag)
+
+
+class World:
+    """Everything the fakes share, and what the tests read back."""
+
+    def __init__(self, rate: float = 10000.0, partitions: int = 3) -> None:
+        self.rate = rate
+        self.partitions = partitions
+        self.stuck = False
+        self.lagging = False
+        self.assign_after_s = 0.0
+        self.report: dict[str, Any] = {"verdict": "nothing lost", "lost": 0, "duplicated": 0}
+        self.cluster: FakeCluster | None = None
+        self.producer: FakeProducer | None = None
+        self.consumers: list[FakeConsumer] = []
+        self.cluster_listeners: list[Callable[[Any, NodeState, str], None]] = []
+        self.actions: list[tuple[str, str, float]] = []  # (action, node, producer progress then)
+        self.altered: list[tuple[str, dict[str, str]]] = []
+
+    def progress(self) -> float:
+        return self.producer.stats().acked / self.producer.total if self.producer is not None else 0.0
+
+    def deps(self, timing: RunTiming = FAST) -> RunDeps:
+        def cluster(spec: ClusterSpec) -> FakeCluster:
+            self.cluster = FakeCluster(self, spec)
+            return self.cluster
+
+        def producer(plan: ProducerPlan, _dir: Path, _bootstrap: str, on_event: EventCallback, _seed: int) -> Any:
+            self.producer = FakeProducer(self, plan, on_event)
+            return self.producer
+
+        def consumer(plan: ConsumerPlan, _dir: Path, _bootstrap: str, on_event: EventCallback) -> Any:
+            self.consumers.append(FakeConsumer(self, plan, on_event))
+            return self.consumers[-1]
+
+        def audit(_bootstrap: str, _topic: str, run_dir: Path) -> Path:
+            (run_dir / "audit.csv").write_text("")
+            return run_dir / "audit.csv"
+
+        return RunDeps(
+            cluster=cluster, admin=lambda _b: FakeAdmin(self), producer=producer,  # type: ignore[arg-type,return-value]
+            consumer=consumer, audit=audit, analyze=lambda _d, _a, _l: dict(self.report),
+            send_control=lambda _b, _t, _w: self.partitions, reassign=lambda _b, _t, _p: "reassigned",
+            timing=timing,
+        )

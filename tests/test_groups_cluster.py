@@ -1,0 +1,226 @@
+"""Consumer groups, `tail` and `type` on a real cluster, through the real `kafkalab` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+
+from kafkalab.admin import Admin
+from kafkalab.cluster import Cluster
+from tests.helpers import wait_until
+from tests.test_cli_cluster import assert_one_line_error
+
+KAFKALAB = os.environ.get("KAFKALAB", str(Path(sys.executable).with_name("kafkalab")))
+
+pytestmark = pytest.mark.cluster
+
+
+def kafkalab(cluster: Cluster, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KAFKALAB, *args, "--bootstrap", cluster.bootstrap], input=stdin, capture_output=True,
+                          text=True, timeout=120)
+
+
+def produce(cluster: Cluster, topic: str, count: int, partition: int | None = None, prefix: str = "v") -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(count):
+        kwargs = {} if partition is None else {"partition": partition}
+        producer.produce(topic, key=f"k{i}", value=f"{prefix}{i}", **kwargs)
+    assert producer.flush(30) == 0
+
+
+def plain_consumer(cluster: Cluster, group: str) -> Consumer:
+    """A consumer as a person's own app would make it: nothing of kafkalab's."""
+    return Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": "plain-app",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+
+
+def committed(admin: Admin, group: str) -> dict[int, int]:
+    """The group's committed offsets per partition, read back with the admin API."""
+    result = admin.client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+    return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def commit(cluster: Cluster, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit ``offsets`` for ``group`` as a member that then leaves, so the group is Empty."""
+    consumer = plain_consumer(cluster, group)
+    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    consumer.close()
+
+
+@pytest.fixture
+def active_member(cluster: Cluster) -> Iterator[Callable[[str, str], Consumer]]:
+    consumers: list[Consumer] = []
+
+    def join(group: str, topic: str) -> Consumer:
+        consumer = plain_consumer(cluster, group)
+        consumer.subscribe([topic])
+        consumers.append(consumer)
+        wait_until(lambda: consumer.poll(0.2) is not None or consumer.assignment(), 60, what=f"{group} assigned")
+        return consumer
+
+    yield join
+    for consumer in consumers:
+        consumer.close()
+
+
+def test_describe_lag_is_log_end_minus_committed(cluster: Cluster, admin: Admin,
+                                                 topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=3)
+    produce(cluster, topic, 60)
+    group = f"{topic}-g"
+    consumer = plain_consumer(cluster, group)
+    consumer.subscribe([topic])
+    read = 0
+    deadline = time.monotonic() + 60
+    while read < 25 and time.monotonic() < deadline:  # a partial consume
+        read += sum(1 for m in consumer.consume(25 - read, 1.0) if not m.error())
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    ends = admin.end_offsets([(topic, p) for p in range(3)])
+    held = committed(admin, group)
+    assert 0 < sum(held.values()) < sum(ends.values())
+
+    data = json.loads(kafkalab(cluster, "group", "describe", group, "--json").stdout)
+    assert data["state"] == "Empty" and data["coordinator"]
+    rows = {row["partition"]: row for row in data["partitions"]}
+    for p in held:
+        assert rows[p]["current_offset"] == held[p]
+        assert rows[p]["log_end_offset"] == ends[(topic, p)]
+        assert rows[p]["lag"] == ends[(topic, p)] - held[p]
+    text = kafkalab(cluster, "group", "describe", group).stdout.splitlines()
+    assert "STATE Empty" in text[0] and "COORDINATOR" in text[0] and "ASSIGNMENT-STRATEGY" in text[0]
+    assert text[2].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                               "CONSUMER-ID", "HOST", "CLIENT-ID"]
+
+
+def test_reset_moves_committed_offsets(cluster: Cluster, admin: Admin, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, 10, partition=0, prefix="old")
+    produce(cluster, topic, 10, partition=1, prefix="old")
+    time.sleep(1.1)
+    between = datetime.now().astimezone().isoformat(timespec="milliseconds")
+    time.sleep(1.1)
+    produce(cluster, topic, 5, partition=0, prefix="new")
+    group = f"{topic}-g"
+    commit(cluster, group, topic, {0: 15, 1: 10})
+
+    dry = kafkalab(cluster, "group", "reset", group, "--topic", topic, "--to-earliest", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines()[0].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+    assert committed(admin, group) == {0: 15, 1: 10}, "a dry run commits nothing"
+
+    assert kafkalab(cluster, "group", "reset", group, "--topic", topic, "--to-earliest", "--execute").returncode == 0
+    assert committed(admin, group) == {0: 0, 1: 0}
+
+    out = kafkalab(cluster, "group", "reset", group, "--topic", f"{topic}:1", "--to-offset", "7", "--execute")
+    assert out.returncode == 0 and out.stdout.splitlines()[1].split() == [group, topic, "1", "7"]
+    assert committed(admin, group) == {0: 0, 1: 7}
+
+    out = kafkalab(cluster, "group", "reset", group, "--topic", topic, "--to-datetime", between, "--execute")
+    assert out.returncode == 0, out.stderr
+    assert committed(admin, group) == {0: 10, 1: 10}, "the first record after the time, else the log end"
+
+    out = kafkalab(cluster, "group", "reset", group, "--topic", f"{topic}:0", "--shift-by", "-4", "--execute")
+    assert out.returncode == 0 and committed(admin, group) == {0: 6, 1: 10}
+
+
+def test_reset_refused_while_a_member_is_active(cluster: Cluster, admin: Admin, topic_factory: Callable[..., str],
+                                               active_member: Callable[[str, str], Consumer]) -> None:
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, 10)
+    group = f"{topic}-g"
+    commit(cluster, group, topic, {0: 1, 1: 1})
+    active_member(group, topic)
+    result = kafkalab(cluster, "group", "reset", group, "--topic", topic, "--to-latest", "--execute")
+    assert_one_line_error(result, group, "inactive", "stop its consumers")
+    assert committed(admin, group) == {0: 1, 1: 1}
+
+
+def test_a_plain_consumers_group_is_listed_and_described(cluster: Cluster, topic_factory: Callable[..., str],
+                                                         active_member: Callable[[str, str], Consumer]) -> None:
+    topic = topic_factory(partitions=3)
+    group = f"{topic}-plain"
+    active_member(group, topic)
+    listed = kafkalab(cluster, "group", "list")
+    assert listed.returncode == 0 and [group, "Stable"] in [line.split() for line in listed.stdout.splitlines()]
+    members = kafkalab(cluster, "group", "describe", group, "--members").stdout.splitlines()
+    assert "STATE Stable" in members[0] and "ASSIGNMENT-STRATEGY range" in members[0]
+    row = members[3].split()
+    assert row[0] == group and row[3] == "plain-app" and row[4] == "3"
+    data = json.loads(kafkalab(cluster, "group", "describe", group, "--json").stdout)
+    assert {p["partition"] for p in data["partitions"]} == {0, 1, 2}
+    assert {p["client_id"] for p in data["partitions"]} == {"plain-app"}
+
+
+def test_tail_prints_a_partition_in_offset_order(cluster: Cluster, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=3)
+    produce(cluster, topic, 40, partition=1)
+    produce(cluster, topic, 5, partition=2, prefix="other")
+    out = kafkalab(cluster, "tail", topic, "--partition", "1", "--from-beginning", "--exit", "--format", "%p %o %k %s")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"1 {i} k{i} v{i}" for i in range(40)]
+
+
+def test_tail_leaves_cleanly_on_ctrl_c(cluster: Cluster, admin: Admin, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, 3)
+    group = f"{topic}-tail"
+    proc = subprocess.Popen([KAFKALAB, "tail", topic, "--group", group, "--from-beginning", "--bootstrap",
+                             cluster.bootstrap], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline().strip() for _ in range(3)]  # type: ignore[union-attr]
+        assert lines == ["v0", "v1", "v2"]
+    finally:
+        proc.send_signal(2)
+        proc.wait(30)
+    assert proc.returncode == 0
+    assert committed(admin, group) == {0: 3}
+    state = json.loads(kafkalab(cluster, "group", "describe", group, "--json").stdout)["state"]
+    assert state == "Empty", "Ctrl-C leaves the group"
+
+
+def test_type_sends_each_line_and_prints_its_offset(cluster: Cluster, topic_factory: Callable[..., str]) -> None:
+    topic = topic_factory(partitions=3)
+    out = kafkalab(cluster, "type", topic, "--key-sep", ":", "-D", "producer.acks=all",
+                   stdin="alpha:one\nbeta:two\nalpha:three\n")
+    assert out.returncode == 0, out.stderr
+    landed = []
+    for line, sent in zip(out.stdout.splitlines(), ["alpha:one", "beta:two", "alpha:three"], strict=True):
+        text, outcome = line.split("\t")
+        words = outcome.split()
+        assert text == sent and words[0] == "partition" and words[2] == "offset"
+        landed.append((int(words[1]), int(words[3])))
+    assert landed[0][0] == landed[2][0] and landed[2][1] == landed[0][1] + 1, "one key, one partition, in order"
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"{topic}-check"})
+    try:
+        for (partition, offset), sent in zip(landed, ["alpha:one", "beta:two", "alpha:three"], strict=True):
+            reader.assign([TopicPartition(topic, partition, offset)])
+            msg = wait_until(lambda: reader.poll(0.5), 30, what="the typed record")
+            assert f"{msg.key().decode()}:{msg.value().decode()}" == sent
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["group", "describe", "no-such-group"], ["no-such-group", "does not exist"]),
+    (["group", "delete", "no-such-group"], ["no-such-group", "does not exist"]),
+    (["group", "reset", "g", "--topic", "TOPIC", "--to-datetime", "yesterday"], ["--to-datetime", "ISO"]),
+    (["group", "reset", "g", "--topic", "TOPIC:5", "--to-latest"], ["no partition 5", "0..1"]),
+    (["tail", "TOPIC", "--partition", "9"], ["no partition 9"]),
+    (["tail", "no-such-topic"], ["no-such-topic", "does not exist"]),
+    (["type", "TOPIC", "-D", "producer.acks=7"], ["producer.acks=7"]),
+])
+def test_bad_input_is_one_line_and_exit_2(cluster: Cluster, topic_factory: Callable[..., str], args: list[str],
+                                          words: list[str]) -> None:
+    topic = topic_factory(partitions=2, replication_factor=1)
+    result = kafkalab(cluster, *[a.replace("TOPIC", topic) for a in args], stdin="")
+    assert_one_line_error(result, *words)

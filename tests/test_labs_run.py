@@ -1,0 +1,295 @@
+"""A run's logic with a fake cluster and fake clients (tests/lab_fakes.py): fault order, triggers, the
+drain's end, judging and a stop mid-run, in milliseconds. Kafka's own behaviour is tested on real clusters
+(tests/test_labs_cluster.py); here only LabRun's decisions are claimed."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+from kafkalab.cluster import NodeState
+from kafkalab.labs import LabSession, Phase, load_lab
+from kafkalab.labs.events import Event, EventKind, FaultEvent
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import RunResult
+from kafkalab.labs.run import LabRun
+from tests.lab_fakes import World
+
+BASE = """\
+[lab]
+id = "fake"
+title = "Fake"
+teaches = "run logic"
+why = "fakes"
+instructions = "run it"
+drain = {drain}
+
+[[topic]]
+name = "test-topic"
+partitions = 3
+
+[producer]
+"producer.num-records-per-roll" = 1000
+
+[[consumer]]
+local_id = 1
+"""
+
+
+def lab_of(tmp_path: Path, extra: str, drain: float = 30) -> Lab:
+    path = tmp_path / "fake.toml"
+    extra = textwrap.dedent(extra)
+    if "[expect]" not in extra:
+        extra += '\n[expect]\n"producer.acked" = "== 1000"\n'
+    path.write_text(BASE.format(drain=drain) + extra)
+    return load_lab(path)
+
+
+def execute(tmp_path: Path, lab: Lab, world: World) -> tuple[LabRun, RunResult]:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    run = LabRun(lab, run_dir, world.deps(), seed=3)
+    return run, run.execute()
+
+
+def kinds(run: LabRun, kind: EventKind) -> list[Event]:
+    return run.timeline.events(kind)
+
+
+def test_faults_fire_in_order_on_progress_and_isr(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [[fault]]
+        at = "progress 30%"
+        do = "kill"
+        on = "leader test-topic/0"
+
+        [[fault]]
+        at = "isr test-topic/0 < 3"
+        do = "note"
+        note = "the ISR shrank"
+
+        [[fault]]
+        at = "after 0s"
+        do = "start"
+        on = "same"
+
+        [[fault]]
+        at = "isr test-topic/0 == 3"
+        do = "check"
+        expect = "producer.acked > 0"
+
+        [expect]
+        lost = "== 0"
+    """)
+    world = World()
+    run, result = execute(tmp_path, lab, world)
+    assert result.outcome == "passed", result.failures
+    assert [f.state for f in result.faults] == ["fired"] * 4
+    fired = [f.fired_at for f in result.faults]
+    assert fired == sorted(fired)
+    (kill, start) = world.actions
+    assert (kill[0], kill[1]) == ("kill", "broker-1") and kill[2] >= 0.3  # leader of test-topic/0
+    assert (start[0], start[1]) == ("start", "broker-1")
+    assert [e.action for e in kinds(run, EventKind.FAULT) if isinstance(e, FaultEvent)] == ["kill", "start"]
+    assert [e.detail for e in kinds(run, EventKind.NOTE)] == ["the ISR shrank"]
+    assert result.checks[0].held and result.checks[0].text == "producer.acked > 0"
+    saved = json.loads((result.run_dir / "timeline.json").read_text())
+    assert set(saved) == {"lab", "started_at", "events"}
+    by_kind: dict[str, dict[str, object]] = {}
+    for e in saved["events"]:
+        by_kind.setdefault(e["kind"], e)  # the first of each kind
+    assert set(by_kind["fault"]) == {"t", "ts", "kind", "source", "detail", "action", "targets", "trigger"}
+    assert by_kind["fault"]["targets"] == ["broker-1"]
+    assert by_kind["leader-change"]["topic"] == "test-topic" and by_kind["leader-change"]["isr"] == [2, 3]
+    assert set(by_kind["leader-change"]) >= {"partition", "leader", "previous"}
+    assert by_kind["node"]["state"] == "killed" and by_kind["check"]["held"] is True
+
+
+def test_assigned_trigger_waits_for_the_late_consumer(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [[consumer]]
+        local_id = 2
+        start = false
+
+        [[fault]]
+        at = "start"
+        do = "start"
+        on = "consumer 2"
+
+        [[fault]]
+        at = "assigned consumer 2"
+        do = "stop"
+        on = "broker 3"
+    """)
+    world = World()
+    world.assign_after_s = 0.1
+    run, result = execute(tmp_path, lab, world)
+    assert result.outcome == "passed", result.failures
+    events = run.timeline.events()
+    assigned = next(i for i, e in enumerate(events)
+                    if e.kind == EventKind.CONSUMER_ASSIGNED and e.source == "consumer-2")
+    stopped = next(i for i, e in enumerate(events) if isinstance(e, FaultEvent) and e.action == "stop")
+    assert assigned < stopped
+    assert [c.name for c in world.consumers] == ["consumer-1", "consumer-2"]
+
+
+def test_drain_ends_once_consumers_caught_up(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, "", drain=60)
+    world = World()
+    run, result = execute(tmp_path, lab, world)
+    assert result.passed
+    phases = {e.detail: e.t for e in kinds(run, EventKind.PHASE)}
+    assert phases["auditing"] - phases["draining"] < lab.drain_s  # ended by catching up, not by the limit
+    assert [c.stop_calls for c in world.consumers] == [1]
+
+
+def test_drain_ends_at_its_limit_when_lag_stays(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, "", drain=0.3)
+    world = World()
+    world.lagging = True
+    run, result = execute(tmp_path, lab, world)
+    phases = {e.detail: e.t for e in kinds(run, EventKind.PHASE)}
+    assert phases["auditing"] - phases["draining"] >= 0.3
+    assert [c.state for c in world.consumers] == ["finished"]
+    assert result.passed  # a lagging consumer is not a failed run by itself
+
+
+def test_a_failed_expectation_is_named(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [expect]
+        lost = "> 0"
+        "producer.acked" = "== 1000"
+    """)
+    world = World()
+    _run, result = execute(tmp_path, lab, world)
+    assert result.outcome == "failed"
+    assert result.failures == ["lost > 0 (was 0)"]
+    saved = json.loads((result.run_dir / "result.json").read_text())
+    assert saved["failures"] == ["lost > 0 (was 0)"] and saved["passed"] is False
+
+
+def test_a_trigger_that_never_comes_misses_the_rest(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [[fault]]
+        at = "acked 999999"
+        do = "kill"
+        on = "broker 2"
+        timeout = 0.2
+
+        [[fault]]
+        at = "start"
+        do = "note"
+    """)
+    world = World()
+    _run, result = execute(tmp_path, lab, world)
+    assert [f.state for f in result.faults] == ["missed", "missed"]
+    assert result.outcome == "failed" and result.metrics["faults.missed"] == 2
+    assert result.failures[0].startswith("fault 1 (kill broker 2 at acked 999999) missed: 'acked 999999'")
+    assert world.actions == []
+
+
+def test_stop_mid_run_leaves_a_complete_result(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [[fault]]
+        at = "progress 50%"
+        do = "kill"
+        on = "broker 2"
+    """)
+    world = World()
+    world.stuck = True  # the producer never gets an acknowledgment: the run goes on until stopped
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    run = LabRun(lab, run_dir, world.deps(), seed=3)
+    thread = threading.Thread(target=run.execute)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while run.phase != Phase.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.01)
+    run.stop()
+    thread.join(10)
+    assert not thread.is_alive()
+    saved = json.loads((run_dir / "result.json").read_text())
+    assert saved["outcome"] == "stopped" and saved["seed"] == 3
+    assert set(saved) >= {"lab", "run_dir", "failures", "expectations", "checks", "faults", "metrics", "duration_s"}
+    assert [f["state"] for f in saved["faults"]] == ["waiting"]
+    assert json.loads((run_dir / "timeline.json").read_text())["events"]
+    assert world.cluster is not None and world.cluster.shut_down
+    assert not any(c.running for c in world.consumers)
+    assert run.phase == Phase.STOPPED
+
+
+def test_session_runs_with_fakes_and_keeps_state_after(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [expect]
+        "producer.acked" = "== 1000"
+    """)
+    world = World()
+    session = LabSession(lab, tmp_path / "runs", seed=5, deps=world.deps())
+    events: list[str] = []
+    session.add_listener(lambda e: events.append(e.kind))
+    result = session.run()
+    assert result.passed and result.seed == 5
+    state = session.state()
+    assert state.phase == Phase.DONE and state.result is result and state.run_dir == result.run_dir
+    assert {"phase", "timeline", "message", "result"} <= set(events)
+    session.reset()
+    assert session.state().phase == Phase.IDLE and session.cluster is None
+
+
+def test_a_kept_cluster_outlives_its_run_until_the_next_run_or_reset_ends_it(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [expect]
+        "producer.acked" = "== 1000"
+    """)
+    world = World()
+    session = LabSession(lab, tmp_path / "runs", seed=5, deps=world.deps(), keep_cluster=True)
+    assert session.run().passed
+    first = world.cluster
+    assert first is not None and not first.shut_down, "the run's teardown ended a kept cluster"
+    assert all(n.state == NodeState.RUNNING for n in first.nodes)
+    assert session.cluster is first  # the console keeps showing it
+    session.run()
+    assert first.shut_down and first.shutdown_reason == "the next run starts a fresh cluster"
+    second = world.cluster
+    assert second is not first and not second.shut_down
+    session.reset()
+    assert second.shut_down and second.shutdown_reason == "run reset"
+    assert not any(n.state == NodeState.KILLED for n in [*first.nodes, *second.nodes])
+
+
+def test_without_keep_the_run_ends_its_cluster_as_stopped_not_killed(tmp_path: Path) -> None:
+    world = World()
+    session = LabSession(lab_of(tmp_path, ""), tmp_path / "runs", seed=5, deps=world.deps())
+    session.run()
+    assert world.cluster is not None and world.cluster.shutdown_reason == "run ended"
+
+
+def test_a_fault_expected_to_fail_fires_when_it_fails_and_fails_when_it_succeeds(tmp_path: Path) -> None:
+    """`fails = true` (quorum-loss's topic creation): failing is the lesson; succeeding is what went wrong."""
+    lab = lab_of(tmp_path, """
+        [[topic]]
+        name = "later"
+        create = false
+
+        [[fault]]
+        at = "start"
+        do = "kill"
+        on = "leader later/0"
+        fails = true
+
+        [[fault]]
+        at = "start"
+        do = "create"
+        on = "topic later"
+        fails = true
+    """)
+    world = World()
+    _run, result = execute(tmp_path, lab, world)
+    assert [f.state for f in result.faults] == ["fired", "failed"]
+    assert result.faults[0].detail.startswith("failed, as the lab expects: leader later/0 names no node")
+    assert result.faults[1].detail == "succeeded, but the lab expects it to fail"
+    assert result.metrics["faults.failed"] == 1 and result.metrics["faults.missed"] == 1
+    assert result.outcome == "failed" and world.actions == []

@@ -1,0 +1,169 @@
+"""`kafkalab replay`: a run recorded by a real `kafkalab run leader-failover --headless --free-ports --seed 7`
+(tests/recorded/leader-failover: its small files only, lab.toml, timeline.json, recording.jsonl, result.json,
+report.json; its clients lines re-encoded as changes when the recorder began to write them so), replayed in
+the console with Pilot: the table's leaders move as the live run's timeline says, the keys drive the clock."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual.widgets import Static
+
+from kafkalab.labs.recording import RecordedRun, read_recording
+from kafkalab.ui.partitions import PartitionTable
+from kafkalab.ui.replay_app import ReplayConsole
+from kafkalab.ui.replay_source import ReplayClock, ReplaySource
+from tests.test_ui_app import sync
+
+RUN_DIR = Path(__file__).parent / "recorded" / "leader-failover"
+SIZE = (160, 48)
+LOOK_S = 0.02  # how often the test reads the table (the replay polls every 0.05 s here)
+
+
+def timeline_changes(run_dir: Path) -> list[tuple[float, str, int]]:
+    """(t, partition, new leader) of the live run's leader changes on the lab's topics, in time order."""
+    events = json.loads((run_dir / "timeline.json").read_text())["events"]
+    return [(e["t"], f"{e['topic']}/{e['partition']}", e["leader"]) for e in events
+            if e["kind"] == "leader-change" and not e["topic"].startswith("__") and e["leader"] is not None]
+
+
+def leaders_on_screen(app: ReplayConsole) -> dict[str, str]:
+    table = app.query_one(PartitionTable)
+    return {str(key.value): table.get_cell(key, "leader").plain.strip() for key in table.rows}
+
+
+@sync
+async def test_replay_at_4x_shows_the_live_runs_leader_changes_in_order() -> None:
+    expected = timeline_changes(RUN_DIR)
+    assert len(expected) >= 2, "the recorded run must hold leader changes to compare"
+    app = ReplayConsole(ReplaySource(RUN_DIR, speed=4.0), exit_at_end=False, poll_s=0.05)
+    seen: list[tuple[str, int]] = []  # (partition, new leader) in the order the screen showed them
+    async with app.run_test(size=SIZE) as pilot:
+        shown: dict[str, str] = {}
+        for _ in range(int(600 / LOOK_S)):
+            now = leaders_on_screen(app)
+            for key, leader in now.items():
+                if leader == "none" or leader.endswith("✗"):  # no leader, or one known down: no election yet
+                    continue
+                if key in shown and shown[key] != leader:
+                    seen.append((key, int(leader)))
+                shown[key] = leader
+            if app.run_frame.report is not None:
+                break
+            await asyncio.sleep(LOOK_S)
+        await pilot.pause()
+        verdict = str(app.query_one("#verdict", Static).render())
+        assert json.loads((RUN_DIR / "report.json").read_text())["verdict"][:40] in " ".join(verdict.split())
+    wanted = screen_changes(expected, _first_leaders(RUN_DIR))
+    for key in {k for _t, k, _lead in wanted}:
+        assert [lead for k, lead in seen if k == key] == [lead for _t, k, lead in wanted if k == key], key
+    # across partitions: a change the live run made clearly later (> 1 s) is shown later
+    shown_at = nth_positions(seen)
+    order = [(t, shown_at[(key, n)]) for (t, key, _lead), n in zip(wanted, occurrence(k for _t, k, _l in wanted),
+                                                                    strict=True)]
+    assert all(i1 < i2 for t1, i1 in order for t2, i2 in order if t2 - t1 > 1.0), order
+
+
+def screen_changes(changes: list[tuple[float, str, int]], first: dict[str, int]) -> list[tuple[float, str, int]]:
+    """The changes a table of leaders shows: a partition back to the leader it had before going leaderless
+    ("none") has not changed on screen."""
+    current = dict(first)
+    out = []
+    for t, key, leader in changes:
+        if current.get(key) != leader:
+            out.append((t, key, leader))
+            current[key] = leader
+    return out
+
+
+def occurrence(keys: Iterable[str]) -> list[int]:
+    """1 for a key's first appearance, 2 for its second ..."""
+    counts: dict[str, int] = {}
+    out = []
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+        out.append(counts[key])
+    return out
+
+
+def nth_positions(seen: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    return {(key, n): i for i, ((key, _lead), n) in enumerate(zip(seen, occurrence(k for k, _ in seen), strict=True))}
+
+
+def _first_leaders(run_dir: Path) -> dict[str, int]:
+    first = next(line for line in read_recording(run_dir) if line["kind"] == "snapshot")
+    return {f"{topic}/{partition}": leader for topic, partition, leader, *_ in first["partitions"]}
+
+
+@sync
+async def test_keys_set_speed_pause_and_scrub() -> None:
+    source = ReplaySource(RUN_DIR, speed=1.0)
+    app = ReplayConsole(source, poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        assert source.clock.paused
+        at = source.clock.now()
+        await pilot.press("right", "right")
+        assert abs(source.clock.now() - (at + 10.0)) < 0.01
+        await pilot.press("left")
+        assert abs(source.clock.now() - (at + 5.0)) < 0.01
+        await pilot.press("4")
+        assert source.clock.speed == 4.0 and source.clock.paused
+        await pilot.pause()
+        assert "replay paused" in str(app.query_one("#topbar", Static).render())
+        await pilot.press("k")  # a live console's kill: not offered in a replay
+        await pilot.pause()
+        assert app.selected is None
+
+
+def test_clock_stays_within_the_run_and_moves_at_its_speed() -> None:
+    wall = [100.0]
+    clock = ReplayClock(-10.0, 50.0, speed=2.0, wall=lambda: wall[0])
+    wall[0] += 5
+    assert clock.now() == 0.0
+    clock.seek(-100)
+    assert clock.now() == -10.0
+    clock.set_speed(4.0)
+    wall[0] += 100
+    assert clock.now() == 50.0 and clock.at_end
+
+
+def test_recording_writes_a_snapshot_only_when_something_changed() -> None:
+    lines = [line for line in read_recording(RUN_DIR) if line["kind"] == "snapshot"]
+    assert len(lines) >= 3
+    for before, after in itertools.pairwise(lines):
+        assert {k: v for k, v in before.items() if k != "ts"} != {k: v for k, v in after.items() if k != "ts"}
+    run = RecordedRun(RUN_DIR)
+    producer, consumers = run.clients(run.end)
+    assert producer is not None and producer.acked > 0 and consumers
+    assert all(c.name.startswith("consumer-") for c in consumers)
+
+
+def test_a_session_run_records_what_the_replay_shows(tmp_path: Path) -> None:
+    """A LabSession run on the fake world (tests/lab_fakes.py): its run dir's recording gives a replay whose
+    last frame has the live source's markers, lab steps and verdict."""
+    from kafkalab.labs import LabSession
+    from kafkalab.ui.lab_source import LabSource
+    from tests.lab_fakes import World
+    from tests.test_labs_run import lab_of
+
+    lab = lab_of(tmp_path, """
+        [[fault]]
+        at = "progress 30%"
+        do = "kill"
+        on = "leader test-topic/0"
+        """)
+    session = LabSession(lab, tmp_path / "runs", deps=World().deps())
+    result = session.run()
+    live = LabSource(session).run()
+    replay = ReplaySource(result.run_dir)
+    replay.clock.seek(replay.clock.end - replay.clock.start + 1.0)  # to the end, however far
+    frame = replay.run()
+    assert frame.report is not None and live.report is not None and frame.report.verdict == live.report.verdict
+    assert [m.label for m in frame.markers] == [m.label for m in live.markers] and frame.markers
+    assert frame.lab is not None and live.lab is not None and frame.lab.steps == live.lab.steps
+    assert replay.snapshot().reachable  # node states: the fake cluster reports none (the recorded run has them)
