@@ -14,9 +14,11 @@ from pathlib import Path
 from textual.widgets import Static
 
 from kafkalab.labs.recording import RecordedRun, read_recording
+from kafkalab.ui.controllers import ControllerPane, MetadataPanes
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.replay_app import ReplayConsole
 from kafkalab.ui.replay_source import ReplayClock, ReplaySource
+from kafkalab.ui.zookeeper import ZooKeeperPane
 from tests.test_ui_app import sync
 
 RUN_DIR = Path(__file__).parent / "recorded" / "leader-failover"
@@ -167,3 +169,32 @@ def test_a_session_run_records_what_the_replay_shows(tmp_path: Path) -> None:
     assert [m.label for m in frame.markers] == [m.label for m in live.markers] and frame.markers
     assert frame.lab is not None and live.lab is not None and frame.lab.steps == live.lab.steps
     assert replay.snapshot().reachable  # node states: the fake cluster reports none (the recorded run has them)
+
+
+KRAFT_RUN_DIR = Path(__file__).parent / "recorded" / "controller-failover"  # `kafkalab run controller-failover`
+
+
+@sync
+async def test_a_kraft_runs_replay_shows_its_controllers_in_their_own_panes() -> None:
+    """A KRaft run has controller-N nodes and no ZooKeeper: the replay gives them the controllers' panes."""
+    source = ReplaySource(KRAFT_RUN_DIR, speed=4.0)
+    app = ReplayConsole(source, exit_at_end=False, poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        assert [p.node_name for p in app.query(ControllerPane)] == ["controller-1", "controller-2", "controller-3"]
+        assert not app.query(ZooKeeperPane)
+        source.clock.seek(source.clock.end)  # the kill and the restart of the active controller both shown
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.run_frame.report is not None:
+                break
+        assert app.run_frame.report is not None
+        recorded = {i.name: i.state for i in source.recorded.nodes(source.clock.end)}
+        for name in ("controller-1", "controller-2", "controller-3"):
+            info = app.pane(name).info
+            assert info is not None and info.state == recorded[name]
+
+
+def test_a_replay_picks_the_metadata_panes_from_the_recorded_nodes() -> None:
+    assert MetadataPanes.for_nodes(["zookeeper", "broker-1"]).controllers is None
+    assert MetadataPanes.for_nodes(["controller-1", "controller-2", "broker-1"]).controllers == 2
+    assert MetadataPanes.for_nodes(["broker-1", "broker-2"]).controllers == 0  # KRaft, voters in the brokers

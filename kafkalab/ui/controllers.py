@@ -6,7 +6,7 @@ each nodes frame's ZooKeeper facts or quorum into them, announcing a new active 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from rich.text import Text
 from textual.app import App
@@ -61,6 +61,16 @@ class MetadataPanes:
         self.voters = voters or controllers or 0
         self._leader: int | None = None
         self._turn = 0
+
+    @classmethod
+    def for_nodes(cls, names: Iterable[str]) -> MetadataPanes:
+        """The panes for a cluster known only by its nodes' names (a replay): controller-N nodes are KRaft's
+        dedicated controllers; neither them nor ZooKeeper is KRaft with the voters in the brokers."""
+        names = list(names)
+        controllers = sum(n.startswith("controller-") for n in names)
+        if controllers:
+            return cls(controllers)
+        return cls() if "zookeeper" in names or not names else cls(0)
 
     def compose(self) -> Iterator[Widget]:
         if self.controllers is None:

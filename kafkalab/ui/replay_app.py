@@ -29,6 +29,7 @@ class ReplayConsole(LabConsole):
     def __init__(self, source: ReplaySource, *, exit_at_end: bool = False, **kwargs: object) -> None:
         """``exit_at_end``: quit a few seconds after the run's end is shown (to render a recording)."""
         kwargs.setdefault("poll_s", REPLAY_POLL_S)
+        kwargs.setdefault("metadata", source.metadata)
         super().__init__(source, source.broker_ids, boot=False, **kwargs)  # type: ignore[arg-type]
         self.replay = source
         self.exit_at_end = exit_at_end

@@ -17,6 +17,7 @@ from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
 from kafkalab.labs.results import FaultStatus
+from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.lab_source import LIVE_PHASES, lab_view, markers, report_view
 from kafkalab.ui.source import NodesFrame, RunFrame
 
@@ -79,6 +80,7 @@ class ReplaySource:
         self.clock = ReplayClock(self.recorded.start, end, speed)
         self._result = self.recorded.result()
         self.broker_ids = sorted(i.broker_id for i in self.recorded.nodes(end) if i.broker_id is not None)
+        self.metadata = MetadataPanes.for_nodes(i.name for i in self.recorded.nodes(end))
 
     def boot(self, progress: Callable[[str], None]) -> None:
         progress(f"replaying {self.recorded.run_dir.name}")
