@@ -139,7 +139,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_files(tmp_path: Path) -> None:
     os.killpg(proc.pid, signal.SIGINT)
     out = "".join(seen) + finish(proc, 120)
     assert proc.returncode == 130, out[-3000:]
-    (run_dir,) = runs.iterdir()
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]  # beside it: the runs dir's spark.log
     result = json.loads((run_dir / "result.json").read_text())
     assert result["outcome"] == "stopped"
     assert (run_dir / "timeline.json").is_file()

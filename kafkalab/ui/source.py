@@ -291,7 +291,7 @@ def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_is
 
 def reassign_topic(cluster: Cluster, admin: Admin, topic: str, replication_factor: int) -> str:
     """Move ``topic`` to ``replication_factor`` replicas per partition (Kafka's reassignment, via the jars)."""
-    from kafkalab.labs.actions import plan_replicas, reassign
+    from kafkalab.admin.reassign import plan_replicas, reassign
 
     snapshot = admin.snapshot(offsets=False)
     plan = plan_replicas(snapshot.topic(topic), snapshot.brokers, replication_factor)
