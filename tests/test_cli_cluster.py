@@ -61,7 +61,7 @@ def test_bare_console_on_taken_default_ports_takes_free_ones_and_says_why(tmp_pa
     args.no_lab, args.state_dir = True, tmp_path / "state"
     zk_port = ClusterSpec(state_dir=tmp_path).zk_port
     with holding(zk_port):
-        source, broker_ids = _bare_source(args)
+        source, broker_ids, _panes = _bare_source(args)
     assert broker_ids == [1, 2, 3]
     assert source.cluster.spec.free_ports  # type: ignore[attr-defined]
     assert f"ports {zk_port}" in source.note and "uses free ones" in source.note  # type: ignore[attr-defined]
