@@ -35,7 +35,7 @@ def test_dedicated_controllers_get_their_own_ids_ports_and_the_dynamic_quorum(tm
         assert props["controller.quorum.bootstrap.servers"] == "127.0.0.1:9093,127.0.0.1:9193,127.0.0.1:9293"
         assert "controller.quorum.voters" not in props
     # the controller fences brokers and elects leaders: it needs the session timeout and the cluster overrides
-    assert c2["broker.session.timeout.ms"] == b1["broker.session.timeout.ms"] == "2500"
+    assert c2["broker.session.timeout.ms"] == b1["broker.session.timeout.ms"] == "2000"
     assert c2["unclean.leader.election.enable"] == "true"
     assert b1["log.dirs"].endswith("broker-1/kraft-data")  # apart from a ZooKeeper-mode run's data
     text = paths["broker-1"].read_text()

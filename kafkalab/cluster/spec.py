@@ -41,9 +41,9 @@ DEMO_BROKER_SETTINGS: dict[str, str] = {
 # KRaft's own liveness and election settings (see DESIGN.md); each line lands commented in the config.
 KRAFT_DEMO_SETTINGS: dict[str, tuple[str, str]] = {
     "broker.session.timeout.ms": (
-        "2500", "default 9000: a SIGKILLed broker is fenced, and its leaderships move, after 2.5 s"),
+        "2000", "default 9000: a SIGKILLed broker is fenced, and its leaderships move, after 2 s"),
     "broker.heartbeat.interval.ms": (
-        "500", "default 2000: five heartbeats per session, so one late heartbeat under load fences nobody"),
+        "400", "default 2000: five heartbeats per session, so one late heartbeat under load fences nobody"),
     # The quorum's own timeouts stay at Kafka's defaults, which already elect a new active controller in
     # 2-4 s. Lower values (fetch 1500, election backoff 500) made a loaded 2-core laptop (load average
     # 30+) re-run elections for a minute at startup: a slow follower's missed fetch looked like a dead
