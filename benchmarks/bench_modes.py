@@ -3,14 +3,16 @@ leader move, controller failover, idle RSS.
 
     .venv/bin/python benchmarks/bench_modes.py [--runs 5]
 
-Runs alternate between the modes (ZooKeeper + 3 brokers; 3 KRaft controllers + 3 brokers), each on a fresh
-state dir on free ports, so both see the same machine load; medians go to benchmarks/results/modes.json,
-rewritten after every pair of runs.
+Runs alternate between the clusters, each on a fresh state dir on free ports, so all see the same machine
+load: ZooKeeper + 3 brokers ("zookeeper"), KRaft's default of one controller + 3 brokers ("kraft_1", the
+same four JVMs), and a quorum of 3 dedicated controllers + 3 brokers ("kraft", six JVMs). Medians go to
+benchmarks/results/modes.json, rewritten after every round.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -27,16 +29,19 @@ from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.cluster.ports import free_port
 
-MODES = ("zookeeper", "kraft")
+MODES = ("zookeeper", "kraft_1", "kraft")  # name -> controllers below
+CONTROLLERS = {"zookeeper": 1, "kraft_1": 1, "kraft": 3}
 METRICS = ("cold_start_s", "format_s", "sigkill_failover_s", "sigterm_failover_s", "controller_failover_s",
            "idle_rss_mb", "quorum_helper_rss_mb")
-GOALS = {"kraft_ready_vs_zookeeper": "<= 1.0", "kraft_sigkill_failover_s": 3.0, "kraft_idle_rss_mb": 1536}
+GOALS = {"kraft_ready_vs_zookeeper": "<= 1.0", "kraft_1_ready_vs_zookeeper": "<= 1.0", "kraft_sigkill_failover_s": 3.0,
+         "kraft_idle_rss_mb": 1536}
 
 
-def spec(root: Path, mode: str) -> ClusterSpec:
+def spec(root: Path, name: str) -> ClusterSpec:
     ports = [free_port() for _ in range(7)]
+    mode, controllers = ("zookeeper" if name == "zookeeper" else "kraft"), CONTROLLERS[name]
     return ClusterSpec(tempfile.mkdtemp(dir=root), brokers=3, zk_port=ports[0], broker_ports=ports[1:4],
-                       controller_ports=ports[4:7] if mode == "kraft" else [], controllers=3 if mode == "kraft" else 1,
+                       controller_ports=ports[4:4 + controllers] if mode == "kraft" else [], controllers=controllers,
                        mode=mode, free_ports=True)
 
 
@@ -123,17 +128,21 @@ def wait_for_value(probe, timeout: float = 60):  # type: ignore[no-untyped-def]
     raise TimeoutError(f"no value in {timeout}s")
 
 
-def results_of(runs: dict[str, list[dict[str, float]]]) -> dict[str, object]:
-    out: dict[str, object] = {"note": "machine shared with other helpers' test suites and JVMs: absolute times "
-                                      "follow their load, compare the modes with each other"}
+def results_of(runs: dict[str, list[dict[str, float]]], loads: list[float]) -> dict[str, object]:
+    out: dict[str, object] = {"note": "absolute times follow the machine's load: compare the modes with each other",
+                              "load_average_1min": summary(loads)}
     for mode, samples in runs.items():
         out[mode] = {m: summary([s[m] for s in samples if m in s]) for m in METRICS
                      if any(m in s for s in samples)}
     zk, kraft = out.get("zookeeper"), out.get("kraft")
-    if isinstance(zk, dict) and isinstance(kraft, dict) and zk["cold_start_s"]["median"]:
-        out["kraft_ready_vs_zookeeper"] = round(kraft["cold_start_s"]["median"] / zk["cold_start_s"]["median"], 2)
-        out["kraft_sigkill_failover_s"] = kraft["sigkill_failover_s"]["median"]
-        out["kraft_idle_rss_mb"] = kraft["idle_rss_mb"]["median"]
+    if not (isinstance(zk, dict) and isinstance(kraft, dict) and zk["cold_start_s"]["median"]):
+        return out
+    for name in ("kraft", "kraft_1"):
+        if isinstance(cluster := out.get(name), dict):
+            ratio = cluster["cold_start_s"]["median"] / zk["cold_start_s"]["median"]
+            out[f"{name}_ready_vs_zookeeper"] = round(ratio, 2)
+    out["kraft_sigkill_failover_s"] = kraft["sigkill_failover_s"]["median"]
+    out["kraft_idle_rss_mb"] = kraft["idle_rss_mb"]["median"]
     out["goals"] = GOALS
     return out
 
@@ -143,12 +152,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per mode")
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="kafkalab-bench-modes-") as tmp:
         for i in range(args.runs):
             for mode in MODES:
                 runs[mode].append(one_run(Path(tmp), mode))
+                loads.append(os.getloadavg()[0])
                 print(f"{mode} run {i + 1}: { {k: round(v, 2) for k, v in runs[mode][-1].items()} }", flush=True)
-            path = write_results("modes", results_of(runs))
+            path = write_results("modes", results_of(runs, loads))
     print(path)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalab.dist import Distribution, java_helper_argv
 from kafkalab.paths import package_file
 
 QUORUM_WATCH_SOURCE = package_file("kafkalab.admin", "QuorumWatch.java")
@@ -200,7 +201,7 @@ class QuorumWatch:
             proc.wait(timeout=5)
 
 
-def quorum_watch_argv(java: str, classpath: str, bootstrap_controllers: str, jvm_args: list[str]) -> list[str]:
-    """The helper's command line: a small heap, the jars, the source file, the controllers' endpoints."""
+def quorum_watch_argv(java: str, dist: Distribution, bootstrap_controllers: str, jvm_args: list[str]) -> list[str]:
+    """The helper's command line: a small heap, the jars and the helper's class, the controllers' endpoints."""
     return [java, "-Xms16m", "-Xmx96m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *jvm_args,
-            "-cp", classpath, str(QUORUM_WATCH_SOURCE), bootstrap_controllers]
+            *java_helper_argv(dist, QUORUM_WATCH_SOURCE), bootstrap_controllers]

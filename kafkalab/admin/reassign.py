@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Sequence
 
 from kafkalab.admin.snapshot import PartitionState
-from kafkalab.dist import Distribution, java_binary
+from kafkalab.dist import Distribution, java_binary, java_helper_argv
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import package_file
 
@@ -39,7 +39,7 @@ def plan_replicas(partitions: Sequence[PartitionState], brokers: Sequence[int], 
 def reassign(dist: Distribution, bootstrap: str, topic: str, plan: dict[int, list[int]], timeout: float = 90) -> str:
     """Submit ``plan`` (partition -> replicas); returns the tool's line. Completion shows in the ISR."""
     args = [f"{p}={','.join(map(str, r))}" for p, r in sorted(plan.items())]
-    cmd = [java_binary(), "-Xmx128m", "-cp", dist.classpath, str(REASSIGN_SOURCE), bootstrap, topic, *args]
+    cmd = [java_binary(), "-Xmx128m", *java_helper_argv(dist, REASSIGN_SOURCE), bootstrap, topic, *args]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

@@ -80,7 +80,8 @@ class Cluster:
 
     def _start_kraft(self, deadline: float, progress: Callable[[str], None]) -> None:
         """Controllers and brokers start together: a broker waits for the quorum by itself, and no node
-        has to wait for another's JVM to warm up. The quorum view's helper starts alongside."""
+        has to wait for another's JVM to warm up. The quorum view's helper starts once they are ready, so
+        its JVM does not take the nodes' CPU while they start."""
         spec = self.spec
         shape = "combined with the first brokers" if spec.combined else "dedicated"
         progress(f"starting {spec.controllers} KRaft controller(s) ({shape}) on ports "
@@ -88,15 +89,15 @@ class Cluster:
                  f"{', '.join(map(str, spec.broker_ports))}")
         for node in self.nodes:
             node.start()
+        self._wait_ready(self.nodes, deadline, progress)
         helper_dir = spec.node_dir(QUORUM_WATCH_DIR)
         jvm_args = [f"-Dlog4j.configuration=file:{helper_dir / 'log4j.properties'}",
                     node_marker(spec.state_dir, QUORUM_WATCH_DIR)]
         self._quorum = QuorumWatch(
-            supervised_prefix() + quorum_watch_argv(java_binary(), self.dist.classpath, spec.bootstrap_controllers,
+            supervised_prefix() + quorum_watch_argv(java_binary(), self.dist, spec.bootstrap_controllers,
                                                     jvm_args),
             helper_dir / "logs" / "stdout.log")
         self._quorum.start()
-        self._wait_ready(self.nodes, deadline, progress)
 
     def quorum(self, timeout_s: float = 2.0) -> QuorumState:
         """The KRaft quorum as the active controller describes it (unreachable in ZooKeeper mode)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.cluster.spec import ClusterSpec
-from kafkalab.dist import Distribution, java_binary
+from kafkalab.dist import Distribution, java_binary, java_helper_argv
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import package_file
 
@@ -94,7 +94,7 @@ def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[st
     progress(f"formatting KRaft storage of {', '.join(n for n, _ in todo)} (cluster id {record.cluster_id})")
     argv = [java_binary(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             f"-Dlog4j.configuration=file:{spec.node_dir(todo[0][0]) / 'log4j.properties'}",
-            "-cp", dist.classpath, str(FORMAT_SOURCE)]
+            *java_helper_argv(dist, FORMAT_SOURCE)]
     for i, (name, node_id) in enumerate(todo):
         argv += (["--next"] if i else []) + [name, *_format_args(spec, record, name, node_id)]
     try:

@@ -11,8 +11,9 @@ from kafkalab.dist.distribution import (
 )
 from kafkalab.dist.download import Progress
 from kafkalab.dist.fetch import FetchOptions, fetch
+from kafkalab.dist.java_helpers import java_helper_argv
 
 __all__ = [
     "BROKER_MAIN", "ZOOKEEPER_MAIN", "Distribution", "FetchOptions", "Progress", "fetch", "java_binary",
-    "java_major_version", "locate", "verify",
+    "java_helper_argv", "java_major_version", "locate", "verify",
 ]

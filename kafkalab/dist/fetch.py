@@ -17,6 +17,7 @@ from kafkalab import KAFKA_VERSION
 from kafkalab.dist.artifacts import load_artifacts
 from kafkalab.dist.distribution import MARKER, Distribution, locate, verify
 from kafkalab.dist.download import CENTRAL, QUIET, Progress, download_all
+from kafkalab.dist.java_helpers import compile_helpers
 from kafkalab.dist.maven import copy_dependencies
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import dist_dir
@@ -42,6 +43,7 @@ def fetch(options: FetchOptions = DEFAULTS, progress: Progress = QUIET) -> Distr
     version, target = options.version, dist_dir(options.cache, options.version)
     if not options.force and (found := cached(options.cache, version)) is not None:
         progress.line(f"Kafka {version} already in {target}")
+        compile_helpers(found, progress.line)
         return found
     mvn = shutil.which("mvn") if options.maven and options.repo is None else None
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +65,9 @@ def fetch(options: FetchOptions = DEFAULTS, progress: Progress = QUIET) -> Distr
             stray.unlink()
         install(partial, target, version)
     progress.line(f"Kafka {version} ready in {target}")
-    return Distribution(target / "libs", "maven")
+    dist = Distribution(target / "libs", "maven")
+    compile_helpers(dist, progress.line)
+    return dist
 
 
 def cached(cache: Path | None, version: str) -> Distribution | None:

@@ -1,0 +1,78 @@
+"""kafkalab's own Java helpers (FormatStorage, QuorumWatch, Reassign), compiled once per Kafka version.
+
+Run as a .java file (the JDK's source launcher), a helper is compiled inside its JVM at every start: about
+1.5 s of CPU, paid at every KRaft cluster start while six node JVMs compete for two cores. Compiled once
+into the cache (keyed by the source, the Kafka version and the JDK; `kafkalab fetch` does it), it starts
+in a tenth of that. Without javac (a JRE only) the source launcher is used as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from kafkalab.dist.distribution import Distribution, java_binary
+from kafkalab.errors import KafkalabError
+from kafkalab.paths import cache_root, package_file
+
+COMPILE_TIMEOUT_S = 180.0
+HELPERS = (("kafkalab.cluster", "FormatStorage.java"), ("kafkalab.admin", "QuorumWatch.java"),
+           ("kafkalab.admin", "Reassign.java"))
+
+
+def compile_helpers(dist: Distribution, say: Callable[[str], None]) -> None:
+    """Compile every helper for ``dist`` now (at fetch), so no cluster start pays for it."""
+    if _javac() is None:
+        say("javac not found: kafkalab's Java helpers will compile at each start (install a JDK to avoid it)")
+        return
+    for package, name in HELPERS:  # found at call time: those packages import this one
+        compiled_classes(dist, package_file(package, name))
+    say(f"Java helpers ready for Kafka {dist.version()} ({', '.join(n for _p, n in HELPERS)})")
+
+
+def java_helper_argv(dist: Distribution, source: Path) -> list[str]:
+    """What follows the JVM options to run ``source``: its compiled class on the classpath, else the source."""
+    classes = compiled_classes(dist, source)
+    if classes is None:
+        return ["-cp", dist.classpath, str(source)]
+    return ["-cp", f"{dist.classpath}{os.pathsep}{classes}", source.stem]
+
+
+def compiled_classes(dist: Distribution, source: Path) -> Path | None:
+    """The directory holding ``source``'s compiled classes, compiling them on first use; None without javac."""
+    javac = _javac()
+    if javac is None:
+        return None
+    key = hashlib.sha256(b"\0".join([source.read_bytes(), dist.version().encode(), javac.encode()])).hexdigest()[:16]
+    target = cache_root() / "java-helpers" / f"{source.stem}-{key}"
+    if (target / f"{source.stem}.class").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{source.stem}-",
+                                     ignore_cleanup_errors=True) as tmp:
+        try:
+            done = subprocess.run([javac, "-nowarn", "-cp", dist.classpath, "-d", tmp, str(source)],
+                                  capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise KafkalabError(f"compiling {source.name} took over {COMPILE_TIMEOUT_S:.0f}s: is the machine "
+                                "overloaded?") from None
+        if done.returncode != 0:
+            errors = [ln for ln in done.stderr.splitlines() if "error" in ln] or [f"exit code {done.returncode}"]
+            raise KafkalabError(f"compiling {source.name} against {dist.libs} failed: {errors[0][:300]}")
+        try:
+            os.rename(tmp, target)  # atomic: a concurrent start that compiled it first wins, same classes
+        except OSError:
+            if not (target / f"{source.stem}.class").exists():
+                raise
+    return target
+
+
+def _javac() -> str | None:
+    beside = Path(java_binary()).with_name("javac")
+    return str(beside) if beside.exists() else shutil.which("javac")
