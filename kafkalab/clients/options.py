@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Self
 
 from kafkalab.errors import KafkalabError
 
@@ -156,19 +156,42 @@ def option_table(role: str) -> list[tuple[str, str, str]]:
     return [(o.name, o.default or "-", o.help) for o in (*COMMON_OPTIONS, *_ROLES[role])]
 
 
-@dataclass(frozen=True)
-class ProducerConfig:
-    """Validated producer settings, with the course's idempotence rule applied."""
+@dataclass(frozen=True, kw_only=True)
+class ClientConfig:
+    """What the producer's and the consumer's validated settings share: where, which topic, which instance."""
 
+    ROLE: ClassVar[str]  # the client's name without a local id
     bootstrap: str
     topic: str
+    local_id: int
+    payload_trunc: bool
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> Self:
+        raise NotImplementedError
+
+    @classmethod
+    def of(cls, settings: Mapping[str, str] | Self, bootstrap: str | None = None) -> Self:
+        """``settings`` validated unless they are; ``bootstrap``, if given, overrides ``bootstrap.server``."""
+        config = settings if isinstance(settings, cls) else cls.from_settings(settings)
+        return replace(config, bootstrap=bootstrap) if bootstrap else config
+
+    @property
+    def name(self) -> str:
+        return self.ROLE if self.local_id < 0 else f"{self.ROLE}-{self.local_id}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProducerConfig(ClientConfig):
+    """Validated producer settings, with the course's idempotence rule applied."""
+
+    ROLE = "producer"
     acks: str
     num_rolls: int
     records_per_roll: int
     wait_after_roll_ms: int
     wait_after_send_ms: int
-    local_id: int
-    payload_trunc: bool
     max_inflight: int
     idempotent: bool
     batch_bytes: int
@@ -178,10 +201,9 @@ class ProducerConfig:
     request_timeout_ms: int
     retry_backoff_ms: int
     retry_max_ms: int
-    notes: tuple[str, ...] = field(default=())
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, str]) -> ProducerConfig:
+    def from_settings(cls, settings: Mapping[str, str]) -> Self:
         v, given = _resolve(settings, "producer")
         acks = "all" if v["producer.acks"] == "-1" else v["producer.acks"]
         notes: list[str] = []
@@ -219,10 +241,6 @@ class ProducerConfig:
         )
 
     @property
-    def name(self) -> str:
-        return "producer" if self.local_id < 0 else f"producer-{self.local_id}"
-
-    @property
     def total(self) -> int:
         return self.num_rolls * self.records_per_roll
 
@@ -248,12 +266,11 @@ class ProducerConfig:
         }
 
 
-@dataclass(frozen=True)
-class ConsumerConfig:
+@dataclass(frozen=True, kw_only=True)
+class ConsumerConfig(ClientConfig):
     """Validated consumer settings, with the course's commit-mode rules applied."""
 
-    bootstrap: str
-    topic: str
+    ROLE = "consumer"
     group_id: str
     instance_id: str | None
     auto_commit: bool
@@ -271,12 +288,9 @@ class ConsumerConfig:
     wait_cmd_period_ms: int
     ack_every: int
     ack_after_batch: bool
-    local_id: int
-    payload_trunc: bool
-    notes: tuple[str, ...] = field(default=())
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, str]) -> ConsumerConfig:
+    def from_settings(cls, settings: Mapping[str, str]) -> Self:
         v, _ = _resolve(settings, "consumer")
         notes: list[str] = []
         auto_commit = v["consumer.auto-commit"]
@@ -306,10 +320,6 @@ class ConsumerConfig:
             ack_every=ack_every, ack_after_batch=ack_after_batch, local_id=v["consumer.local-id"],
             payload_trunc=v["consumer.payload-trunc"], notes=tuple(notes),
         )
-
-    @property
-    def name(self) -> str:
-        return "consumer" if self.local_id < 0 else f"consumer-{self.local_id}"
 
     def librdkafka(self) -> dict[str, Any]:
         conf: dict[str, Any] = {
