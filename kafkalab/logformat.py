@@ -6,7 +6,9 @@ consumer ``audit``.
 
 Every produced record carries a message id, unique per attempted send, in the record header
 ``MSG_ID_HEADER``: ``{run}:{producer}:{seq}``, so a consumer's row names the send it came from and
-nothing depends on values being unique.
+nothing depends on values being unique. A record typed by hand (``kafkalab type``, the console's
+Records tab, a lab's ``type`` fault) has no message id: its header says ``TYPED_MSG_ID`` instead, so the
+consumers log that word and the analysis counts the record as typed, not as one nobody sent.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ CONSUMER_COLUMNS = (
 )
 PRODUCER_STATUSES = ("acked", "failed", "unknown")
 MSG_ID_HEADER = "kafkalab-msg-id"
+TYPED_MSG_ID = "typed"  # the header's value on a record typed by hand
 # a well-formed message id, run:producer:seq with exactly two colons (a regex both Python and Spark read)
 MSG_ID_PATTERN = "^[^:]+:[^:]+:[0-9]+$"
 AUDIT_CONSUMER = "audit"

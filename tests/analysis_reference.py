@@ -12,7 +12,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
 
 INT_COLUMNS = ("seq", "partition", "offset", "ts_ms", "leader_epoch")
 
@@ -66,7 +66,10 @@ def reference(producer_logs: list[Path], consumer_logs: list[Path], audit_logs: 
     }
 
     def key(row: dict) -> str:
-        return row["msg_id"] or f"\x01:{row['topic']}:{row['partition']}:{row['offset']}"
+        position = f"{row['topic']}:{row['partition']}:{row['offset']}"
+        if row["msg_id"] == TYPED_MSG_ID:
+            return f"typed:{position}"
+        return row["msg_id"] or f"\x01:{position}"
 
     sent = {(r["msg_id"], r["topic"]): r for r in producers}
     processed_rows: Counter = Counter()
@@ -111,7 +114,9 @@ def reference(producer_logs: list[Path], consumer_logs: list[Path], audit_logs: 
         c = counts[partition_of(msg)]
         c["consumed_rows"] += n
         c["distinct_consumed"] += 1
-        if msg not in sent:
+        if msg[0].startswith("typed:"):
+            c["typed"] += len(processed_positions[msg])
+        elif msg not in sent:
             c["unexpected"] += len(processed_positions[msg])
     for (msg, _group, _partition, _offset), n in deliveries.items():
         if n >= 2:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
 
 RUN = "r1"
 # fate -> (status, offset known to the producer, copies written, times processed by the main group)
@@ -49,6 +49,7 @@ class Scenario:
     second_group: bool = False
     foreign_rows: int = 0
     no_id_rows: int = 0
+    typed_rows: int = 0  # records typed by hand, read by group g1 (and g2 with second_group)
     audit: bool = True
     garbage_in_consumer: int = 0
     garbage_in_producer: int = 0
@@ -74,6 +75,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         second_group=draw(st.booleans()),
         foreign_rows=draw(st.integers(0, 3)),
         no_id_rows=draw(st.integers(0, 2)),
+        typed_rows=draw(st.integers(0, 2)),
         audit=draw(st.booleans()),
         garbage_in_consumer=draw(st.integers(0, 2)),
         garbage_in_producer=draw(st.integers(0, 1)),
@@ -124,6 +126,11 @@ def write_scenario(scenario: Scenario, out: Path) -> Written:
         consumers["c1"].append((f"r0:p1:{i}", "c1", "t1", 0, 10_000 + i, "k", 0, 0, "v", "g1"))
     for i in range(scenario.no_id_rows):
         consumers["c2"].append(("", "c2", "t1", 0, 20_000 + i, "k", 0, 0, "v", "g1"))
+    for i in range(scenario.typed_rows):
+        typed = (TYPED_MSG_ID, "c1", "t1", 0, 30_000 + i, "k", 0, 0, "v", "g1")
+        consumers["c1"].append(typed)
+        if scenario.second_group:
+            consumers["d1"].append((TYPED_MSG_ID, "d1", *typed[2:9], "g2"))
 
     written = Written([], [], [], injected)
     for name, rows in producer_rows.items():

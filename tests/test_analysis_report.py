@@ -34,6 +34,15 @@ def test_verdict_names_the_most_serious_lesson_first() -> None:
     assert verdict(no_audit).startswith("5 acknowledged records were never processed (give an audit log")
 
 
+def test_verdict_names_typed_records_for_what_they_are() -> None:
+    clean = dict.fromkeys(CLASSES, 0)
+    assert verdict(clean, 300, typed=3) == (f"{CLEAN}; 3 records typed by hand (no message id): received, "
+                                           "not part of the producer's audit")
+    line = verdict(clean | {"unexpected": 2}, 300, typed=1)
+    assert line.startswith("2 processed records were not sent by this run")
+    assert line.endswith("; 1 records typed by hand (no message id): received, not part of the producer's audit")
+
+
 def test_json_keys_and_fail_on() -> None:
     classes = dict.fromkeys(CLASSES, 0) | {"lost_by_brokers": None, "missed_by_consumers": None, "duplicated": 2}
     data = json.loads(json.dumps(make_report(classes).to_json()))

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from kafkalab.analysis import WarmSession, analyze
 from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS
 from kafkalab.errors import KafkalabError
-from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
 from tests.analysis_fixtures import spark_fixture  # noqa: F401 - the shared `spark` fixture
 from tests.analysis_reference import reference
 from tests.analysis_scenarios import RUN, Scenario, Send, scenarios, write_scenario
@@ -55,6 +55,7 @@ def test_spark_matches_reference_per_partition(spark, tmp_path_factory, scenario
     assert report.classes["redelivered"] == inj["redelivered"]
     assert report.classes["recovered"] == inj["recovered_failed"] + (inj["recovered_unknown"] if scenario.audit else 0)
     assert report.classes["unexpected"] == scenario.foreign_rows + scenario.no_id_rows
+    assert report.totals["typed"] == scenario.typed_rows
     if scenario.audit:
         assert report.classes["missed_by_consumers"] == inj["missed"]
         assert report.classes["lost_by_brokers"] == inj["broker_lost"] + inj["acks0_lost"]
@@ -65,7 +66,7 @@ def test_every_class_at_once_with_samples(spark, tmp_path: Path) -> None:
              "recovered_failed", "recovered_unknown", "failed", "unknown", "failed_no_partition"]
     sends = [Send("p1", "t1", i % 2, fate) for i, fate in enumerate(fates * 3)]
     sends += [Send("p2", "t1", 0, "ok"), Send("p2", "t1", 0, "reordered")] * 2
-    written = write_scenario(Scenario(sends, second_group=True, foreign_rows=2, no_id_rows=1), tmp_path)
+    written = write_scenario(Scenario(sends, second_group=True, foreign_rows=2, no_id_rows=1, typed_rows=3), tmp_path)
     report = check_against_reference(spark, written, audit=True)
     assert all(report.classes[name] > 0 for name in CLASSES), report.classes
     assert report.totals["attempted"] == len(sends)
@@ -75,6 +76,20 @@ def test_every_class_at_once_with_samples(spark, tmp_path: Path) -> None:
         assert sample.msg_id is not None and sample.msg_id not in consumed
     assert any(s.msg_id is None for s in report.samples["unexpected"])  # the row without an id
     assert report.verdict.startswith(f"{report.classes['lost_by_brokers']} acknowledged records never reached")
+    assert report.classes["unexpected"] == 3 and report.totals["typed"] == 3  # typed records are not unexpected
+    assert all(s.msg_id != TYPED_MSG_ID for found in report.samples.values() for s in found)
+    assert report.verdict.endswith("; 3 records typed by hand (no message id): received, not part of the "
+                                   "producer's audit")
+
+
+def test_typed_records_alone_are_no_anomaly(spark, tmp_path: Path) -> None:
+    sends = [Send("p1", "t1", 0, "ok") for _ in range(4)]
+    written = write_scenario(Scenario(sends, second_group=True, typed_rows=2, no_id_rows=1), tmp_path)
+    report = analyze(written.producer_logs, written.consumer_logs, session=spark)
+    assert report.totals["typed"] == 2  # two positions, each read by both groups
+    assert report.classes["unexpected"] == 1  # the row without an id nobody typed
+    assert report.verdict.startswith("1 processed records were not sent by this run")
+    assert "2 records typed by hand (no message id)" in report.verdict
 
 
 def test_separate_groups_each_reading_everything_is_not_redelivery(spark, tmp_path: Path) -> None:

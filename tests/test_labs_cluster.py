@@ -145,3 +145,18 @@ def test_ctrl_c_stops_cleanly_and_keeps_files(tmp_path: Path) -> None:
     assert (run_dir / "timeline.json").is_file()
     assert list(run_dir.glob("producer.csv*")), "the producer's log so far is kept"
     assert leftovers(runs) == []
+
+
+def test_typed_records_are_named_in_the_verdict_not_as_anomalies(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    proc = kafkalab("run", "consumer-groups-typed", "--headless", "--free-ports", "--runs-dir", str(runs),
+                    "--json", str(tmp_path / "result.json"), cwd=tmp_path)
+    out = finish(proc, 400)
+    assert proc.returncode == 0, out[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["metrics"]["typed"] == 6 and result["metrics"]["unexpected"] == 0
+    assert result["verdict"] == ("no anomaly: every acknowledged record was processed, once and in order; "
+                                 "6 records typed by hand (no message id): received, not part of the "
+                                 "producer's audit")
+    assert f"verdict: {result['verdict']}" in " ".join(out.split())
+    assert leftovers(runs) == []

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,19 +136,9 @@ class Admin:
         """
         if not partitions:
             return {}
-        deadline = self._deadline(wait_s)
-        request = {TopicPartition(t, p): spec for t, p in partitions}
-        result: dict[tuple[str, int], int] = {}
-        try:
-            futures = self._client.list_offsets(request, request_timeout=self.timeout_s)
-        except KafkaException:
-            return result
-        for tp, fut in futures.items():
-            try:
-                result[(tp.topic, tp.partition)] = fut.result(timeout=max(0.0, deadline - time.monotonic())).offset
-            except Exception:
-                continue
-        return result
+        answers = self._answers(self._client.list_offsets, {TopicPartition(t, p): spec for t, p in partitions},
+                                self._deadline(wait_s))
+        return {(tp.topic, tp.partition): info.offset for tp, info in answers.items()}
 
     def _topic_min_isr(self, topics: list[str]) -> dict[str, int]:
         """min.insync.replicas per topic, cached for 5 s (it rarely changes and costs a request)."""
@@ -160,17 +152,23 @@ class Admin:
 
     def _configs(self, topics: list[str]) -> dict[str, dict[str, ConfigEntry]]:
         resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-        out: dict[str, dict[str, ConfigEntry]] = {}
+        return {res.name: configs for res, configs in
+                self._answers(self._client.describe_configs, resources, self._deadline(None)).items()}
+
+    def _answers(self, call: Callable[..., dict[Any, Future[Any]]], request: Any, deadline: float) -> dict[Any, Any]:
+        """One batch admin request's answers that came by ``deadline``, by their key; failed or late ones are
+        left out (the caller shows what it has)."""
         try:
-            futures = self._client.describe_configs(resources, request_timeout=self.timeout_s)
+            futures = call(request, request_timeout=self.timeout_s)
         except KafkaException:
-            return out
-        for res, fut in futures.items():
+            return {}
+        answers = {}
+        for key, fut in futures.items():
             try:
-                out[res.name] = fut.result(timeout=self.timeout_s + 0.5)
+                answers[key] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
             except Exception:
                 continue
-        return out
+        return answers
 
     # ---- topic operations ------------------------------------------------------------------------
     def create_topic(

@@ -12,12 +12,14 @@ Definitions (the tests hold a plain-Python reference of exactly these):
 - recovered: sent, status failed or unknown, and observed.
 - redelivered: a (consumer group, position) processed two or more times (any message id).
 - unexpected: a position processed whose message id was not sent (another run, no id, unknown sender).
+- typed (a total, not an anomaly): a position processed whose record was typed by hand (its id
+  ``TYPED_MSG_ID``): received, but no producer log accounts for it.
 - reordered: among the distinct (position, message id) pairs observed whose id is of the run, taken per
   (topic, partition, producer) in (offset, seq) order, a pair whose seq is below the previous pair's.
 
 Each message's counts go to its partition: the producer's, else (partition -1, or not sent) the lowest
 partition it was observed in; a reordered pair goes to its own partition. A row without a message id
-is its own message, keyed by its position.
+is its own message, keyed by its position (a typed one by its position under its own prefix).
 
 The job is one SQL query (building it costs a few calls to the JVM, not thousands). Its physical
 plan: the three logs are read once (CSV, explicit schema) and shuffled once, by message key. Three
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from kafkalab.logformat import CONSUMER_COLUMNS, MSG_ID_PATTERN, PRODUCER_COLUMNS, PRODUCER_STATUSES
+from kafkalab.logformat import CONSUMER_COLUMNS, MSG_ID_PATTERN, PRODUCER_COLUMNS, PRODUCER_STATUSES, TYPED_MSG_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -44,17 +46,18 @@ if TYPE_CHECKING:
 CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered",
            "recovered", "unexpected")
 AUDIT_CLASSES = ("lost_by_brokers", "missed_by_consumers")
-TOTALS = ("attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed")
+TOTALS = ("attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed", "typed")
 SAMPLES_PER_CLASS = 10
 
 # source codes of a row in the shuffled union
 SRC_PRODUCER, SRC_CONSUMER, SRC_AUDIT = 0, 1, 2
 BAD_OFFSET = 3  # a malformed row of source s travels as s + BAD_OFFSET
 SRC_FOREIGN = 6  # a producer row of another run
-# keys of rows that are not messages; \x00 and \x01 cannot start a message id
+# keys of rows that are not messages; \x00, \x01 and \x02 cannot start a message id
 BAD_KEY = "\x00bad"
 FOREIGN_KEY = "\x00foreign"
 POSITION_KEY_PREFIX = "\x01"
+TYPED_KEY_PREFIX = "\x02"
 
 _INT_TYPES = {"seq": "long", "partition": "int", "offset": "long", "ts_ms": "long", "leader_epoch": "int"}
 
@@ -129,6 +132,7 @@ def _reader_rows(view: str, src: int) -> str:
     return f"""
     SELECT CASE WHEN NOT good THEN :bad_key
                 WHEN msg_id IS NULL OR msg_id = '' THEN concat_ws(':', :position_prefix, topic, partition, offset)
+                WHEN msg_id = :typed_id THEN concat_ws(':', :typed_prefix, topic, partition, offset)
                 ELSE msg_id END AS key,
            CAST(CASE WHEN good THEN {src} ELSE {src + BAD_OFFSET} END AS TINYINT) AS src,
            CAST(CASE WHEN good THEN {grp} END AS STRING) AS grp,
@@ -181,13 +185,14 @@ def _message_facts(with_audit: bool) -> tuple[str, list[str], list[str]]:
     Returns the SELECT over ``messages`` and the names of its count and sample-offset columns.
     """
     sent = "p_rows > 0"
+    typed = "startswith(key, :typed_prefix)"
     acked = f"{sent} AND p_status = 0"
     lost = f"{acked} AND c_rows = 0"
     flag = {
         "lost": lost,
         "duplicated": f"{sent} AND observed >= 2",
         "recovered": f"{sent} AND p_status > 0 AND observed >= 1",
-        "unexpected": f"NOT ({sent}) AND processed_positions > 0",
+        "unexpected": f"NOT ({sent}) AND NOT {typed} AND processed_positions > 0",
         "redelivered": "redelivered > 0",
     }
     sample_offset = {"lost": "p_offset", "duplicated": "obs_offset", "recovered": "obs_offset",
@@ -205,6 +210,7 @@ def _message_facts(with_audit: bool) -> tuple[str, list[str], list[str]]:
         "unknown": f"CASE WHEN {sent} AND p_status = 2 THEN 1 ELSE 0 END",
         "consumed_rows": "c_rows",
         "distinct_consumed": "CASE WHEN c_rows > 0 THEN 1 ELSE 0 END",
+        "typed": f"CASE WHEN {typed} THEN processed_positions ELSE 0 END",
         "p_repeats": "CASE WHEN p_rows > 1 THEN 1 ELSE 0 END",
         **{f"bad_{s}": f"bad_{s}" for s in (0, 1, 2)},
         "foreign": "foreign",
@@ -287,6 +293,7 @@ def classify(session: SparkSession, producer_logs: Sequence[Path | str], consume
     facts AS ({facts})
     {_collapse(sums, offsets)}"""
     params = {"bad_key": BAD_KEY, "foreign_key": FOREIGN_KEY, "position_prefix": POSITION_KEY_PREFIX,
+              "typed_id": TYPED_MSG_ID, "typed_prefix": TYPED_KEY_PREFIX,
               "pattern": MSG_ID_PATTERN, "run_prefix": f"{run}:"}
     for kind, df in views.items():
         df.createOrReplaceTempView(names[kind])

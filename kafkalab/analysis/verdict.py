@@ -22,21 +22,24 @@ WHOLE_TOPIC_AGAIN = ("the whole topic ({n} records) was processed again by the s
                      "to the start) or no commits at all; not duplicates, each record is once in the topic")
 SHORT = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers"}
 CLEAN = "no anomaly: every acknowledged record was processed, once and in order"
+TYPED = "{n} records typed by hand (no message id): received, not part of the producer's audit"
 
 
-def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None) -> str:
+def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, typed: int = 0) -> str:
     """E.g. ``acks=...: 1,204 acknowledged records never reached the log ...; also 3 duplicated``.
 
-    Every acknowledged record redelivered is named as such: a replay of the whole topic.
+    Every acknowledged record redelivered is named as such: a replay of the whole topic. Records typed by
+    hand (``typed``) are no anomaly: they are named last, for what they are.
     """
+    typed_note = f"; {TYPED.format(n=f'{typed:,}')}" if typed else ""
     findings = [(name, text) for name, text in LESSONS if classes.get(name)]
     if classes.get("lost_by_brokers") is not None:
         findings = [(name, text) for name, text in findings if name != "lost"]  # the split says it better
     if not findings:
-        return CLEAN
+        return CLEAN + typed_note
     name, text = findings[0]
     if name == "redelivered" and acknowledged and classes[name] == acknowledged:
         text = WHOLE_TOPIC_AGAIN
     line = text.format(n=f"{classes[name]:,}")
     rest = [f"{classes[other]:,} {SHORT.get(other, other)}" for other, _ in findings[1:]]
-    return line + (f"; also {', '.join(rest)}" if rest else "")
+    return line + (f"; also {', '.join(rest)}" if rest else "") + typed_note

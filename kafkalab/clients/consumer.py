@@ -16,16 +16,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
+from kafkalab.clients.client_thread import ClientThread
 from kafkalab.clients.consumer_loop import EXIT_CRASH
 from kafkalab.clients.options import ConsumerConfig
 from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback
 
 
-class Consumer:
+class Consumer(ClientThread):
     """One course consumer instance; ``settings`` are course option names (``consumer.group-id`` ...) or the
     same validated; ``bootstrap``, if given, overrides ``bootstrap.server``.
 
@@ -40,14 +41,12 @@ class Consumer:
         bootstrap: str | None = None,
         on_event: EventCallback | None = None,
     ) -> None:
-        config = settings if isinstance(settings, ConsumerConfig) else ConsumerConfig.from_settings(settings)
-        self.config = replace(config, bootstrap=bootstrap) if bootstrap else config
+        self.config = ConsumerConfig.of(settings, bootstrap)
         self.name = self.config.name
         self.log_dir = Path(log_dir)
         self.log_path = self.log_dir / f"{self.name}.csv"
         self._on_event = on_event
         self._proc: subprocess.Popen[str] | None = None
-        self._reader: threading.Thread | None = None
         self._stats: dict[str, Any] = {"state": "starting", "group_state": "joining"}
         self._stderr: deque[str] = deque(maxlen=20)
         self._error: str | None = None
@@ -68,8 +67,7 @@ class Consumer:
         assert self._proc.stdin is not None
         self._proc.stdin.write(json.dumps({"config": asdict(self.config), "log_dir": str(self.log_dir)}) + "\n")
         self._proc.stdin.flush()
-        self._reader = threading.Thread(target=self._read, name=f"kafkalab-{self.name}", daemon=True)
-        self._reader.start()
+        self._start_thread(self._read, self.name)
         threading.Thread(target=self._drain_stderr, args=(self._proc.stderr,), daemon=True).start()
 
     @property
@@ -91,17 +89,6 @@ class Consumer:
         if self._proc is not None and self._proc.poll() is None:
             self._crash_requested = True
             os.kill(self._proc.pid, signal.SIGKILL)
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait until the process has ended and its last report is read; True when it has."""
-        if self._reader is None:
-            return True
-        self._reader.join(timeout)
-        return not self._reader.is_alive()
-
-    @property
-    def running(self) -> bool:
-        return self._reader is not None and self._reader.is_alive()
 
     def stats(self) -> ConsumerStats:
         s = self._stats

@@ -113,9 +113,11 @@ class ConsumerLoop:
         if err is not None and err.code() != KafkaError._NO_OFFSET:
             self._error(f"commit failed: {err.name()}")
             return
-        for p in partitions:
-            if p.error is None and p.offset >= 0:
-                self.committed[p.partition] = p.offset
+        self._note_committed(partitions)
+
+    def _note_committed(self, partitions: list[TopicPartition]) -> None:
+        """The offsets a commit (automatic or ours) stored, per partition."""
+        self.committed |= {p.partition: p.offset for p in partitions if p.error is None and p.offset >= 0}
 
     def _on_error(self, err: KafkaError) -> None:
         self._error(f"{err.name()}: {err.str()}")
@@ -257,9 +259,7 @@ class ConsumerLoop:
         except KafkaException as exc:
             self._error(f"commit failed: {exc.args[0].name()}")
             return
-        for tp in result:
-            if tp.error is None and tp.offset >= 0:
-                self.committed[tp.partition] = tp.offset
+        self._note_committed(result)
 
     def _crash_now(self, m: Message) -> None:
         self._log.flush()  # type: ignore[union-attr]  # written rows survive, as the Java app's do

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Self
 
 from kafkalab.errors import KafkalabError
 
@@ -156,19 +156,53 @@ def option_table(role: str) -> list[tuple[str, str, str]]:
     return [(o.name, o.default or "-", o.help) for o in (*COMMON_OPTIONS, *_ROLES[role])]
 
 
-@dataclass(frozen=True)
-class ProducerConfig:
-    """Validated producer settings, with the course's idempotence rule applied."""
+@dataclass(frozen=True, kw_only=True)
+class ClientConfig:
+    """What the producer's and the consumer's validated settings share: where, which topic, which instance."""
 
+    ROLE: ClassVar[str]  # the client's name without a local id
     bootstrap: str
     topic: str
+    local_id: int
+    payload_trunc: bool
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> Self:
+        """Course option names to a validated config: the role's options parsed, its rules applied (a broken
+        one is a KafkalabError naming it), ``notes`` on what a rule turned off."""
+        v, given = _resolve(settings, cls.ROLE)
+        notes: list[str] = []
+        own = cls._own_fields(v, given, notes)
+        return cls(bootstrap=v[BOOTSTRAP], topic=v[f"{cls.ROLE}.topic"], local_id=v[f"{cls.ROLE}.local-id"],
+                   payload_trunc=v[f"{cls.ROLE}.payload-trunc"], notes=tuple(notes), **own)
+
+    @classmethod
+    def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
+        """The subclass's own fields from the parsed options ``v`` (``given``: those set, not defaulted)."""
+        raise NotImplementedError
+
+    @classmethod
+    def of(cls, settings: Mapping[str, str] | Self, bootstrap: str | None = None) -> Self:
+        """``settings`` validated unless they are; ``bootstrap``, if given, overrides ``bootstrap.server``."""
+        config = settings if isinstance(settings, cls) else cls.from_settings(settings)
+        return replace(config, bootstrap=bootstrap) if bootstrap else config
+
+    @property
+    def name(self) -> str:
+        return self.ROLE if self.local_id < 0 else f"{self.ROLE}-{self.local_id}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProducerConfig(ClientConfig):
+    """Validated producer settings, with the course's idempotence rule applied."""
+
+    ROLE = "producer"
     acks: str
     num_rolls: int
     records_per_roll: int
     wait_after_roll_ms: int
     wait_after_send_ms: int
-    local_id: int
-    payload_trunc: bool
     max_inflight: int
     idempotent: bool
     batch_bytes: int
@@ -178,13 +212,10 @@ class ProducerConfig:
     request_timeout_ms: int
     retry_backoff_ms: int
     retry_max_ms: int
-    notes: tuple[str, ...] = field(default=())
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, str]) -> ProducerConfig:
-        v, given = _resolve(settings, "producer")
+    def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
         acks = "all" if v["producer.acks"] == "-1" else v["producer.acks"]
-        notes: list[str] = []
         if "producer.idempotent" in given:
             idempotent = v["producer.idempotent"]
             if idempotent and (acks != "all" or v["producer.max-inflight"] > 5):
@@ -207,20 +238,14 @@ class ProducerConfig:
                 "producer.delivery-timeout must be >= producer.linger + producer.request-timeout "
                 "(as the Java client requires)"
             )
-        return cls(
-            bootstrap=v[BOOTSTRAP], topic=v["producer.topic"], acks=acks,
-            num_rolls=v["producer.num-rolls"], records_per_roll=v["producer.num-records-per-roll"],
+        return dict(
+            acks=acks, num_rolls=v["producer.num-rolls"], records_per_roll=v["producer.num-records-per-roll"],
             wait_after_roll_ms=v["producer.wait-after-roll"], wait_after_send_ms=v["producer.wait-after-send"],
-            local_id=v["producer.local-id"], payload_trunc=v["producer.payload-trunc"],
             max_inflight=v["producer.max-inflight"], idempotent=idempotent, batch_bytes=v["producer.batch"],
             linger_ms=v["producer.linger"], retries=v["producer.retries"],
             delivery_timeout_ms=v["producer.delivery-timeout"], request_timeout_ms=v["producer.request-timeout"],
-            retry_backoff_ms=v["producer.retry-backoff"], retry_max_ms=v["producer.retry-max"], notes=tuple(notes),
+            retry_backoff_ms=v["producer.retry-backoff"], retry_max_ms=v["producer.retry-max"],
         )
-
-    @property
-    def name(self) -> str:
-        return "producer" if self.local_id < 0 else f"producer-{self.local_id}"
 
     @property
     def total(self) -> int:
@@ -248,12 +273,11 @@ class ProducerConfig:
         }
 
 
-@dataclass(frozen=True)
-class ConsumerConfig:
+@dataclass(frozen=True, kw_only=True)
+class ConsumerConfig(ClientConfig):
     """Validated consumer settings, with the course's commit-mode rules applied."""
 
-    bootstrap: str
-    topic: str
+    ROLE = "consumer"
     group_id: str
     instance_id: str | None
     auto_commit: bool
@@ -271,14 +295,9 @@ class ConsumerConfig:
     wait_cmd_period_ms: int
     ack_every: int
     ack_after_batch: bool
-    local_id: int
-    payload_trunc: bool
-    notes: tuple[str, ...] = field(default=())
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, str]) -> ConsumerConfig:
-        v, _ = _resolve(settings, "consumer")
-        notes: list[str] = []
+    def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
         auto_commit = v["consumer.auto-commit"]
         ack_every = v.get("consumer.ack-every-x-msgs") or 0
         ack_after_batch = v["consumer.ack-after-batch"]
@@ -294,22 +313,16 @@ class ConsumerConfig:
                 ack_every = 0
         if v["consumer.heartbeat-interval"] >= v["consumer.session-timeout"]:
             raise KafkalabError("consumer.heartbeat-interval must be lower than consumer.session-timeout")
-        return cls(
-            bootstrap=v[BOOTSTRAP], topic=v["consumer.topic"], group_id=v["consumer.group-id"],
-            instance_id=v.get("consumer.instance-id"), auto_commit=auto_commit,
+        return dict(
+            group_id=v["consumer.group-id"], instance_id=v.get("consumer.instance-id"), auto_commit=auto_commit,
             auto_commit_interval_ms=v["consumer.ac-interval"], fetch_min_bytes=v["consumer.fetch-min-bytes"],
             max_poll_records=v["consumer.max-poll-recs"], assignment_strategy=v["consumer.assignment-strategy"],
             heartbeat_interval_ms=v["consumer.heartbeat-interval"], session_timeout_ms=v["consumer.session-timeout"],
             auto_offset_reset=v["consumer.auto-offset-reset"], poll_period_ms=v["consumer.poll-period"],
             wait_after_recv_ms=v["consumer.wait-after-recv"], wait_after_batch_ms=v["consumer.wait-after-batch"],
             wait_after_record_ms=v["consumer.wait-after-record"], wait_cmd_period_ms=v["consumer.wait-cmd-period"],
-            ack_every=ack_every, ack_after_batch=ack_after_batch, local_id=v["consumer.local-id"],
-            payload_trunc=v["consumer.payload-trunc"], notes=tuple(notes),
+            ack_every=ack_every, ack_after_batch=ack_after_batch,
         )
-
-    @property
-    def name(self) -> str:
-        return "consumer" if self.local_id < 0 else f"consumer-{self.local_id}"
 
     def librdkafka(self) -> dict[str, Any]:
         conf: dict[str, Any] = {

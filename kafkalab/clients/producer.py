@@ -9,13 +9,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as _RdProducer
 
+from kafkalab.clients.client_thread import ClientThread
 from kafkalab.clients.corpus import ValuePicker, corpus_lines
 from kafkalab.clients.options import ProducerConfig
 from kafkalab.clients.payload_log import PayloadLog, csv_field, max_seq
@@ -28,7 +28,7 @@ _STALL_AFTER_S = 1.0  # a send blocked this long is reported as a stall
 _UNKNOWN_ERRORS = frozenset({"_PURGE_INFLIGHT"})  # sent, outcome never learned
 
 
-class Producer:
+class Producer(ClientThread):
     """Sends the course's records; see ``kafkalab.clients`` for the life cycle.
 
     ``settings`` are course option names (``producer.acks`` ...) or the same validated; ``bootstrap``, if
@@ -44,8 +44,7 @@ class Producer:
         on_event: EventCallback | None = None,
         seed: int | None = None,
     ) -> None:
-        config = settings if isinstance(settings, ProducerConfig) else ProducerConfig.from_settings(settings)
-        self.config = replace(config, bootstrap=bootstrap) if bootstrap else config
+        self.config = ProducerConfig.of(settings, bootstrap)
         self.name = self.config.name
         self.run_id = run_id
         self.log_path = Path(log_dir) / f"{self.name}.csv"
@@ -57,7 +56,6 @@ class Producer:
         self._stop = threading.Event()
         self._abort = False  # stop without draining
         self._crash = False
-        self._thread: threading.Thread | None = None
         self._log: PayloadLog | None = None
         self._meter = RateMeter()
         self._state: ClientState = ClientState.STARTING
@@ -73,8 +71,7 @@ class Producer:
         """Begin sending in a new thread (returns at once)."""
         if self._thread is not None:
             raise RuntimeError("producer already started")
-        self._thread = threading.Thread(target=self._run, name=f"kafkalab-{self.name}", daemon=True)
-        self._thread.start()
+        self._start_thread(self._run, self.name)
 
     def stop(self, drain: bool = True) -> None:
         """Stop sending; with ``drain`` wait for outstanding deliveries (at most the delivery timeout),
@@ -87,17 +84,6 @@ class Producer:
         self._crash = True
         self._abort = True
         self._stop.set()
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for the thread; True when it has ended."""
-        if self._thread is None:
-            return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
 
     def stats(self) -> ProducerStats:
         failed = dict(self._failed)

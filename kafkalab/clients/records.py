@@ -19,9 +19,11 @@ from confluent_kafka import Producer as RdProducer
 from kafkalab.admin.client import short_error
 from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
 from kafkalab.errors import KafkalabError
+from kafkalab.logformat import MSG_ID_HEADER, TYPED_MSG_ID
 
 DEFAULT_FORMAT = "%s"
 KEYS_FORMAT = "%k %s"
+_TYPED_HEADERS = [(MSG_ID_HEADER, TYPED_MSG_ID.encode())]  # the analysis tells typed records by it
 _TAIL_GROUP = "kafkalab-tail"  # librdkafka wants a group.id even to assign; nothing is committed under it
 
 
@@ -187,7 +189,7 @@ class RecordTyper:
 
         try:
             self._producer.produce(self.topic, value=value.encode(), key=None if key is None else key.encode(),
-                                   on_delivery=on_delivery)
+                                   headers=_TYPED_HEADERS, on_delivery=on_delivery)
         except (KafkaException, BufferError) as exc:
             return Outcome(line, error=short_error(exc))
         deadline = time.monotonic() + self._wait_s

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, dataclass_transform
 
 
 class EventKind(StrEnum):
@@ -48,15 +48,27 @@ class EventKind(StrEnum):
     CONSUMER_CRASHED = "consumer-crashed"
 
 
+@dataclass_transform(kw_only_default=True, frozen_default=True)
 @dataclass(frozen=True, kw_only=True)
 class Event:
-    """Something that happened; ``t`` and ``ts`` are set by the timeline that records it."""
+    """Something that happened; ``t`` and ``ts`` are set by the timeline that records it.
+
+    A subclass is a frozen, keyword-only dataclass of its facts; ``class X(Event, kind=EventKind.Y)``
+    gives its events that kind unless told another.
+    """
 
     kind: EventKind
     source: str = ""
     detail: str = ""
     t: float = 0.0  # seconds since the run began
     ts: float = 0.0  # epoch seconds
+
+    def __init_subclass__(cls, kind: EventKind | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind is not None:
+            cls.__annotations__ = {"kind": "EventKind", **cls.__annotations__}
+            cls.kind = kind  # type: ignore[misc]  # the field's default, read by dataclass() below
+        dataclass(frozen=True, kw_only=True)(cls)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"t": self.t, "ts": self.ts, "kind": str(self.kind), "source": self.source,
@@ -67,47 +79,36 @@ class Event:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
-class NodeEvent(Event):
-    kind: EventKind = EventKind.NODE
+class NodeEvent(Event, kind=EventKind.NODE):
     state: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class FaultEvent(Event):
-    kind: EventKind = EventKind.FAULT
+class FaultEvent(Event, kind=EventKind.FAULT):
     action: str
     targets: tuple[str, ...]
     trigger: str
 
 
-@dataclass(frozen=True, kw_only=True)
 class FaultProblem(Event):
     """A fault missed (its trigger never came) or failed (it could not be done)."""
 
     index: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class CheckEvent(Event):
-    kind: EventKind = EventKind.CHECK
+class CheckEvent(Event, kind=EventKind.CHECK):
     held: bool
 
 
-@dataclass(frozen=True, kw_only=True)
-class ControllerChange(Event):
-    kind: EventKind = EventKind.CONTROLLER_CHANGE
+class ControllerChange(Event, kind=EventKind.CONTROLLER_CHANGE):
     controller: int
 
 
-@dataclass(frozen=True, kw_only=True)
 class QuorumLeaderChange(ControllerChange):
     """KRaft: a new active controller (the metadata quorum's leader) in a new epoch."""
 
     epoch: int | None
 
 
-@dataclass(frozen=True, kw_only=True)
 class PartitionEvent(Event):
     """A partition went offline or online; its leader and ISR after."""
 
@@ -117,37 +118,26 @@ class PartitionEvent(Event):
     isr: tuple[int, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class LeaderChange(PartitionEvent):
-    kind: EventKind = EventKind.LEADER_CHANGE
+class LeaderChange(PartitionEvent, kind=EventKind.LEADER_CHANGE):
     previous: int | None
 
 
-@dataclass(frozen=True, kw_only=True)
-class IsrShrink(PartitionEvent):
-    kind: EventKind = EventKind.ISR_SHRINK
+class IsrShrink(PartitionEvent, kind=EventKind.ISR_SHRINK):
     removed: tuple[int, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class IsrExpand(PartitionEvent):
-    kind: EventKind = EventKind.ISR_EXPAND
+class IsrExpand(PartitionEvent, kind=EventKind.ISR_EXPAND):
     added: tuple[int, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProducerStalled(Event):
-    kind: EventKind = EventKind.PRODUCER_STALLED
+class ProducerStalled(Event, kind=EventKind.PRODUCER_STALLED):
     in_flight: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProducerResumed(Event):
-    kind: EventKind = EventKind.PRODUCER_RESUMED
+class ProducerResumed(Event, kind=EventKind.PRODUCER_RESUMED):
     stalled_s: float
 
 
-@dataclass(frozen=True, kw_only=True)
 class ClientRecord(Event):
     """What a producer or consumer told: assigned, revoked, error... with the partitions it concerns."""
 

@@ -3,7 +3,7 @@
 Metric names (checked when a lab loads, so a typo is an error and never a silent pass):
 
 - the analysis report: lost, lost_by_brokers, missed_by_consumers, duplicated, redelivered, reordered,
-  recovered, unexpected, attempted, acknowledged, failed, unknown, consumed_rows, distinct_consumed
+  recovered, unexpected, attempted, acknowledged, failed, unknown, consumed_rows, distinct_consumed, typed
 - the producer: producer.acked, producer.attempted, producer.failed, producer.failed.ERROR_NAME,
   producer.stalls, producer.longest_stall_s
 - the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.offline
@@ -30,7 +30,7 @@ OPS: dict[str, Callable[[Any, Any], bool]] = {
 
 REPORT_METRICS = (
     "lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered", "recovered",
-    "unexpected", "attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed",
+    "unexpected", "attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed", "typed",
 )
 _PATTERNS = (
     *(re.escape(m) for m in REPORT_METRICS),

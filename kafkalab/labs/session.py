@@ -33,7 +33,6 @@ from kafkalab.labs.recording import RunRecorder
 from kafkalab.labs.results import ExpectationResult, FaultStatus, Phase, RunResult, SessionEvent
 from kafkalab.labs.run import LabRun, PortChoice
 from kafkalab.labs.run_deps import RunDeps, real_deps
-from kafkalab.labs.timeline import Timeline
 
 # A lab run's Spark session starts beside its cluster and is needed as soon as the run ends: a light
 # warm-up is done sooner (commit-too-late's report 17 s after its run against 20-25 s with 100k rows).
@@ -98,7 +97,6 @@ class LabSession:
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._run: LabRun | None = None
-        self._idle_timeline = Timeline(lab.id)
         self.add_listener(RunRecorder(self).on_event)  # recording.jsonl in every run dir, for `kafkalab replay`
 
     # ---- the current run, as the console reads it ------------------------------------------------
@@ -108,16 +106,8 @@ class LabSession:
         return self._run
 
     @property
-    def phase(self) -> Phase:
-        return self._run.phase if self._run is not None else Phase.IDLE
-
-    @property
     def cluster(self) -> Cluster | None:
         return self._run.cluster if self._run is not None else None
-
-    @property
-    def timeline(self) -> Timeline:
-        return self._run.timeline if self._run is not None else self._idle_timeline
 
     @property
     def result(self) -> RunResult | None:
@@ -208,8 +198,7 @@ class LabSession:
         with self._lock:
             self._end_kept_cluster("run reset")
             self._run = None
-            self._idle_timeline = Timeline(self.lab.id)
-        self._emit("phase", self.phase)
+        self._emit("phase", Phase.IDLE)
 
     def close(self) -> None:
         """Stop any run, the cluster it kept and the Spark session this session started."""

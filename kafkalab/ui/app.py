@@ -133,9 +133,9 @@ class LabConsole(App[None]):
                     yield ProducerPane()
                     yield ConsumersTable()
                 with TabPane("Lab", id="tab-lab"):
-                    yield LabPane()
+                    yield LabPane(id="lab")
                 with TabPane("Results", id="tab-results"):
-                    yield ResultsPane()
+                    yield ResultsPane(id="results")
                 with TabPane("Groups", id="tab-groups"):
                     yield GroupsPane()
                 with TabPane("Records", id="tab-records"):

@@ -18,6 +18,12 @@ from textual.binding import Binding
 
 from kafkalab.errors import KafkalabError
 
+# the control words consumers obey, by key
+CONTROL_KEYS = {"Q": "quit", "C": "crash", "W": "wait"}
+# the side tabs, by key: (tab, title)
+TAB_KEYS = {"l": ("lab", "Lab"), "u": ("run", "Clients"), "v": ("results", "Results"),
+            "o": ("groups", "Consumer groups"), "c": ("records", "Records")}
+
 BINDINGS: list[Binding] = [
     Binding("question_mark", "help", "Keys", id="app.help", key_display="?"),
     Binding("ctrl+q", "quit_console", "Quit", id="app.quit", priority=True),
@@ -30,17 +36,13 @@ BINDINGS: list[Binding] = [
     Binding("g", "start_run", "Start run", id="run.start"),
     Binding("x", "stop_run", "Stop run", id="run.stop"),
     Binding("n", "reset_lab", "Reset lab", id="lab.reset", show=False),
-    Binding("Q", "send_control('quit')", "Consumers: quit", id="consumer.quit", show=False),
-    Binding("C", "send_control('crash')", "Consumers: crash", id="consumer.crash", show=False),
-    Binding("W", "send_control('wait')", "Consumers: wait", id="consumer.wait", show=False),
+    *(Binding(key, f"send_control('{word}')", f"Consumers: {word}", id=f"consumer.{word}", show=False)
+      for key, word in CONTROL_KEYS.items()),
     Binding("e", "edit_setting", "Change a setting", id="run.setting", show=False),
     Binding("t", "edit_topic", "Create/alter topic", id="topic.alter", show=False),
-    Binding("l", "show_tab('lab')", "Lab", id="view.lab", show=False),
-    Binding("u", "show_tab('run')", "Clients", id="view.run", show=False),
-    Binding("v", "show_tab('results')", "Results", id="view.results", show=False),
+    *(Binding(key, f"show_tab('{tab}')", title, id=f"view.{tab}", show=False)
+      for key, (tab, title) in TAB_KEYS.items()),
     Binding("a", "samples", "Anomaly samples", id="results.samples", show=False),
-    Binding("o", "show_tab('groups')", "Consumer groups", id="view.groups", show=False),
-    Binding("c", "show_tab('records')", "Records", id="view.records", show=False),
     Binding("right_square_bracket", "next_group", "Next group", id="group.next", key_display="]", show=False),
     Binding("O", "reset_group", "Reset group offsets", id="group.reset", show=False),
     Binding("P", "toggle_presenter", "Presenter mode", id="view.presenter", show=False),

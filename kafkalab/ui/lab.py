@@ -33,9 +33,7 @@ def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
 
 
 class LabPane(VerticalScroll):
-    def __init__(self) -> None:
-        super().__init__(id="lab")
-        self.shown: LabView | None = None
+    shown: LabView | None = None  # the lab on screen
 
     def compose(self) -> ComposeResult:
         yield Static(id="lab-title")

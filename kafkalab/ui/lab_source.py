@@ -120,10 +120,11 @@ class LabSource:
         state = self.session.state()
         self._sample(state)
         lab = self.lab
+        run = self.session.current
         return RunFrame(
             live=state.phase in LIVE_PHASES, phase=str(state.phase), producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
-            markers=markers((e.t, e.kind, e.detail) for e in self.session.timeline.events()),
+            markers=markers((e.t, e.kind, e.detail) for e in (run.timeline.events() if run is not None else ())),
             lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
         )
 
@@ -151,10 +152,10 @@ class LabSource:
         self.session.reset()
 
     def send_control(self, word: str) -> None:
-        cluster = self.session.cluster
-        if cluster is None or self.session.phase not in LIVE_PHASES:
+        run = self.session.current
+        if run is None or run.cluster is None or run.phase not in LIVE_PHASES:
             raise KafkalabError(f"no run is live: {word!r} goes to running consumers (start a run with g)")
-        send_control(cluster.bootstrap, self.lab.topic, word, all_partitions=True)
+        send_control(run.cluster.bootstrap, self.lab.topic, word, all_partitions=True)
 
     def change_setting(self, name: str, value: str) -> None:
         """A producer.* or consumer.* option for the next run (validated like the command line)."""

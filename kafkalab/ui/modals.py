@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 
@@ -40,47 +41,54 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(answer)
 
 
-class ErrorScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,enter,space", "dismiss_error", "Dismiss", id="error.dismiss")]
+class _TextDialog(ModalScreen[None]):
+    """A title over text that scrolls, and how to close it; subclasses set the look and the keys."""
 
-    def __init__(self, title: str, message: str) -> None:
+    DIALOG_CLASSES = "dialog"
+    TITLE_STYLE = "bold"
+    BODY_CLASSES = ""
+
+    def __init__(self, title: str, body: str | Text) -> None:
         super().__init__(classes="modal")
         self.title_text = title
-        self.message = message
+        self.body = body
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog error-dialog"):
-            yield Label(Text(self.title_text, style="bold red"))
-            with VerticalScroll(classes="error-body"):
-                yield Static(Text(self.message))
-            yield Button("Dismiss (esc)", variant="primary", id="dismiss")
+        with Vertical(classes=self.DIALOG_CLASSES):
+            yield Label(Text(self.title_text, style=self.TITLE_STYLE))
+            with VerticalScroll(classes=self.BODY_CLASSES):
+                yield Static(self.body)
+            yield self.closer()
+
+    def closer(self) -> Widget:
+        return Static(Text("esc closes", style="dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ErrorScreen(_TextDialog):
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,enter,space", "close", "Dismiss", id="error.dismiss")]
+    DIALOG_CLASSES = "dialog error-dialog"
+    TITLE_STYLE = "bold red"
+    BODY_CLASSES = "error-body"
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__(title, Text(message))  # shown as written, never read as markup
+        self.message = message
+
+    def closer(self) -> Widget:
+        return Button("Dismiss (esc)", variant="primary", id="dismiss")
 
     def on_button_pressed(self, _event: Button.Pressed) -> None:
         self.dismiss(None)
 
-    def action_dismiss_error(self) -> None:
-        self.dismiss(None)
 
-
-class TextScreen(ModalScreen[None]):
+class TextScreen(_TextDialog):
     """Read-only text (anomaly samples), closed with escape."""
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q", "close", "Close", id="text.close")]
-
-    def __init__(self, title: str, text: str) -> None:
-        super().__init__(classes="modal")
-        self.title_text = title
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog wide-dialog"):
-            yield Label(Text(self.title_text, style="bold"))
-            with VerticalScroll():
-                yield Static(self.text)
-            yield Static(Text("esc closes", style="dim"))
-
-    def action_close(self) -> None:
-        self.dismiss(None)
+    DIALOG_CLASSES = "dialog wide-dialog"
 
 
 class HelpScreen(ModalScreen[None]):

@@ -49,9 +49,7 @@ def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
 
 
 class ResultsPane(VerticalScroll):
-    def __init__(self) -> None:
-        super().__init__(id="results")
-        self.frame: RunFrame | None = None
+    frame: RunFrame | None = None  # the frame on screen
 
     def compose(self) -> ComposeResult:
         yield Static("No report yet: it appears here when a run ends.", id="verdict")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from textual.app import App
@@ -16,23 +17,22 @@ from textual.timer import Timer
 T = TypeVar("T")
 
 
+@dataclass(eq=False)
 class Poller(Generic[T]):
     """Calls ``fetch`` in a thread worker every ``interval`` seconds (after the last one finished),
-    then ``apply`` on the event loop under ``batch_update``."""
+    then ``apply`` on the event loop under ``batch_update``; ``on_error`` is told what raised."""
 
-    def __init__(self, app: App[object], name: str, fetch: Callable[[], T], apply: Callable[[T], None],
-                 interval: float, on_error: Callable[[str, BaseException], None]) -> None:
-        self.app = app
-        self.name = name
-        self.interval = interval
-        self._fetch = fetch
-        self._apply = apply
-        self._on_error = on_error
-        self._timer: Timer | None = None
-        self._busy = False
-        self._stopped = False
-        self.polls = 0
-        self.last_elapsed_s = 0.0
+    app: App[object]
+    name: str
+    fetch: Callable[[], T]
+    apply: Callable[[T], None]
+    interval: float
+    on_error: Callable[[str, BaseException], None]
+    polls: int = field(default=0, init=False)
+    last_elapsed_s: float = field(default=0.0, init=False)
+    _timer: Timer | None = field(default=None, init=False, repr=False)
+    _busy: bool = field(default=False, init=False, repr=False)
+    _stopped: bool = field(default=False, init=False, repr=False)
 
     def start(self) -> None:
         self._stopped = False
@@ -64,7 +64,7 @@ class Poller(Generic[T]):
     def _work(self) -> None:
         started = time.monotonic()
         try:
-            result = self._fetch()
+            result = self.fetch()
         except Exception as exc:
             self._post(self._failed, exc)
             return
@@ -84,13 +84,13 @@ class Poller(Generic[T]):
             return
         try:
             with self.app.batch_update():
-                self._apply(result)
+                self.apply(result)
         except Exception as exc:  # a render bug shows as an error, the console keeps going
-            self._on_error(self.name, exc)
+            self.on_error(self.name, exc)
         finally:  # a steady cadence: the time the poll took counts toward the interval
             self._arm(max(0.05, self.interval - self.last_elapsed_s))
 
     def _failed(self, exc: BaseException) -> None:
         self._busy = False
         self._arm(self.interval)
-        self._on_error(self.name, exc)
+        self.on_error(self.name, exc)
