@@ -152,11 +152,13 @@ def test_acks0_leader_stopped_mid_send_loses_acknowledged_records(
     topic = topic_factory(partitions=3, replication_factor=1)
     leader = admin.snapshot().partition(topic, 0).leader  # type: ignore[union-attr]
     assert leader is not None
+    led = {str(p.partition) for p in admin.snapshot().topic(topic) if p.leader == leader}
     producer = run_producer(cluster.bootstrap, tmp_path / "p", {
-        "producer.topic": topic, "producer.acks": "0", "producer.num-records-per-roll": "60000",
-        "producer.delivery-timeout": "8000", "producer.request-timeout": "4000"})
+        "producer.topic": topic, "producer.acks": "0", "producer.num-records-per-roll": "20000",
+        # ~1k records a second, so the leader is paused mid-send (unpaced, acks=0 sends all 20k in a blink)
+        "producer.wait-after-send": "1", "producer.delivery-timeout": "8000", "producer.request-timeout": "4000"})
     try:
-        wait_until(lambda: producer.stats().acked > 5000, 60, 0.05, "sending under way")
+        wait_until(lambda: producer.stats().acked > 3000, 60, 0.05, "sending under way")
         # Paused, the leader still takes bytes into its socket buffer, and acks=0 counts them as sent;
         # the kill then destroys them: loss every time, not only when the kill lands mid-batch.
         cluster.node(leader).pause()
@@ -180,7 +182,9 @@ def test_acks0_leader_stopped_mid_send_loses_acknowledged_records(
     consumed = {r["msg_id"] for r in rows(tmp_path / "c/consumer.csv")}
     lost = set(acked) - consumed
     assert lost, "acks=0 with the leader gone should lose acknowledged records"
-    assert {acked[m]["partition"] for m in lost} == {"0"}  # only the partition whose leader died
+    # Loss on partition 0, and only on the partitions whose leader died (the broker may lead others too).
+    lost_on = {acked[m]["partition"] for m in lost}
+    assert "0" in lost_on and lost_on <= led, (lost_on, led)
 
 
 def test_producer_blocks_while_leaders_are_gone_and_resumes(
