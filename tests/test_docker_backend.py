@@ -6,12 +6,17 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
+import psutil
 import pytest
 
+from kafkalab.admin import Admin
+from kafkalab.admin.quorum import QuorumState
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster.configs import QUORUM_WATCH_DIR
 from kafkalab.cluster.control import read_cluster_file
 from kafkalab.cluster.docker_backend import (
     LABEL_NODE,
@@ -24,7 +29,7 @@ from kafkalab.cluster.docker_backend import (
     memory_in_use,
 )
 from kafkalab.cluster.docker_image import mmdebstrap_command
-from kafkalab.cluster.process import node_marker
+from kafkalab.cluster.process import marked_processes, node_marker
 from kafkalab.cluster.supervision import is_driven
 from kafkalab.errors import KafkalabError
 from tests.conftest import TEST_STATE_ROOT
@@ -200,3 +205,163 @@ def test_cli_drives_a_docker_cluster_and_the_next_start_reaps_a_crashed_run(
             container.remove(force=True)
     assert down is not None and down.returncode == 0, down and down.stderr
     assert not leftovers
+
+
+# ---- KRaft mode in containers --------------------------------------------------------------------------
+KRAFT_VOTERS = {101, 102, 103}
+
+
+def quorum_answer(cluster: Cluster) -> QuorumState | None:
+    q = cluster.quorum(timeout_s=2.0)
+    return q if q.reachable else None
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_controllers_and_brokers_run_in_containers_and_the_quorum_view_answers(
+    docker_kraft_cluster: Cluster, docker_client: docker.DockerClient
+) -> None:
+    cluster = docker_kraft_cluster
+    containers = {c.labels[LABEL_NODE]: c for c in docker_client.containers.list(
+        filters={"label": f"{LABEL_STATE_DIR}={cluster.state_dir}"})}
+    assert set(containers) == {"controller-1", "controller-2", "controller-3", "broker-1", "broker-2", "broker-3"}
+    assert all(c.attrs["HostConfig"]["NetworkMode"] == "host" for c in containers.values())
+    for name in ("controller-2", "broker-3"):  # formatted on the host, in the dir the container mounts
+        node = cluster.node(name)
+        assert node.node_id is not None
+        assert f"[KafkaRaftServer nodeId={node.node_id}] Kafka Server started" in node.log_path.read_text()
+        assert list(node.node_dir.glob("*/meta.properties"))
+    q = wait_until(lambda: quorum_answer(cluster), 90, interval=0.5, what="a DescribeQuorum answer")
+    assert q.leader in KRAFT_VOTERS and q.epoch and q.high_watermark
+    assert {r.node_id for r in q.voters} == KRAFT_VOTERS
+    assert {r.node_id for r in q.observers} == {1, 2, 3}
+    helper = psutil.Process(cluster.quorum_helper_pid)  # a host JVM, a client of the loopback controller ports
+    assert node_marker(cluster.state_dir, QUORUM_WATCH_DIR) in helper.cmdline()
+    assert helper.pid not in {c.attrs["State"]["Pid"] for c in containers.values()}
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_sigkill_of_a_leader_in_a_container_elects_a_new_leader_from_the_isr(
+    docker_kraft_engine: tuple[Cluster, Admin, Callable[..., str]]
+) -> None:
+    cluster, admin, topic_factory = docker_kraft_engine
+    topic = topic_factory(partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
+    before = admin.snapshot().partition(topic, 0)
+    assert before is not None and before.leader is not None and len(before.isr) == 3
+    leader = before.leader
+    cluster.node(leader).kill()
+    assert cluster.node(leader).state == NodeState.KILLED
+
+    def new_leader() -> object:
+        p = admin.snapshot(offsets=False).partition(topic, 0)
+        return p if p is not None and p.leader not in (None, leader) else None
+
+    after = wait_until(new_leader, 60, what="a new leader for partition 0")
+    assert after.leader in before.isr and leader not in after.isr  # type: ignore[attr-defined]
+    cluster.node(leader).start()
+    cluster.wait_state(leader, NodeState.RUNNING, timeout=120)
+    wait_until(lambda: (p := admin.snapshot(offsets=False).partition(topic, 0)) and len(p.isr) == 3, 90,
+               what="the ISR back to 3")
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_sigkill_of_the_active_controller_container_elects_another(docker_kraft_cluster: Cluster) -> None:
+    cluster = docker_kraft_cluster
+    q = wait_until(lambda: quorum_answer(cluster), 90, interval=0.5, what="a DescribeQuorum answer")
+    active = cluster.node(str(q.leader))
+    assert active.kind == "controller"
+    active.kill()
+    try:
+        after = wait_until(lambda: (s := quorum_answer(cluster)) and s.leader not in (None, q.leader) and s,
+                           60, interval=0.5, what="a new active controller")
+        assert after.leader in KRAFT_VOTERS and after.epoch > q.epoch  # type: ignore[operator]
+    finally:
+        active.start()
+    cluster.wait_state(active.name, NodeState.RUNNING, timeout=120)
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_a_controller_container_pauses_resumes_and_restarts(
+    docker_kraft_cluster: Cluster, docker_client: docker.DockerClient
+) -> None:
+    cluster = docker_kraft_cluster
+    q = wait_until(lambda: quorum_answer(cluster), 90, interval=0.5, what="a DescribeQuorum answer")
+    follower = cluster.node(str(next(r.node_id for r in q.voters if r.node_id != q.leader)))
+    container = docker_client.containers.get(container_name(cluster.state_dir, follower.name))
+    follower.pause()
+    try:
+        container.reload()
+        assert follower.state == NodeState.PAUSED and container.status == "paused"
+        # the active controller appends a record every 500 ms: a frozen voter falls behind
+        wait_until(lambda: (s := quorum_answer(cluster)) and (r := s.replica(follower.node_id or 0))
+                   and r.lag is not None and r.lag > 0, 60, interval=0.5, what=f"{follower.name} lagging")
+    finally:
+        follower.resume()
+    container.reload()
+    assert follower.state == NodeState.RUNNING and container.status == "running"
+    follower.restart()  # SIGTERM, then a new container once it has exited
+    wait_until(lambda: follower.restarts == 1 and follower.state == NodeState.RUNNING, 120,
+               what=f"{follower.name} restarted")
+    assert follower.state == NodeState.RUNNING
+    wait_until(lambda: (s := quorum_answer(cluster)) and (r := s.replica(follower.node_id or 0))
+               and r.lag is not None and r.lag < 50, 90, interval=0.5, what=f"{follower.name} caught up")
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_cli_kraft_on_docker_leaves_no_container_or_jvm_after_a_crash_and_a_down(
+    tmp_path: Path, docker_client: docker.DockerClient
+) -> None:
+    state = TEST_STATE_ROOT / "cli-docker-kraft"
+    env = {"KAFKALAB_STATE": str(tmp_path)}
+    labelled = {"label": f"{LABEL_STATE_DIR}={state}"}
+
+    def up() -> dict[str, object]:
+        result = kafkalab("cluster", "up", "--mode", "kraft", "--backend", "docker", "--image", DOCKER_IMAGE,
+                          "--detach", "--brokers", "1", "--free-ports", "--state-dir", str(state), env=env,
+                          timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        status = json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state), env=env).stdout)
+        assert [(n["name"], n["state"]) for n in status["nodes"]] == [("controller-1", "running"),
+                                                                      ("broker-1", "running")]
+        return status
+
+    down = None
+    try:
+        status = up()
+        assert {c.labels[LABEL_NODE] for c in docker_client.containers.list(filters=labelled)} == {
+            "controller-1", "broker-1"}
+        assert status["mode"] == "kraft"
+
+        def quorum() -> dict[str, object] | None:
+            out = kafkalab("cluster", "status", "--json", "--state-dir", str(state), env=env).stdout
+            answer = json.loads(out)["quorum"]
+            return answer if answer["reachable"] else None
+
+        assert wait_until(quorum, 60, interval=1, what="the quorum in `cluster status`")["leader"] == 101
+        helper_marker = node_marker(state, QUORUM_WATCH_DIR)
+
+        def quorum_helpers() -> list[psutil.Process]:  # the containers' JVMs carry markers too, seen from here
+            return [p for p in marked_processes(state) if helper_marker in p.info["cmdline"]]
+
+        assert len(quorum_helpers()) == 1
+        os.kill(int(read_cluster_file(state)["owner_pid"]), signal.SIGKILL)  # kafkalab crashes
+        wait_until(lambda: not is_driven(state), 30, what="the crashed owner's lock released")
+        wait_until(lambda: not quorum_helpers(), 30, what="the quorum helper ended with its owner")
+        assert len(docker_client.containers.list(filters=labelled)) == 2  # the engine keeps them running
+        up()  # the next start removes the crashed run's containers, then starts afresh on the same storage
+        log = (state / "owner.log").read_text()
+        assert f"container {container_name(state, 'controller-1')}" in log and "formatting" not in log
+    finally:
+        down = kafkalab("cluster", "down", "--state-dir", str(state), env=env) if is_driven(state) else None
+        leftovers = docker_client.containers.list(all=True, filters=labelled)
+        for container in leftovers:
+            container.remove(force=True)
+        jvms = marked_processes(state)
+        for proc in jvms:
+            proc.kill()
+    assert down is not None and down.returncode == 0, down and down.stderr
+    assert not leftovers and not jvms
