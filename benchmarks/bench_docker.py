@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -29,6 +30,7 @@ from kafkalab.cluster import Cluster
 from kafkalab.cluster.docker_backend import DockerBackend, connect_engine
 from kafkalab.cluster.docker_image import DEFAULT_IMAGE, ensure_image
 from kafkalab.cluster.process import Backend, LocalBackend
+from kafkalab.errors import KafkalabError
 
 SETUPS = ("local", "docker", "local-kraft", "docker-kraft")
 METRICS = ("cold_start_s", "sigkill_failover_s")
@@ -49,6 +51,17 @@ def one_run(root: Path, backend: Backend, kraft: bool) -> dict[str, float]:
     return {"cold_start_s": cold_start, "sigkill_failover_s": failover, "load_1m": load}
 
 
+def failure_note(exc: KafkalabError) -> str:
+    """Why a run failed: the error, and the failed node's first ERROR line (its log goes with the temp dir)."""
+    found = re.search(r"\(log: (\S+)\)", str(exc))
+    try:
+        lines = Path(found.group(1)).read_text(errors="replace").splitlines() if found else []
+    except OSError:
+        lines = []
+    first = next((ln for ln in lines if "] ERROR " in ln), "")
+    return f"{exc} | {first[:300]}" if first else str(exc)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
@@ -60,14 +73,21 @@ def main() -> None:
     image = {"image": args.image, "how": prepared, "seconds": round(time.monotonic() - started, 1)}
     print(f"image {args.image}: {prepared} in {image['seconds']}s", flush=True)
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in SETUPS}
+    failures: dict[str, list[str]] = {name: [] for name in SETUPS}  # a start that failed under load is a result
     with tempfile.TemporaryDirectory(prefix="kafkalab-bench-") as tmp:
         for i in range(args.runs):
             for name in SETUPS:
                 backend = DockerBackend(args.image) if name.startswith("docker") else LocalBackend()
-                samples[name].append(one_run(Path(tmp), backend, kraft=name.endswith("kraft")))
+                try:
+                    samples[name].append(one_run(Path(tmp), backend, kraft=name.endswith("kraft")))
+                except KafkalabError as exc:
+                    failures[name].append(failure_note(exc))
+                    print(f"run {i + 1} {name}: FAILED {failures[name][-1]}", flush=True)
+                    continue
                 print(f"run {i + 1} {name}: {samples[name][-1]}", flush=True)
     results: dict[str, object] = {
-        name: {key: summary([r[key] for r in runs]) for key in (*METRICS, "load_1m")}
+        name: {**{key: summary([r[key] for r in runs]) for key in (*METRICS, "load_1m")},
+               "failures": failures[name]}
         for name, runs in samples.items()
     }
     results["image_preparation"] = image
