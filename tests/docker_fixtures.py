@@ -55,6 +55,27 @@ def docker_cluster(distribution: dist.Distribution, docker_client: docker.Docker
 
 
 @pytest.fixture(scope="session")
+def docker_kraft_cluster(distribution: dist.Distribution, docker_client: docker.DockerClient) -> Iterator[Cluster]:
+    """KRaft mode in containers: 3 dedicated controllers + 3 brokers, shared by the docker KRaft tests."""
+    spec = make_spec("docker-kraft", mode="kraft", controllers=3)
+    c = Cluster(spec, distribution, backend=DockerBackend(DOCKER_IMAGE))
+    c.start(timeout=300)
+    try:
+        yield c
+    finally:
+        c.shutdown(graceful=False)
+
+
+@pytest.fixture
+def docker_kraft_engine(
+    docker_kraft_cluster: Cluster, request: pytest.FixtureRequest
+) -> tuple[Cluster, Admin, Callable[..., str]]:
+    """(cluster, admin, topic_factory) of KRaft mode on the docker backend."""
+    admin = Admin(docker_kraft_cluster.bootstrap, timeout_s=5.0)
+    return docker_kraft_cluster, admin, topic_factory_for(docker_kraft_cluster, admin, request)
+
+
+@pytest.fixture(scope="session")
 def docker_admin(docker_cluster: Cluster) -> Admin:
     return Admin(docker_cluster.bootstrap, timeout_s=5.0)  # the cluster may have just started on a busy machine
 

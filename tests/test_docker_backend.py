@@ -5,13 +5,20 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docker
+import psutil
 import pytest
 
+from kafkalab.admin import Admin
+from kafkalab.admin.quorum import QuorumState
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster.configs import QUORUM_WATCH_DIR
 from kafkalab.cluster.control import read_cluster_file
 from kafkalab.cluster.docker_backend import (
     LABEL_NODE,
@@ -24,13 +31,16 @@ from kafkalab.cluster.docker_backend import (
     memory_in_use,
 )
 from kafkalab.cluster.docker_image import mmdebstrap_command
-from kafkalab.cluster.process import node_marker
+from kafkalab.cluster.process import marked_processes, node_marker
 from kafkalab.cluster.supervision import is_driven
 from kafkalab.errors import KafkalabError
+from tests import test_cluster_engine as engine_tests  # the engine's failover tests, run here in containers
+from tests import test_kraft_cluster as kraft_mode  # its controller failover, too
 from tests.conftest import TEST_STATE_ROOT
 from tests.docker_fixtures import DOCKER_IMAGE
 from tests.helpers import wait_until
 from tests.test_cli_cluster import assert_one_line_error, kafkalab
+from tests.test_kraft_cluster import VOTERS, answered
 
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
 
@@ -165,38 +175,148 @@ def test_nodes_run_in_labelled_host_network_containers_with_stats(
     assert any("started (kafka.server.KafkaServer)" in line for line in docker_cluster.node(1).log_tail(2000))
 
 
+def cli_up(state: Path, env: dict[str, str], *options: str) -> dict[str, Any]:
+    """`cluster up --backend docker --detach` with one broker (and ``options``): every node running; its status."""
+    result = kafkalab("cluster", "up", "--backend", "docker", "--image", DOCKER_IMAGE, "--detach", "--brokers", "1",
+                      "--free-ports", "--state-dir", str(state), *options, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    status: dict[str, Any] = json.loads(
+        kafkalab("cluster", "status", "--json", "--state-dir", str(state), env=env).stdout)
+    assert [n["state"] for n in status["nodes"]] == ["running", "running"]
+    return status
+
+
+def cli_down(state: Path, env: dict[str, str], client: docker.DockerClient) -> tuple[
+        subprocess.CompletedProcess[str] | None, list[str]]:
+    """`cluster down` while the cluster is driven, then every container of ``state`` removed: (down, leftovers)."""
+    down = kafkalab("cluster", "down", "--state-dir", str(state), env=env) if is_driven(state) else None
+    leftovers = client.containers.list(all=True, filters={"label": f"{LABEL_STATE_DIR}={state}"})
+    for container in leftovers:
+        container.remove(force=True)
+    return down, [str(c.name) for c in leftovers]
+
+
 @pytest.mark.docker
 @pytest.mark.cluster
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
 def test_cli_drives_a_docker_cluster_and_the_next_start_reaps_a_crashed_run(
-    tmp_path: Path, docker_client: docker.DockerClient
+    mode: str, tmp_path: Path, docker_client: docker.DockerClient
 ) -> None:
-    state = TEST_STATE_ROOT / "cli-docker"
+    """Also in KRaft mode: the quorum helper, a host JVM, ends with its crashed owner; none is left after down."""
+    state = TEST_STATE_ROOT / f"cli-docker-{mode}"
     env = {"KAFKALAB_STATE": str(tmp_path)}
     labelled = {"label": f"{LABEL_STATE_DIR}={state}"}
+    metadata_node = "controller-1" if mode == "kraft" else "zookeeper"
+    helper_marker = node_marker(state, QUORUM_WATCH_DIR)
 
-    def up() -> None:
-        result = kafkalab("cluster", "up", "--backend", "docker", "--image", DOCKER_IMAGE, "--detach", "--brokers",
-                          "1", "--free-ports", "--state-dir", str(state), env=env, timeout=240)
-        assert result.returncode == 0, result.stdout + result.stderr
-        status = json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state), env=env).stdout)
-        assert [n["state"] for n in status["nodes"]] == ["running", "running"]
+    def quorum_helpers() -> list[psutil.Process]:  # the containers' JVMs carry markers too, seen from here
+        return [p for p in marked_processes(state) if helper_marker in p.info["cmdline"]]
+
+    def quorum() -> dict[str, Any] | None:
+        out = kafkalab("cluster", "status", "--json", "--state-dir", str(state), env=env).stdout
+        answer = json.loads(out)["quorum"]
+        return answer if answer and answer["reachable"] else None
 
     try:
-        up()
-        assert len(docker_client.containers.list(filters=labelled)) == 2
+        status = cli_up(state, env, "--mode", mode)
+        assert [n["name"] for n in status["nodes"]] == [metadata_node, "broker-1"] and status["mode"] == mode
+        assert {c.labels[LABEL_NODE] for c in docker_client.containers.list(filters=labelled)} == {
+            metadata_node, "broker-1"}
+        if mode == "kraft":
+            assert wait_until(quorum, 60, interval=1, what="the quorum in `cluster status`")["leader"] == 101
+            assert len(quorum_helpers()) == 1
         killed = kafkalab("broker", "kill", "1", "--wait", "--state-dir", str(state), env=env)
         assert killed.returncode == 0 and "killed" in killed.stdout, killed.stdout + killed.stderr
         wait_until(lambda: len(docker_client.containers.list(all=True, filters=labelled)) == 1, 30,
                    what="the killed broker's container gone")
         os.kill(int(read_cluster_file(state)["owner_pid"]), signal.SIGKILL)  # kafkalab crashes
         wait_until(lambda: not is_driven(state), 30, what="the crashed owner's lock released")
-        up()  # the next start ends the crashed run's ZooKeeper container, then starts afresh
-        assert f"ended leftovers of a crashed run: container {container_name(state, 'zookeeper')}" in (
-            state / "owner.log").read_text()
+        wait_until(lambda: not quorum_helpers(), 30, what="the quorum helper ended with its owner")
+        cli_up(state, env, "--mode", mode)  # the next start ends the crashed run's container, then starts afresh
+        log = (state / "owner.log").read_text()
+        assert f"ended leftovers of a crashed run: container {container_name(state, metadata_node)}" in log
+        assert "formatting" not in log  # KRaft: the storage of the first start is kept
     finally:
-        down = kafkalab("cluster", "down", "--state-dir", str(state), env=env) if is_driven(state) else None
-        leftovers = docker_client.containers.list(all=True, filters=labelled)
-        for container in leftovers:
-            container.remove(force=True)
+        down, leftovers = cli_down(state, env, docker_client)
+        jvms = marked_processes(state)
+        for proc in jvms:
+            proc.kill()
     assert down is not None and down.returncode == 0, down and down.stderr
-    assert not leftovers
+    assert not leftovers and not jvms
+
+
+# ---- KRaft mode in containers --------------------------------------------------------------------------
+def first_answer(cluster: Cluster) -> QuorumState:
+    return wait_until(lambda: answered(cluster), 90, interval=0.5, what="a DescribeQuorum answer")
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_controllers_and_brokers_run_in_containers_and_the_quorum_view_answers(
+    docker_kraft_cluster: Cluster, docker_client: docker.DockerClient
+) -> None:
+    cluster = docker_kraft_cluster
+    containers = {c.labels[LABEL_NODE]: c for c in docker_client.containers.list(
+        filters={"label": f"{LABEL_STATE_DIR}={cluster.state_dir}"})}
+    assert set(containers) == {"controller-1", "controller-2", "controller-3", "broker-1", "broker-2", "broker-3"}
+    assert all(c.attrs["HostConfig"]["NetworkMode"] == "host" for c in containers.values())
+    for name in ("controller-2", "broker-3"):  # formatted on the host, in the dir the container mounts
+        node = cluster.node(name)
+        assert node.node_id is not None
+        assert f"[KafkaRaftServer nodeId={node.node_id}] Kafka Server started" in node.log_path.read_text()
+        assert list(node.node_dir.glob("*/meta.properties"))
+    q = first_answer(cluster)
+    assert q.leader in VOTERS and q.epoch and q.high_watermark
+    assert {r.node_id for r in q.voters} == VOTERS
+    assert {r.node_id for r in q.observers} == {1, 2, 3}
+    helper = psutil.Process(cluster.quorum_helper_pid)  # a host JVM, a client of the loopback controller ports
+    assert node_marker(cluster.state_dir, QUORUM_WATCH_DIR) in helper.cmdline()
+    assert helper.pid not in {c.attrs["State"]["Pid"] for c in containers.values()}
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+@pytest.mark.parametrize("engine_test", [
+    engine_tests.test_sigkill_of_leader_elects_new_leader_from_isr_and_restart_restores_isr,
+    engine_tests.test_sigterm_moves_leadership_before_the_process_exits,
+    engine_tests.test_paused_follower_leaves_isr_and_returns_on_resume,
+], ids=["sigkill-leader", "sigterm-leader", "pause-follower"])
+def test_kraft_brokers_in_containers_fail_over_as_local_ones_do(
+    engine_test: Callable[[tuple[Cluster, Admin, Callable[..., str]]], None],
+    docker_kraft_engine: tuple[Cluster, Admin, Callable[..., str]],
+) -> None:
+    engine_test(docker_kraft_engine)
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_sigkill_of_the_active_controller_container_elects_another(docker_kraft_cluster: Cluster) -> None:
+    kraft_mode.test_killing_the_active_controller_elects_another(docker_kraft_cluster)
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_a_controller_container_pauses_resumes_and_restarts(
+    docker_kraft_cluster: Cluster, docker_client: docker.DockerClient
+) -> None:
+    q = first_answer(docker_kraft_cluster)
+    cluster, follower_id = docker_kraft_cluster, next(r.node_id for r in q.voters if r.node_id != q.leader)
+    follower = cluster.node(str(follower_id))
+    container = docker_client.containers.get(container_name(cluster.state_dir, follower.name))
+    follower.pause()
+    try:
+        container.reload()
+        assert follower.state == NodeState.PAUSED and container.status == "paused"
+        # the active controller appends a record every 500 ms: a frozen voter falls behind
+        wait_until(lambda: (s := answered(cluster)) and (r := s.replica(follower_id))
+                   and r.lag is not None and r.lag > 0, 60, interval=0.5, what=f"{follower.name} lagging")
+    finally:
+        follower.resume()
+    container.reload()
+    assert follower.state == NodeState.RUNNING and container.status == "running"
+    follower.restart()  # SIGTERM, then a new container once it has exited
+    wait_until(lambda: follower.restarts == 1 and follower.state == NodeState.RUNNING, 120,
+               what=f"{follower.name} restarted")
+    assert follower.state == NodeState.RUNNING
+    wait_until(lambda: (s := answered(cluster)) and (r := s.replica(follower_id))
+               and r.lag is not None and r.lag < 50, 90, interval=0.5, what=f"{follower.name} caught up")

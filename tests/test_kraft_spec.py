@@ -82,10 +82,8 @@ def test_zookeeper_mode_is_refused_on_kafka_4(tmp_path: Path) -> None:
     (libs / "kafka-clients-4.1.0.jar").touch()
     four = Distribution(libs, "kafka-home")
     with pytest.raises(KafkalabError, match=r"Kafka 4.1.0 has no ZooKeeper mode .*use --mode kraft"):
-        check_mode(ClusterSpec(tmp_path), four, "local")
-    check_mode(ClusterSpec(tmp_path, mode="kraft"), four, "local")
-    with pytest.raises(KafkalabError, match="local backend only"):
-        check_mode(ClusterSpec(tmp_path, mode="kraft"), four, "docker")
+        check_mode(ClusterSpec(tmp_path), four)
+    check_mode(ClusterSpec(tmp_path, mode="kraft"), four)
 
 
 def test_formatted_storage_pins_the_controller_ports(tmp_path: Path) -> None:

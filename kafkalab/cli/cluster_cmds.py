@@ -202,7 +202,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     found = dist.locate(args.kafka_home)
-    if args.backend == "local":
+    if args.backend == "local" or spec.kraft:  # KRaft formats storage and runs the quorum view on the host
         dist.java_binary()
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: `kafkalab cluster status`, or `cluster down`")

@@ -48,7 +48,7 @@ class Cluster:
         start at once); on failure everything started is ended and KafkalabError raised.
         """
         timeout = timeout or (240.0 if self.spec.kraft else 120.0)
-        check_mode(self.spec, self.dist, self.backend.name)
+        check_mode(self.spec, self.dist)
         self._lock.acquire()
         try:
             self.reaped = self.backend.reap(self.spec.state_dir)
@@ -293,10 +293,8 @@ class Cluster:
             time.sleep(TICK_S / 2)
 
 
-def check_mode(spec: ClusterSpec, dist: Distribution, backend: str) -> None:
-    """Refuse what cannot run: ZooKeeper mode on Kafka 4.x+, KRaft on the docker backend."""
+def check_mode(spec: ClusterSpec, dist: Distribution) -> None:
+    """Refuse what cannot run: ZooKeeper mode on Kafka 4.x+."""
     major = dist.version().split(".")[0]
     if not spec.kraft and major.isdigit() and int(major) >= 4:
         raise KafkalabError(f"Kafka {dist.version()} has no ZooKeeper mode (removed in 4.0): use --mode kraft")
-    if spec.kraft and backend != "local":
-        raise KafkalabError(f"--mode kraft runs on the local backend only: drop --backend {backend}")

@@ -4,6 +4,11 @@ Containers use the host's network and the same paths as the local backend: the K
 read-only and each node's dir read-write at their host paths, so the generated configs, data and logs are
 the very files the local backend would use. Containers carry labels naming their state dir; :meth:`reap`
 removes those of one state dir and nothing else.
+
+KRaft mode needs nothing more of the image: the host prepares each node's dir before its container starts
+(configs, and the storage formatted by the host's java from the same jars, as for the local backend), and
+the quorum view's helper JVM runs on the host, a client of the controllers' loopback ports like the admin
+client. :meth:`reap` ends that helper too (it carries the state dir's node marker).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from docker.models.containers import Container
 from docker.types import LogConfig
 from requests.exceptions import RequestException
 
-from kafkalab.cluster.process import NODE_MARKER_PROPERTY, NodeProcess
+from kafkalab.cluster.process import NODE_MARKER_PROPERTY, NodeProcess, reap_marked_processes
 from kafkalab.errors import KafkalabError
 
 LABEL_STATE_DIR = "kafkalab.state_dir"
@@ -257,7 +262,7 @@ class DockerBackend:
                 continue  # its own follower removed it meanwhile
             except APIError as exc:
                 _ignore_gone(exc)
-        return ended
+        return ended + reap_marked_processes(state_dir)  # the quorum helper (KRaft), a host JVM
 
     def close(self) -> None:
         self._client.close()
