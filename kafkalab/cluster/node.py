@@ -248,7 +248,7 @@ class Node:
         else:
             problem = self.last_problem()
             # the NodeExists exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception")
-            old_session = _NODE_EXISTS.search(self._read_since(self.log_path, self._log_offset))
+            old_session = _NODE_EXISTS.search(read_since(self.log_path, self._log_offset))
             if self.state == NodeState.STARTING and old_session and self._attempts < START_RETRIES:
                 self._schedule_start(time.monotonic() + 1.0, keep_attempts=True)
                 self.reason = f"its old ZooKeeper session is still alive: retrying (try {self._attempts + 1})"
@@ -276,24 +276,15 @@ class Node:
         if self._ready:
             return True
         if self._ready_marker is not None:
-            self._ready = self._ready_marker in self._read_since(self.log_path, self._log_offset)
+            self._ready = self._ready_marker in read_since(self.log_path, self._log_offset)
         else:
             self._ready = zookeeper_answers(self.port)
         return self._ready
 
-    @staticmethod
-    def _read_since(path: Path, offset: int) -> str:
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                return fh.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
-
     def last_problem(self) -> str:
         """The last ERROR/FATAL line this start wrote (log, then stdout), for a failed node's reason."""
         for path, offset in ((self.log_path, self._log_offset), (self.stdout_path, self._stdout_offset)):
-            lines = [ln for ln in self._read_since(path, offset).splitlines() if _PROBLEM.search(ln)]
+            lines = [ln for ln in read_since(path, offset).splitlines() if _PROBLEM.search(ln)]
             if lines:
                 return lines[-1].strip()[:300]
         return ""
@@ -324,14 +315,20 @@ class Node:
     def log_tail(self, lines: int = 50) -> list[str]:
         """The last ``lines`` lines of the node's log (reads at most the last 256 KiB)."""
         try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(0, 2)
-                size = fh.tell()
-                fh.seek(max(0, size - 262144))
-                text = fh.read().decode("utf-8", "replace")
+            size = self.log_path.stat().st_size
         except FileNotFoundError:
             return []
-        return text.splitlines()[-lines:]
+        return read_since(self.log_path, max(0, size - 262144)).splitlines()[-lines:]
+
+
+def read_since(path: Path, offset: int) -> str:
+    """What ``path`` holds from byte ``offset`` on ("" while it does not exist)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
 
 
 def zookeeper_answers(port: int, timeout: float = 0.5) -> bool:
