@@ -55,6 +55,12 @@ MIN_SIZE = (100, 30)
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
+RUN_ENDED = {  # the top bar's word once a run is over, by its phase
+    "done": "run done: its report is in Results (v); g starts the next run",
+    "stopped": "run stopped: g starts the next run",
+    "error": "the run failed: Results (v) says why; g tries again",
+}
+
 CONTRAST = Theme(
     name="kafkalab-contrast", primary="#ffff00", secondary="#00ffff", accent="#ff00ff", warning="#ffaf00",
     error="#ff3030", success="#00ff00", foreground="#ffffff", background="#000000", surface="#000000",
@@ -254,7 +260,11 @@ class LabConsole(App[None]):
             self.action_show_tab("results")
         elif frame.report is None:
             self.told_verdict = ""
-        if (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
+        if frame.message != previous.message and frame.message and frame.live:
+            self.set_action(frame.message)
+        if previous.live and not frame.live:  # the run's last word, not a stale "run started"
+            self.set_action(RUN_ENDED.get(frame.phase, f"run {frame.phase}: g starts the next run"))
+        elif (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
         if frame.live != previous.live:
             self.show_waiting()
@@ -316,8 +326,9 @@ class LabConsole(App[None]):
                                        f"{need}: kafkalab submits one (Kafka's admin API) and the ISR column "
                                        "shows the new replicas catch up."), answer)
 
-    def in_thread(self, what: str, call: Callable[[], object], done: str = "") -> None:
-        """Run a source call off the event loop; its error shows in a modal, its success as ``done``."""
+    def in_thread(self, what: str, call: Callable[[], object], done: str = "", toast: bool = False) -> None:
+        """Run a source call off the event loop; its error shows in a modal, its success as ``done`` (or what
+        the call returned), that also as a toast with ``toast`` when it says more than ``done``."""
 
         def work() -> None:
             try:
@@ -326,7 +337,10 @@ class LabConsole(App[None]):
                 self.call_from_thread(self.show_error, what, exc)
                 return
             if done or isinstance(said, str):
-                self.call_from_thread(self.set_action, said if isinstance(said, str) else done)
+                message = said if isinstance(said, str) else done
+                self.call_from_thread(self.set_action, message)
+                if toast and message != done:
+                    self.call_from_thread(self.notify, message, timeout=6)
             for poller in self.pollers:
                 self.call_from_thread(poller.poll_now)
 
@@ -384,7 +398,7 @@ class LabConsole(App[None]):
     # ---- run actions -----------------------------------------------------------------------------
     def action_start_run(self) -> None:
         self.set_action("starting the run ...")
-        self.in_thread("start run", self.source.start_run, "run started")
+        self.in_thread("start run", self.source.start_run, "run started", toast=True)
 
     def action_stop_run(self) -> None:
         self.set_action("stopping the run ...")

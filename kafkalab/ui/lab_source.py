@@ -125,6 +125,7 @@ class LabSource:
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
             markers=markers((e.t, e.kind, e.detail) for e in self.session.timeline.events()),
             lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
+            message=state.message,
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -141,8 +142,11 @@ class LabSource:
         elif self._last_acked is None:
             self._last_acked = (now, acked)
 
-    def start_run(self) -> None:
+    def start_run(self) -> str:
+        """Starts the run; says whether it reuses the running cluster or why a fresh one starts."""
         self.session.start_run()
+        run = self.session.current
+        return f"run started: {run.cluster_note}" if run is not None and run.cluster_note else "run started"
 
     def stop_run(self) -> None:
         self.session.stop_run()
