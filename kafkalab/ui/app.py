@@ -32,7 +32,7 @@ from kafkalab.ui.group_source import AdminGroupsFeed, GroupsFeed, source_bootstr
 from kafkalab.ui.groups import GroupsPane, open_reset
 from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
-from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
+from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane
@@ -160,6 +160,36 @@ class LabConsole(App[None]):
             self.ready = True
         for poller in self.pollers:
             poller.start()
+        self.ask_source()
+
+    def ask_source(self) -> None:
+        """A source with a question (its ports are another cluster's: free ports, attach, quit) is answered
+        before it boots; its answer is carried out off the event loop (attaching asks the other cluster)."""
+        question = getattr(self.source, "question", None)
+        if question is None:
+            return
+        title, detail, choices = question()
+
+        def work(choice: str) -> None:
+            try:
+                self.source.choose(choice)  # type: ignore[attr-defined]
+            except Exception as exc:
+                self.call_from_thread(self.ask_source)
+                self.call_from_thread(self.show_error, choice, exc)
+                return
+            self.call_from_thread(self._source_chosen)
+
+        def answer(choice: str | None) -> None:
+            if choice == "quit":
+                self.shut_down()
+            elif choice:
+                self.run_worker(lambda: work(choice), name="choose", thread=True, exit_on_error=False)
+
+        self.push_screen(ChoiceScreen(title, detail, choices), answer)
+
+    def _source_chosen(self) -> None:
+        self.title = self.source.title
+        self.refresh_bindings()
 
     def on_resize(self, event: events.Resize) -> None:
         self.fit_to(event.size.width, event.size.height)
