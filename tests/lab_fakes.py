@@ -15,6 +15,7 @@ from typing import Any
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
 from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 from kafkalab.labs.run_deps import RunDeps, RunTiming
 
@@ -96,6 +97,9 @@ class FakeAdmin:
                                partitions=tuple(parts))
 
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str], timeout_s: float) -> None:
+        if name in self.world.deleting:  # as ZooKeeper-mode Kafka: refused once, while the deletion ends
+            self.world.deleting.discard(name)
+            raise KafkalabError(f"cannot create topic {name}: Topic '{name}' is marked for deletion.")
         self.created[name] = (partitions, rf)
 
     def topics(self) -> list[str]:
@@ -104,6 +108,7 @@ class FakeAdmin:
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
         del self.created[name]
         self.world.deleted_topics.append(name)
+        self.world.deleting.add(name)
 
     def delete_groups(self, groups: list[str], timeout_s: float = 10.0) -> None:
         self.world.deleted_groups.extend(groups)
@@ -221,6 +226,7 @@ class World:
         self.topics: dict[str, tuple[int, int]] = {}  # what the fake cluster holds, across admin clients
         self.deleted_topics: list[str] = []
         self.deleted_groups: list[str] = []
+        self.deleting: set[str] = set()  # deleted topics whose next create is refused once
 
     def progress(self) -> float:
         return self.producer.stats().acked / self.producer.total if self.producer is not None else 0.0

@@ -219,7 +219,7 @@ async def test_the_top_bar_follows_the_run_and_ends_on_its_outcome_not_on_run_st
         feed.run_frame = replace(sample_run(), live=False, phase="done")  # the run ends by itself
         await settle(pilot)
         topbar = str(app.query_one("#topbar", Static).render())
-        assert "run started" not in topbar and "run done: its report is in Results" in topbar
+        assert "run started" not in topbar and "run done: report in Results (v)" in topbar
 
 
 @sync

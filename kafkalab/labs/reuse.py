@@ -17,7 +17,7 @@ from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import Lab
 
-TOPIC_GONE_TIMEOUT_S = 30.0
+TOPIC_GONE_TIMEOUT_S = 60.0
 
 
 def why_fresh(kept: Cluster | None, lab: Lab, wanted: ClusterSpec) -> str:
@@ -53,3 +53,17 @@ def clean_for(lab: Lab, admin: Admin, sleep: Callable[[float], None]) -> None:
                                 "press n (reset) for a fresh cluster")
         sleep(0.2)
     admin.delete_groups(sorted({c.group for c in lab.consumers}))
+
+
+def create_after_delete(name: str, create: Callable[[str], None], sleep: Callable[[float], None]) -> None:
+    """Create a topic just deleted: Kafka refuses it as "marked for deletion" until the deletion is done
+    (ZooKeeper mode), though the metadata no longer lists it; try again until then."""
+    deadline = time.monotonic() + TOPIC_GONE_TIMEOUT_S
+    while True:
+        try:
+            create(name)
+            return
+        except KafkalabError as exc:
+            if "marked for deletion" not in str(exc) or time.monotonic() > deadline:
+                raise
+        sleep(0.5)

@@ -27,7 +27,7 @@ from kafkalab.labs.events import EventKind, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import Phase, RunResult
-from kafkalab.labs.reuse import clean_for
+from kafkalab.labs.reuse import clean_for, create_after_delete
 from kafkalab.labs.run_clients import RunClients
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.run_view import RunControls
@@ -201,7 +201,9 @@ class LabRun:
             cluster.node(b).stop()
         for b in lab.cluster.stopped:
             self.wait_node(f"broker-{b}", (NodeState.STOPPED, NodeState.KILLED), 60)
-        self._create_topics()
+        for t in lab.topics:
+            if t.create:
+                self.create_topic(t.name)
 
     def _reuse_cluster(self, cluster: Cluster) -> None:
         """The kept cluster, its nodes' events now in this run's timeline, cleaned of the lab's topics and
@@ -213,7 +215,9 @@ class LabRun:
         (self.run_dir / "cluster.txt").write_text(f"this run reused the cluster in {cluster.state_dir}\n")
         self.admin = self.deps.admin(cluster.bootstrap)
         clean_for(self.lab, self.admin, self.sleep)
-        self._create_topics()
+        for t in self.lab.topics:
+            if t.create:
+                create_after_delete(t.name, self.create_topic, self.sleep)
 
     def _listen(self, cluster: Cluster) -> None:
         cluster.add_listener(lambda node, state, reason: self.owns_cluster and self.timeline.add(
@@ -224,11 +228,6 @@ class LabRun:
         self.owns_cluster = False
         self.cluster_ended = True
         return self.cluster
-
-    def _create_topics(self) -> None:
-        for t in self.lab.topics:
-            if t.create:
-                self.create_topic(t.name)
 
     def create_topic(self, name: str, timeout_s: float = 60.0) -> None:
         assert self.admin is not None

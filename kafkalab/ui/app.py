@@ -56,8 +56,8 @@ STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeSta
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
 RUN_ENDED = {  # the top bar's word once a run is over, by its phase
-    "done": "run done: its report is in Results (v); g starts the next run",
-    "stopped": "run stopped: g starts the next run",
+    "done": "run done: report in Results (v); g runs again",
+    "stopped": "run stopped: g runs again",
     "error": "the run failed: Results (v) says why; g tries again",
 }
 
@@ -73,6 +73,7 @@ class LabConsole(App[None]):
     TITLE = "kafkalab"
     BINDINGS = bindings.BINDINGS
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (130, "-wide")]
+    picks_nodes = True  # the top bar says how to pick a node
 
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
                  keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
@@ -316,10 +317,12 @@ class LabConsole(App[None]):
         frame = self.run_frame
         lab = frame.lab.lab_id if frame.lab else "no lab"
         phase_style = "bold black on green" if frame.live else "bold reverse"
-        pick = f"none (press 1..{max(self.broker_ids, default=1)}, 0)"
         line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style))
         if not self.waiting:  # what the run waits for needs the room more (the picked pane is outlined anyway)
-            line.append("  selected: ", style="dim").append(self.selected or pick, style="bold")
+            if self.selected:
+                line.append("  selected: ", style="dim").append(self.selected, style="bold")
+            elif self.picks_nodes:
+                line.append(f"  pick a node: 1..{max(self.broker_ids, default=1)}, 0", style="dim")
         if self.waiting:
             line.append("  » ", style="dim").append(self.waiting, style="bold yellow")
         elif self.last_action:
