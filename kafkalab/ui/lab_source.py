@@ -146,7 +146,7 @@ class LabSource:
         """Starts the run; says whether it reuses the running cluster or why a fresh one starts."""
         self.session.start_run()
         run = self.session.current
-        return f"run started: {run.cluster_note}" if run is not None and run.cluster_note else "run started"
+        return run.cluster_note if run is not None and run.cluster_note else "run started"
 
     def stop_run(self) -> None:
         self.session.stop_run()
