@@ -191,6 +191,7 @@ class LabConsole(App[None]):
     def _source_chosen(self) -> None:
         self.title = self.source.title
         self.refresh_bindings()
+        self.update_topbar()
 
     def on_resize(self, event: events.Resize) -> None:
         self.fit_to(event.size.width, event.size.height)
@@ -315,7 +316,7 @@ class LabConsole(App[None]):
 
     def update_topbar(self) -> None:
         frame = self.run_frame
-        lab = frame.lab.lab_id if frame.lab else "no lab"
+        lab = frame.lab.lab_id if frame.lab else getattr(self.source, "label", "no lab")
         phase_style = "bold black on green" if frame.live else "bold reverse"
         line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style))
         if not self.waiting:  # what the run waits for needs the room more (the picked pane is outlined anyway)

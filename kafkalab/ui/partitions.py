@@ -14,9 +14,9 @@ from textual.widgets import DataTable
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.ui.line import Line
-from kafkalab.ui.source import CLUSTER_STARTING, NO_CLUSTER_YET
+from kafkalab.ui.source import CLUSTER_STARTING, NO_CLUSTER_YET, PORTS_TAKEN
 
-NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING)
+NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING, PORTS_TAKEN)
 
 MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
@@ -147,7 +147,7 @@ class PartitionTable(DataTable[Text]):
         for key in diff.added:
             self.add_row(*(self.cell(key, col) for col, _ in self.shown), key=key)
         for key, col in diff.changed:
-            if col in self.widths:
+            if col in self.widths and col != "end":  # offsets move every second of a run: no news, no mark
                 self.marks[(key, col)] = now + MARK_S
         expired = [kc for kc, until in self.marks.items() if until <= now]
         for kc in expired:

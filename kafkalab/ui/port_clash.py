@@ -16,9 +16,8 @@ from typing import Any
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster.control import read_cluster_file
 from kafkalab.cluster.remote import RemoteCluster
-from kafkalab.ui.source import ClusterSource, NodesFrame, RunFrame
+from kafkalab.ui.source import PORTS_TAKEN, ClusterSource, NodesFrame, RunFrame
 
-WAITING = "ports taken: choose free ports, attach or quit"
 SHAPE_FIELDS = ("brokers", "mode", "controllers", "combined")
 
 
@@ -26,6 +25,7 @@ def attached_source(state_dir: Path) -> ClusterSource:
     """The console's source on the cluster a kafkalab process runs in ``state_dir`` (KafkalabError if none)."""
     remote = RemoteCluster(state_dir)
     return ClusterSource(remote, title=f"kafkalab · attached to {state_dir}", owned=False,  # type: ignore[arg-type]
+                         label=f"attached: {state_dir.name}",
                          note=f"attached to the cluster in {state_dir} (kafkalab pid {remote.owner_pid}): node keys "
                               "act through its owner; quitting leaves it running")
 
@@ -77,7 +77,7 @@ class PortClashSource:
         self._answered.set()
 
     def boot(self, progress: Callable[[str], None]) -> None:
-        progress(WAITING)
+        progress(PORTS_TAKEN)
         self._answered.wait()
         if self.chosen is not None:
             self.chosen.boot(progress)
@@ -87,7 +87,7 @@ class PortClashSource:
 
     def snapshot(self) -> ClusterSnapshot:
         if self.chosen is None:
-            return ClusterSnapshot(time.time(), False, error=WAITING)
+            return ClusterSnapshot(time.time(), False, error=PORTS_TAKEN)
         return self.chosen.snapshot()
 
     def run(self) -> RunFrame:
