@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,12 @@ from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.errors import KafkalabError
+from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.run_deps import real_deps
+from kafkalab.labs.session import LabSession
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
+from kafkalab.ui.lab_source import LabSource
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen
 from kafkalab.ui.port_clash import PortClashSource
 from kafkalab.ui.source import ClusterSource, NeedsReassignment, alter_topic, reassign_topic
@@ -166,3 +171,43 @@ def test_console_attach_to_a_state_dir_nobody_runs_is_a_one_line_error(tmp_path:
     assert done.returncode == 2
     assert done.stderr.strip() == (f"kafkalab: error: no cluster in {tmp_path}: start one with "
                                    "`kafkalab cluster up --detach`")
+
+
+def test_g_again_in_a_lab_console_reuses_the_kept_cluster_and_the_run_reads_only_its_own_records(
+        distribution: dist.Distribution, tmp_path: Path) -> None:
+    """Real cluster, clients and audit; the Spark analysis is left out (this test claims the reuse, not the
+    report): the second run keeps every node's process, and its topic holds only its own records."""
+    deps = replace(real_deps(distribution), analyze=lambda _d, _a, _l: {"verdict": "not analysed here", "lost": 0,
+                                                                         "duplicated": 0})
+    session = LabSession(load_lab(find_lab("setup-check")), tmp_path / "runs", deps=deps, keep_cluster=True)
+    source = LabSource(session)
+    said: list[str] = []
+
+    @sync
+    async def scenario() -> None:
+        app = LabConsole(source, [1, 2, 3])
+        app.notify = lambda message, **_kw: said.append(str(message))  # type: ignore[method-assign]
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(lambda: app.ready, 30, "the console booted")
+            await pilot.press("g")
+            await until(lambda: session.result is not None and not session.running, 240, "the first run's end")
+            first = session.cluster
+            assert first is not None
+            pids = {n.name: n.pid for n in first.nodes}
+            await pilot.press("g")
+            await until(lambda: "reusing the running cluster" in said, 30, "the reuse said on screen")
+            await until(lambda: session.result is not None, 240, "the second run's result")
+            assert session.cluster is first and {n.name: n.pid for n in first.nodes} == pids
+            await until(lambda: not app.run_frame.live, 30, "the run's end on screen")
+            await pilot.press("ctrl+q")
+            await until(lambda: not app.is_running, 120, "the console quit")
+
+    try:
+        scenario()
+        runs = sorted((tmp_path / "runs").glob("setup-check-*"))
+        assert len(runs) == 2 and (runs[1] / "cluster.txt").is_file()
+        rows = (runs[1] / "audit.csv").read_text().splitlines()[1:]
+        assert len(rows) == 100, "the reused cluster's topic held more than the second run's records"
+        assert all(row.startswith(f"{runs[1].name}:producer:") for row in rows)
+    finally:
+        session.close()
