@@ -15,6 +15,7 @@ from typing import Any
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
 from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 from kafkalab.labs.run_deps import RunDeps, RunTiming
 
@@ -46,6 +47,7 @@ class FakeNode:
 class FakeCluster:
     def __init__(self, world: World, spec: ClusterSpec) -> None:
         self.world, self.spec = world, spec
+        self.state_dir = spec.state_dir
         names = ["zookeeper", *(f"broker-{b}" for b in range(1, spec.brokers + 1))]
         self.nodes = [FakeNode(world, n, spec.state_dir / n) for n in names]
         self.bootstrap = "fake:9092"
@@ -79,14 +81,14 @@ class FakeCluster:
 class FakeAdmin:
     def __init__(self, world: World) -> None:
         self.world = world
-        self.topics: dict[str, tuple[int, int]] = {}  # name -> (partitions, replication factor)
+        self.created = world.topics  # name -> (partitions, replication factor): the cluster's, not the client's
 
     def snapshot(self, offsets: bool = True, internal: bool = False, wait_s: float | None = None) -> ClusterSnapshot:
         cluster = self.world.cluster
         assert cluster is not None
         live = cluster.running_brokers()
         parts = []
-        for topic, (count, rf) in self.topics.items():
+        for topic, (count, rf) in self.created.items():
             for p in range(count):
                 replicas = tuple(1 + (p + i) % cluster.spec.brokers for i in range(rf))
                 isr = tuple(b for b in replicas if b in live)
@@ -95,7 +97,21 @@ class FakeAdmin:
                                partitions=tuple(parts))
 
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str], timeout_s: float) -> None:
-        self.topics[name] = (partitions, rf)
+        if name in self.world.deleting:  # as ZooKeeper-mode Kafka: refused once, while the deletion ends
+            self.world.deleting.discard(name)
+            raise KafkalabError(f"cannot create topic {name}: Topic '{name}' is marked for deletion.")
+        self.created[name] = (partitions, rf)
+
+    def topics(self) -> list[str]:
+        return sorted(self.created)
+
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        del self.created[name]
+        self.world.deleted_topics.append(name)
+        self.world.deleting.add(name)
+
+    def delete_groups(self, groups: list[str], timeout_s: float = 10.0) -> None:
+        self.world.deleted_groups.extend(groups)
 
     def wait_for_leaders(self, name: str, timeout_s: float = 30.0) -> None:
         pass
@@ -207,6 +223,10 @@ class World:
         self.cluster_listeners: list[Callable[[Any, NodeState, str], None]] = []
         self.actions: list[tuple[str, str, float]] = []  # (action, node, producer progress then)
         self.altered: list[tuple[str, dict[str, str]]] = []
+        self.topics: dict[str, tuple[int, int]] = {}  # what the fake cluster holds, across admin clients
+        self.deleted_topics: list[str] = []
+        self.deleted_groups: list[str] = []
+        self.deleting: set[str] = set()  # deleted topics whose next create is refused once
 
     def progress(self) -> float:
         return self.producer.stats().acked / self.producer.total if self.producer is not None else 0.0

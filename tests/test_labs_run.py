@@ -239,7 +239,7 @@ def test_session_runs_with_fakes_and_keeps_state_after(tmp_path: Path) -> None:
     assert session.state().phase == Phase.IDLE and session.cluster is None
 
 
-def test_a_kept_cluster_outlives_its_run_until_the_next_run_or_reset_ends_it(tmp_path: Path) -> None:
+def test_a_kept_cluster_outlives_its_run_and_the_next_run_reuses_it_clean(tmp_path: Path) -> None:
     lab = lab_of(tmp_path, """
         [expect]
         "producer.acked" = "== 1000"
@@ -251,13 +251,49 @@ def test_a_kept_cluster_outlives_its_run_until_the_next_run_or_reset_ends_it(tmp
     assert first is not None and not first.shut_down, "the run's teardown ended a kept cluster"
     assert all(n.state == NodeState.RUNNING for n in first.nodes)
     assert session.cluster is first  # the console keeps showing it
-    session.run()
-    assert first.shut_down and first.shutdown_reason == "the next run starts a fresh cluster"
-    second = world.cluster
-    assert second is not first and not second.shut_down
+    first_run = session.current
+    second = session.run()
+    assert world.cluster is first and not first.shut_down, "a cluster that fits the next run was not reused"
+    assert session.current is not None and session.current.cluster_note == "reusing the running cluster"
+    assert second.passed, second.error
+    assert world.deleted_topics == ["test-topic"] and world.deleted_groups == [lab.consumers[0].group]
+    assert "test-topic" in world.topics and not world.deleting  # recreated once its deletion was done
+    # the first run's timeline no longer records the reused cluster's nodes
+    assert first_run is not None and not first_run.owns_cluster
     session.reset()
-    assert second.shut_down and second.shutdown_reason == "run reset"
-    assert not any(n.state == NodeState.KILLED for n in [*first.nodes, *second.nodes])
+    assert first.shut_down and first.shutdown_reason == "run reset"
+    assert not any(n.state == NodeState.KILLED for n in first.nodes)
+
+
+def test_a_kept_cluster_with_a_node_down_gives_way_to_a_fresh_one_and_says_why(tmp_path: Path) -> None:
+    world = World()
+    session = LabSession(lab_of(tmp_path, ""), tmp_path / "runs", seed=5, deps=world.deps(), keep_cluster=True)
+    session.run()
+    first = world.cluster
+    assert first is not None
+    first.node("broker-2").kill()
+    session.run()
+    assert first.shut_down and first.shutdown_reason == "broker-2 is down: the next run starts a fresh cluster"
+    assert world.cluster is not first and not world.deleted_topics
+    assert session.current is not None and session.current.cluster_note == "broker-2 is down: starting a fresh cluster"
+
+
+def test_a_lab_that_starts_before_its_cluster_grew_never_reuses_one(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [cluster]
+        brokers = 3
+        stopped = [3]
+    """)
+    world = World()
+    session = LabSession(lab, tmp_path / "runs", seed=5, deps=world.deps(), keep_cluster=True)
+    session.run()
+    first = world.cluster
+    assert first is not None
+    for node in first.nodes:  # every node running again: the lesson still needs a fresh cluster
+        node.start()
+    session.run()
+    assert first.shut_down and world.cluster is not first
+    assert "starts before brokers 3 join" in first.shutdown_reason
 
 
 def test_without_keep_the_run_ends_its_cluster_as_stopped_not_killed(tmp_path: Path) -> None:

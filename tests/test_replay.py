@@ -120,6 +120,12 @@ async def test_keys_set_speed_pause_and_scrub() -> None:
         await pilot.press("k")  # a live console's kill: not offered in a replay
         await pilot.pause()
         assert app.selected is None
+        topbar = str(app.query_one("#topbar", Static).render())
+        assert "pick a node" not in topbar  # the digits set the speed here
+        # nothing to press that cannot act, no column of '?': the run recorded no end offsets
+        assert not any(b.display for b in app.query(".buttons"))
+        assert [str(c.label).strip() for c in app.query_one(PartitionTable).columns.values()] == [
+            "partition", "leader", "replicas", "ISR", "status"]
 
 
 def test_clock_stays_within_the_run_and_moves_at_its_speed() -> None:

@@ -26,7 +26,7 @@ from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource, NodesFrame
 from kafkalab.ui.workload import waiting_for
 from tests.screen_text import svg_rows
-from tests.test_ui_feed import TOPIC, FakeSource
+from tests.test_ui_feed import TOPIC, FakeSource, sample_run
 
 SIZE = (120, 36)
 
@@ -205,6 +205,21 @@ async def test_start_and_stop_run_fill_the_results_pane() -> None:
         headings = [str(c.header) for c in table.columns]
         assert headings == ["part", "acked", "proc.", "lost", "dupl.", "redel.", "reord.", "leader moves", "recov."]
         assert [str(c) for c in table.columns[1].cells] == ["83,133"] * 6
+
+
+@sync
+async def test_the_top_bar_follows_the_run_and_ends_on_its_outcome_not_on_run_started() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        await pilot.press("g")
+        await settle(pilot)
+        feed.run_frame = replace(feed.run_frame, message="creating topic test-topic: 6 partitions")
+        await settle(pilot)
+        assert "» creating topic test-topic" in str(app.query_one("#topbar", Static).render())
+        feed.run_frame = replace(sample_run(), live=False, phase="done")  # the run ends by itself
+        await settle(pilot)
+        topbar = str(app.query_one("#topbar", Static).render())
+        assert "run started" not in topbar and "run done: report in Results (v)" in topbar
 
 
 @sync

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from textual.widgets import Button
 
+from kafkalab import dist
 from kafkalab.admin import Admin, PartitionState
-from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster import Cluster, ClusterSpec, NodeState
+from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.errors import KafkalabError
+from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.run_deps import real_deps
+from kafkalab.labs.session import LabSession
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
-from kafkalab.ui.modals import ConfirmScreen
+from kafkalab.ui.lab_source import LabSource
+from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen
+from kafkalab.ui.port_clash import PortClashSource
 from kafkalab.ui.source import ClusterSource, NeedsReassignment, alter_topic, reassign_topic
 from kafkalab.ui.workload import DEMO_TOPIC
 from tests.helpers import wait_until
@@ -106,3 +120,94 @@ def test_topic_prompt_on_the_cluster_refuses_too_large_rf_and_reassigns_an_rf_ch
     while {len(p.replicas) for p in admin.snapshot(offsets=False).topic(topic)} != {3}:
         assert time.monotonic() < deadline, "the reassignment did not reach RF 3 within 90 s"
         time.sleep(0.5)
+
+
+def test_a_bare_console_on_ports_a_kafkalab_cluster_holds_attaches_to_it_and_drives_it(
+        cluster: Cluster, admin: Admin, distribution: dist.Distribution, tmp_path: Path) -> None:
+    """The clash's way out: the modal offers free ports / attach / quit; attached, the node keys act on the
+    owner's nodes through its control socket, the table comes from its bootstrap, and quitting leaves it up."""
+    wait_until(lambda: len(admin.snapshot(offsets=False).brokers) == 3, 120, what="3 brokers (a test killed one)")
+    write_cluster_file(cluster)
+    server = ControlServer(cluster, threading.Event())
+    taken = [cluster.spec.broker_ports[0]]
+    own = ClusterSource(Cluster(ClusterSpec(state_dir=tmp_path / "own", free_ports=True), distribution))
+
+    @sync
+    async def scenario() -> None:
+        app = LabConsole(PortClashSource(own, cluster.state_dir, taken), cluster.broker_ids)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(lambda: isinstance(app.screen, ChoiceScreen), 30, "the port clash's choice")
+            buttons = [str(b.label) for b in app.screen.query(Button)]
+            assert buttons == ["Free ports (f)", "Attach (a)", "Quit (q)"]
+            await pilot.press("a")
+            await until(lambda: app.ready and app.snapshot is not None and bool(app.snapshot.topic(DEMO_TOPIC)), 60,
+                        "the attached cluster's demo topic in the table")
+            assert app.title == f"kafkalab · attached to {cluster.state_dir}"
+            await pilot.press("3", "p")
+            await until(lambda: cluster.node(3).state == NodeState.PAUSED, 30, "broker-3 paused by its owner")
+            pane = app.query_one("#node-broker-3", BrokerPane)
+            await until(lambda: pane.has_class("-paused"), 30, "broker-3's paused badge")
+            await pilot.press("p")
+            await until(lambda: cluster.node(3).state == NodeState.RUNNING, 30, "broker-3 resumed")
+            await pilot.press("ctrl+q")
+            await until(lambda: not app.is_running, 60, "the console quit")
+
+    try:
+        assert owner_of_ports(taken) == cluster.state_dir
+        scenario()
+        assert all(n.state == NodeState.RUNNING for n in cluster.nodes), "quitting an attached console ended nodes"
+        assert not any(n.state.alive for n in own.cluster.nodes)  # the free-ports cluster never started
+    finally:
+        server.close()
+        (cluster.state_dir / "cluster.json").unlink(missing_ok=True)
+        for node in cluster.brokers:
+            if node.state == NodeState.PAUSED:
+                node.resume()
+
+
+def test_console_attach_to_a_state_dir_nobody_runs_is_a_one_line_error(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "kafkalab", "console", "--attach", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"kafkalab: error: no cluster in {tmp_path}: start one with "
+                                   "`kafkalab cluster up --detach`")
+
+
+def test_g_again_in_a_lab_console_reuses_the_kept_cluster_and_the_run_reads_only_its_own_records(
+        distribution: dist.Distribution, tmp_path: Path) -> None:
+    """Real cluster, clients and audit; the Spark analysis is left out (this test claims the reuse, not the
+    report): the second run keeps every node's process, and its topic holds only its own records."""
+    deps = replace(real_deps(distribution), analyze=lambda _d, _a, _l: {"verdict": "not analysed here", "lost": 0,
+                                                                         "duplicated": 0})
+    session = LabSession(load_lab(find_lab("setup-check")), tmp_path / "runs", deps=deps, keep_cluster=True)
+    source = LabSource(session)
+    said: list[str] = []
+
+    @sync
+    async def scenario() -> None:
+        app = LabConsole(source, [1, 2, 3])
+        app.notify = lambda message, **_kw: said.append(str(message))  # type: ignore[method-assign]
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(lambda: app.ready, 30, "the console booted")
+            await pilot.press("g")
+            await until(lambda: session.result is not None and not session.running, 240, "the first run's end")
+            first = session.cluster
+            assert first is not None
+            pids = {n.name: n.pid for n in first.nodes}
+            await pilot.press("g")
+            await until(lambda: "reusing the running cluster" in said, 30, "the reuse said on screen")
+            await until(lambda: session.result is not None, 240, "the second run's result")
+            assert session.cluster is first and {n.name: n.pid for n in first.nodes} == pids
+            await until(lambda: not app.run_frame.live, 30, "the run's end on screen")
+            await pilot.press("ctrl+q")
+            await until(lambda: not app.is_running, 120, "the console quit")
+
+    try:
+        scenario()
+        runs = sorted((tmp_path / "runs").glob("setup-check-*"))
+        assert len(runs) == 2 and (runs[1] / "cluster.txt").is_file()
+        rows = (runs[1] / "audit.csv").read_text().splitlines()[1:]
+        assert len(rows) == 100, "the reused cluster's topic held more than the second run's records"
+        assert all(row.startswith(f"{runs[1].name}:producer:") for row in rows)
+    finally:
+        session.close()

@@ -232,6 +232,17 @@ class Admin:
         except KafkaException as exc:
             raise KafkalabError(f"cannot delete topic {name}: {_short(exc)}") from None
 
+    def delete_groups(self, groups: list[str], timeout_s: float = 10.0) -> None:
+        """Delete consumer groups without members; a group that does not exist is no error."""
+        if not groups:
+            return
+        for group, fut in self._client.delete_consumer_groups(groups, request_timeout=timeout_s).items():
+            try:
+                fut.result(timeout=timeout_s)
+            except KafkaException as exc:
+                if "GROUP_ID_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
+                    raise KafkalabError(f"cannot delete consumer group {group}: {_short(exc)}") from None
+
     def describe_topic(self, name: str) -> TopicDescription:
         try:
             desc = self._client.describe_topics(

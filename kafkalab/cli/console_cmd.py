@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from kafkalab.cli.common import add_mode_args, mode_fields
+from kafkalab.cluster.remote import owner_of_ports
+from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 DEFAULT_LAB = "leader-failover"
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
+ATTACH_FOUND = Path("")  # --attach without a state dir: the cluster on the default ports, or the one running
 RECORDED_ENV = "KAFKALAB_RECORDED"  # set in the console a recording runs in a pty: it records nothing itself
 
 
@@ -39,6 +42,9 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--brokers", type=int, default=3, help="brokers of the bare cluster (with --no-lab)")
     p.add_argument("--state-dir", type=Path, default=None, help="state dir of the bare cluster (with --no-lab)")
     p.add_argument("--free-ports", action="store_true", help="free ports for every node where the defaults are taken")
+    p.add_argument("--attach", nargs="?", type=Path, const=ATTACH_FOUND, default=None, metavar="STATE_DIR",
+                   help="show and drive a cluster another kafkalab runs (`kafkalab cluster up`), not one of its "
+                        "own: the one on the default ports or the only one running, or the one in STATE_DIR")
     p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where lab runs go")
     p.add_argument("--presenter", action="store_true", help="start in presenter mode (projector: fewer panes)")
     p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
@@ -64,7 +70,10 @@ def cmd_console(args: argparse.Namespace) -> int:
     from kafkalab.ui.bindings import load_keymap
 
     keymap = load_keymap()
-    source, broker_ids, metadata = _bare_source(args) if args.no_lab else _lab_source(args)
+    if args.attach is not None:
+        source, broker_ids, metadata = _attached_source(args)
+    else:
+        source, broker_ids, metadata = _bare_source(args) if args.no_lab else _lab_source(args)
     console_class = LabConsole
     if args.show_keys or os.environ.get(SHOW_KEYS_ENV):
         from kafkalab.ui.key_caption import with_key_captions
@@ -119,8 +128,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPa
 def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
     from kafkalab import dist
     from kafkalab.cli.common import target_state_dir
-    from kafkalab.cluster import Cluster, ClusterSpec
-    from kafkalab.cluster.ports import port_is_free
+    from kafkalab.cluster import Cluster
     from kafkalab.cluster.spec import MAX_BROKERS
     from kafkalab.cluster.supervision import is_driven
     from kafkalab.ui.source import ClusterSource
@@ -133,15 +141,47 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataP
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
                             "or give another --state-dir")
     note = ""
-    metadata_ports = spec.controller_ports if spec.kraft else [spec.zk_port]
-    taken = [port for port in (*metadata_ports, *map(spec.broker_port, spec.broker_ids)) if not port_is_free(port)]
-    if taken and not spec.free_ports:  # another cluster holds the defaults: this one takes free ports
+    taken = [] if spec.free_ports else taken_default_ports(spec)
+    if taken:  # another cluster holds the defaults: this one takes free ports (or attaches to a kafkalab one)
         spec = replace(spec, free_ports=True)
         note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
     found = dist.locate()
     dist.java_binary()
-    return ClusterSource(Cluster(spec, found), note=note), spec.broker_ids, metadata_panes(
-        spec.kraft, spec.controllers, spec.combined)
+    source: object = ClusterSource(Cluster(spec, found), note=note)
+    owner = owner_of_ports(taken) if taken else None
+    if owner is not None:
+        from kafkalab.ui.port_clash import PortClashSource
+
+        source = PortClashSource(source, owner, taken)  # type: ignore[arg-type]
+    return source, spec.broker_ids, metadata_panes(spec.kraft, spec.controllers, spec.combined)
+
+
+def taken_default_ports(spec: ClusterSpec) -> list[int]:
+    from kafkalab.cluster.ports import port_is_free
+
+    metadata_ports = spec.controller_ports if spec.kraft else [spec.zk_port]
+    return [port for port in (*metadata_ports, *map(spec.broker_port, spec.broker_ids)) if not port_is_free(port)]
+
+
+def _attached_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
+    """`--attach [STATE_DIR]`: the console on a cluster another kafkalab process owns."""
+    from kafkalab.cluster.supervision import running_state_dirs
+    from kafkalab.ui.port_clash import attached_source
+
+    if args.lab is not None or args.no_lab:
+        raise KafkalabError("--attach shows a running cluster as it is: drop the lab and --no-lab")
+    state_dir = Path(args.attach).expanduser().resolve() if args.attach != ATTACH_FOUND else None
+    if state_dir is None:
+        running = running_state_dirs()
+        state_dir = owner_of_ports(taken_default_ports(ClusterSpec(state_dir=Path()))) or (
+            running[0] if len(running) == 1 else None)
+        if state_dir is None:
+            raise KafkalabError(f"{len(running) or 'no'} kafkalab clusters are running: give the state dir of "
+                                "one, `kafkalab console --attach STATE_DIR`" if running else
+                                "no kafkalab cluster is running: start one with `kafkalab cluster up --detach`")
+    source = attached_source(state_dir)
+    spec = source.cluster.spec
+    return source, spec.broker_ids, metadata_panes(spec.kraft, spec.controllers, spec.combined)
 
 
 def metadata_panes(kraft: bool, controllers: int, combined: bool) -> MetadataPanes:

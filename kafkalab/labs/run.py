@@ -27,6 +27,7 @@ from kafkalab.labs.events import EventKind, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import Phase, RunResult
+from kafkalab.labs.reuse import clean_for, create_after_delete
 from kafkalab.labs.run_clients import RunClients
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.run_view import RunControls
@@ -48,17 +49,33 @@ class PortChoice:
     broker_ports: tuple[int, ...] = ()
 
 
+def cluster_spec(lab: Lab, run_dir: Path, ports: PortChoice) -> ClusterSpec:
+    """The fresh cluster a run of ``lab`` starts, in ``run_dir``/cluster."""
+    return ClusterSpec(
+        state_dir=run_dir / "cluster", brokers=lab.cluster.brokers, free_ports=ports.free,
+        overrides=dict(lab.cluster.overrides),
+        broker_overrides={k: dict(v) for k, v in lab.cluster.broker_overrides.items()},
+        **({"zk_port": ports.zk_port} if ports.zk_port else {}),
+        **({"broker_ports": list(ports.broker_ports)} if ports.broker_ports else {}),
+        mode=lab.cluster.mode, controllers=lab.cluster.controllers, combined=lab.cluster.combined,
+    )
+
+
 class LabRun:
     """One run's state and pipeline. ``execute`` runs it (in the session's thread); ``stop`` ends it early."""
 
     def __init__(self, lab: Lab, run_dir: Path, deps: RunDeps, *, seed: int | None = None,
                  ports: PortChoice = PortChoice(), emit: Emit = lambda _kind, _data: None,
-                 keep_cluster: bool = False) -> None:
+                 keep_cluster: bool = False, reuse: Cluster | None = None) -> None:
         """``keep_cluster``: the cluster outlives the run (the console's: explored, then ended by
-        :meth:`end_cluster`); otherwise the teardown ends it."""
+        :meth:`end_cluster`); otherwise the teardown ends it. ``reuse``: the running cluster the last run
+        kept (see :mod:`kafkalab.labs.reuse`), cleaned of the lab's topics and groups instead of a fresh one."""
         self.lab = lab
         self.keep_cluster = keep_cluster
         self.cluster_ended = False
+        self.reuse = reuse
+        self.owns_cluster = True  # False once the next run reused it: its node events are no longer ours
+        self.cluster_note = ""  # set by the session: "reusing the running cluster", or why a fresh one starts
         self.run_dir = run_dir
         self.deps = deps
         self.ports = ports
@@ -159,19 +176,16 @@ class LabRun:
         return result
 
     def _start_cluster(self) -> None:
-        lab, ports = self.lab, self.ports
+        lab = self.lab
         self.set_phase(Phase.STARTING)
-        spec = ClusterSpec(
-            state_dir=self.run_dir / "cluster", brokers=lab.cluster.brokers, free_ports=ports.free,
-            overrides=dict(lab.cluster.overrides),
-            broker_overrides={k: dict(v) for k, v in lab.cluster.broker_overrides.items()},
-            **({"zk_port": ports.zk_port} if ports.zk_port else {}),
-            **({"broker_ports": list(ports.broker_ports)} if ports.broker_ports else {}),
-            mode=lab.cluster.mode, controllers=lab.cluster.controllers, combined=lab.cluster.combined,
-        )
+        if self.reuse is not None:
+            self._reuse_cluster(self.reuse)
+            return
+        if self.cluster_note:
+            self.say(self.cluster_note)
+        spec = cluster_spec(lab, self.run_dir, self.ports)
         self.cluster = cluster = self.deps.cluster(spec)
-        cluster.add_listener(lambda node, state, reason: self.timeline.add(
-            NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}", state=str(state))))
+        self._listen(cluster)
         if self.abort.is_set():
             raise Aborted
         try:
@@ -190,6 +204,30 @@ class LabRun:
         for t in lab.topics:
             if t.create:
                 self.create_topic(t.name)
+
+    def _reuse_cluster(self, cluster: Cluster) -> None:
+        """The kept cluster, its nodes' events now in this run's timeline, cleaned of the lab's topics and
+        groups (so the analysis reads only this run's records), then the lab's topics created afresh."""
+        self.cluster = cluster
+        self._listen(cluster)
+        self.say(f"reusing the running cluster (nodes and logs in {cluster.state_dir.parent.name}): "
+                 "recreating the lab's topics and groups")
+        (self.run_dir / "cluster.txt").write_text(f"this run reused the cluster in {cluster.state_dir}\n")
+        self.admin = self.deps.admin(cluster.bootstrap)
+        clean_for(self.lab, self.admin, self.sleep)
+        for t in self.lab.topics:
+            if t.create:
+                create_after_delete(t.name, self.create_topic, self.sleep)
+
+    def _listen(self, cluster: Cluster) -> None:
+        cluster.add_listener(lambda node, state, reason: self.owns_cluster and self.timeline.add(
+            NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}", state=str(state))))
+
+    def hand_over(self) -> Cluster | None:
+        """The kept cluster, for the next run to reuse: this run no longer records or ends it."""
+        self.owns_cluster = False
+        self.cluster_ended = True
+        return self.cluster
 
     def create_topic(self, name: str, timeout_s: float = 60.0) -> None:
         assert self.admin is not None

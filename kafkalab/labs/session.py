@@ -31,7 +31,8 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RunRecorder
 from kafkalab.labs.results import ExpectationResult, FaultStatus, Phase, RunResult, SessionEvent
-from kafkalab.labs.run import LabRun, PortChoice
+from kafkalab.labs.reuse import why_fresh
+from kafkalab.labs.run import LabRun, PortChoice, cluster_spec
 from kafkalab.labs.run_deps import RunDeps, real_deps
 
 # A lab run's Spark session starts beside its cluster and is needed as soon as the run ends: a light
@@ -82,8 +83,8 @@ class LabSession:
     ) -> None:
         """``deps``: what runs build (fakes in tests); by default the real cluster, clients and Spark.
 
-        ``keep_cluster``: a run's cluster stays up after it (the console: the instructor keeps exploring)
-        until the next run, a reset or close ends it.
+        ``keep_cluster``: a run's cluster stays up after it (the console: the instructor keeps exploring);
+        the next run reuses it when it fits (:mod:`kafkalab.labs.reuse`), else ends it, as a reset or close do.
         """
         self.keep_cluster = keep_cluster
         self.lab = lab
@@ -130,12 +131,15 @@ class LabSession:
         with self._lock:
             if self.running:
                 raise KafkalabError(f"lab {self.lab.id} is already running: stop it first")
-            self._end_kept_cluster("the next run starts a fresh cluster")
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
             run_dir = (self.runs_root / f"{self.lab.id}-{stamp}").resolve()
+            reuse, why = self._kept_for(run_dir)
             run_dir.mkdir(parents=True, exist_ok=False)
             self._run = run = LabRun(self.lab, run_dir, self._deps or self._real_deps(), seed=self.seed,
-                                     ports=self._ports, emit=self._emit, keep_cluster=self.keep_cluster)
+                                     ports=self._ports, emit=self._emit, keep_cluster=self.keep_cluster,
+                                     reuse=reuse)
+            run.cluster_note = (f"{why}: starting a fresh cluster" if why
+                                else "reusing the running cluster" if reuse else "")
             self._thread = threading.Thread(target=run.execute, name=f"kafkalab-lab-{self.lab.id}", daemon=True)
             self._thread.start()
             return run_dir
@@ -146,6 +150,18 @@ class LabSession:
 
             self._spark = WarmSession(warmup_rows=LAB_WARMUP_ROWS, log_path=self.runs_root / "spark.log").start()
         return real_deps(self._dist, self._spark)
+
+    def _kept_for(self, run_dir: Path) -> tuple[Cluster | None, str]:
+        """The cluster the last run kept, when it fits the next run (see :mod:`kafkalab.labs.reuse`); else
+        it is ended and the second value says why a fresh one starts ("" when no cluster was kept)."""
+        last = self._run
+        if last is None or not last.keep_cluster or last.cluster_ended or last.cluster is None:
+            return None, ""
+        why = why_fresh(last.cluster, self.lab, cluster_spec(self.lab, run_dir, self._ports))
+        if not why:
+            return last.hand_over(), ""
+        self._end_kept_cluster(f"{why}: the next run starts a fresh cluster")
+        return None, why
 
     def _end_kept_cluster(self, reason: str) -> None:
         if self._run is not None and self._run.keep_cluster:

@@ -32,7 +32,7 @@ from kafkalab.ui.group_source import AdminGroupsFeed, GroupsFeed, source_bootstr
 from kafkalab.ui.groups import GroupsPane, open_reset
 from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
-from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
+from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane
@@ -55,6 +55,12 @@ MIN_SIZE = (100, 30)
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
+RUN_ENDED = {  # the top bar's word once a run is over, by its phase
+    "done": "run done: report in Results (v); g runs again",
+    "stopped": "run stopped: g runs again",
+    "error": "the run failed: Results (v) says why; g tries again",
+}
+
 CONTRAST = Theme(
     name="kafkalab-contrast", primary="#ffff00", secondary="#00ffff", accent="#ff00ff", warning="#ffaf00",
     error="#ff3030", success="#00ff00", foreground="#ffffff", background="#000000", surface="#000000",
@@ -67,6 +73,7 @@ class LabConsole(App[None]):
     TITLE = "kafkalab"
     BINDINGS = bindings.BINDINGS
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (130, "-wide")]
+    picks_nodes = True  # the top bar says how to pick a node
 
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
                  keymap: dict[str, str] | None = None, presenter: bool = False, boot: bool = True,
@@ -154,6 +161,37 @@ class LabConsole(App[None]):
             self.ready = True
         for poller in self.pollers:
             poller.start()
+        self.ask_source()
+
+    def ask_source(self) -> None:
+        """A source with a question (its ports are another cluster's: free ports, attach, quit) is answered
+        before it boots; its answer is carried out off the event loop (attaching asks the other cluster)."""
+        question = getattr(self.source, "question", None)
+        if question is None:
+            return
+        title, detail, choices = question()
+
+        def work(choice: str) -> None:
+            try:
+                self.source.choose(choice)  # type: ignore[attr-defined]
+            except Exception as exc:
+                self.call_from_thread(self.ask_source)
+                self.call_from_thread(self.show_error, choice, exc)
+                return
+            self.call_from_thread(self._source_chosen)
+
+        def answer(choice: str | None) -> None:
+            if choice == "quit":
+                self.shut_down()
+            elif choice:
+                self.run_worker(lambda: work(choice), name="choose", thread=True, exit_on_error=False)
+
+        self.push_screen(ChoiceScreen(title, detail, choices), answer)
+
+    def _source_chosen(self) -> None:
+        self.title = self.source.title
+        self.refresh_bindings()
+        self.update_topbar()
 
     def on_resize(self, event: events.Resize) -> None:
         self.fit_to(event.size.width, event.size.height)
@@ -254,7 +292,11 @@ class LabConsole(App[None]):
             self.action_show_tab("results")
         elif frame.report is None:
             self.told_verdict = ""
-        if (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
+        if frame.message != previous.message and frame.message and frame.live:
+            self.set_action(frame.message)
+        if previous.live and not frame.live:  # the run's last word, not a stale "run started"
+            self.set_action(RUN_ENDED.get(frame.phase, f"run {frame.phase}: g starts the next run"))
+        elif (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
         if frame.live != previous.live:
             self.show_waiting()
@@ -274,12 +316,14 @@ class LabConsole(App[None]):
 
     def update_topbar(self) -> None:
         frame = self.run_frame
-        lab = frame.lab.lab_id if frame.lab else "no lab"
+        lab = frame.lab.lab_id if frame.lab else getattr(self.source, "label", "no lab")
         phase_style = "bold black on green" if frame.live else "bold reverse"
-        pick = f"none (press 1..{max(self.broker_ids, default=1)}, 0)"
         line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style))
         if not self.waiting:  # what the run waits for needs the room more (the picked pane is outlined anyway)
-            line.append("  selected: ", style="dim").append(self.selected or pick, style="bold")
+            if self.selected:
+                line.append("  selected: ", style="dim").append(self.selected, style="bold")
+            elif self.picks_nodes:
+                line.append(f"  pick a node: 1..{max(self.broker_ids, default=1)}, 0", style="dim")
         if self.waiting:
             line.append("  » ", style="dim").append(self.waiting, style="bold yellow")
         elif self.last_action:
@@ -316,8 +360,9 @@ class LabConsole(App[None]):
                                        f"{need}: kafkalab submits one (Kafka's admin API) and the ISR column "
                                        "shows the new replicas catch up."), answer)
 
-    def in_thread(self, what: str, call: Callable[[], object], done: str = "") -> None:
-        """Run a source call off the event loop; its error shows in a modal, its success as ``done``."""
+    def in_thread(self, what: str, call: Callable[[], object], done: str = "", toast: bool = False) -> None:
+        """Run a source call off the event loop; its error shows in a modal, its success as ``done`` (or what
+        the call returned), that also as a toast with ``toast`` when it says more than ``done``."""
 
         def work() -> None:
             try:
@@ -326,7 +371,10 @@ class LabConsole(App[None]):
                 self.call_from_thread(self.show_error, what, exc)
                 return
             if done or isinstance(said, str):
-                self.call_from_thread(self.set_action, said if isinstance(said, str) else done)
+                message = said if isinstance(said, str) else done
+                self.call_from_thread(self.set_action, message)
+                if toast and message != done:
+                    self.call_from_thread(self.notify, message, timeout=6)
             for poller in self.pollers:
                 self.call_from_thread(poller.poll_now)
 
@@ -384,7 +432,7 @@ class LabConsole(App[None]):
     # ---- run actions -----------------------------------------------------------------------------
     def action_start_run(self) -> None:
         self.set_action("starting the run ...")
-        self.in_thread("start run", self.source.start_run, "run started")
+        self.in_thread("start run", self.source.start_run, "run started", toast=True)
 
     def action_stop_run(self) -> None:
         self.set_action("stopping the run ...")

@@ -81,7 +81,10 @@ class LabSource:
                     b.state == NodeState.RUNNING for b in cluster.brokers):
                 self._admin = Admin(cluster.bootstrap)
                 write_cluster_file(cluster)
-                self._server = ControlServer(cluster, self._down)
+                try:
+                    self._server = ControlServer(cluster, self._down)
+                except OSError:  # a run dir too deep for a unix socket's path: only this console drives it
+                    self._server = None
             if cluster is not None and self._server is not None and not any(
                     n.state.alive for n in cluster.metadata_nodes or cluster.brokers):
                 self._close_server()  # the run's teardown stopped the cluster
@@ -126,6 +129,7 @@ class LabSource:
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
             markers=markers((e.t, e.kind, e.detail) for e in (run.timeline.events() if run is not None else ())),
             lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
+            message=state.message,
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -142,8 +146,11 @@ class LabSource:
         elif self._last_acked is None:
             self._last_acked = (now, acked)
 
-    def start_run(self) -> None:
+    def start_run(self) -> str:
+        """Starts the run; says whether it reuses the running cluster or why a fresh one starts."""
         self.session.start_run()
+        run = self.session.current
+        return run.cluster_note if run is not None and run.cluster_note else "run started"
 
     def stop_run(self) -> None:
         self.session.stop_run()

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Key
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Label, Static
@@ -141,3 +142,34 @@ class InputScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ChoiceScreen(ModalScreen[str]):
+    """A question with a few ways out, each a button with its key: ``choices`` are (key, label, answer)."""
+
+    def __init__(self, question: str, detail: str, choices: list[tuple[str, str, str]]) -> None:
+        super().__init__(classes="modal")
+        self.question = question
+        self.detail = detail
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(self.question, style="bold"), classes="question")
+            yield Static(Text(self.detail), classes="detail")
+            with Horizontal(classes="dialog-buttons"):
+                for key, label, answer in self.choices:
+                    yield Button(f"{label} ({key})", variant="primary" if answer != "quit" else "default",
+                                 id=f"choice-{answer}")
+
+    def on_mount(self) -> None:
+        self.query_one(Button).focus()
+
+    def on_key(self, event: Key) -> None:
+        for key, _label, answer in self.choices:
+            if event.key == key:
+                event.stop()
+                self.dismiss(answer)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(str(event.button.id).removeprefix("choice-"))

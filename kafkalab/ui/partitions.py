@@ -14,9 +14,9 @@ from textual.widgets import DataTable
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.ui.line import Line
-from kafkalab.ui.source import CLUSTER_STARTING, NO_CLUSTER_YET
+from kafkalab.ui.source import CLUSTER_STARTING, NO_CLUSTER_YET, PORTS_TAKEN
 
-NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING)
+NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING, PORTS_TAKEN)
 
 MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
@@ -85,13 +85,22 @@ class PartitionTable(DataTable[Text]):
         self.stale = False
         self.down: frozenset[int] = frozenset()  # brokers whose process is gone, as the node states say
         self.last: ClusterSnapshot | None = None
+        self.shown = COLUMNS
         self.widths = {key: len(label) + 1 for key, label in COLUMNS}
 
     def on_mount(self) -> None:
         self._add_columns()
 
+    def hide_offsets(self) -> None:
+        """No offset column: a replay's recorded snapshots have no end offsets (the run's watch asks none)."""
+        self.shown = tuple((key, label) for key, label in COLUMNS if key != "end")
+        self.widths.pop("end", None)
+        self.clear(columns=True)
+        self._add_columns()
+        self.rows_now = {}
+
     def _add_columns(self) -> None:
-        for key, label in COLUMNS:
+        for key, label in self.shown:
             self.add_column(f" {label}", key=key, width=self.widths[key])
 
     def _fit(self, rows: dict[str, Row]) -> None:
@@ -136,9 +145,10 @@ class PartitionTable(DataTable[Text]):
         for key in diff.removed:
             self.remove_row(key)
         for key in diff.added:
-            self.add_row(*(self.cell(key, col) for col, _ in COLUMNS), key=key)
+            self.add_row(*(self.cell(key, col) for col, _ in self.shown), key=key)
         for key, col in diff.changed:
-            self.marks[(key, col)] = now + MARK_S
+            if col in self.widths and col != "end":  # offsets move every second of a run: no news, no mark
+                self.marks[(key, col)] = now + MARK_S
         expired = [kc for kc, until in self.marks.items() if until <= now]
         for kc in expired:
             del self.marks[kc]
@@ -146,7 +156,8 @@ class PartitionTable(DataTable[Text]):
             self._redraw_all()
             return
         for key, col in {*diff.changed, *((k, c) for k, c in expired if k in new)}:
-            self.update_cell(key, col, self.cell(key, col))
+            if col in self.widths:
+                self.update_cell(key, col, self.cell(key, col))
 
     def set_down(self, down: frozenset[int]) -> None:
         """Brokers known to be down; their leaderships are marked now, not at the next snapshot."""
@@ -157,7 +168,7 @@ class PartitionTable(DataTable[Text]):
 
     def _redraw_all(self) -> None:
         for key in self.rows_now:
-            for col, _ in COLUMNS:
+            for col, _ in self.shown:
                 self.update_cell(key, col, self.cell(key, col))
 
 

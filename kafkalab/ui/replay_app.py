@@ -7,6 +7,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from kafkalab.ui.app import LabConsole
+from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.replay_source import SPEEDS, ReplaySource
 
 SCRUB_S = 5.0
@@ -34,18 +35,25 @@ class ReplayConsole(LabConsole):
         self.replay = source
         self.exit_at_end = exit_at_end
 
+    picks_nodes = False  # the digits set the speed here
+
     def on_mount(self) -> None:
         super().on_mount()
+        self.screen.add_class("-replay")  # no node buttons: nothing to act on
+        self.query_one(PartitionTable).hide_offsets()
         self.show_position()
         self.set_interval(0.25, self.show_position)
 
     def show_position(self) -> None:
+        """Where the replay is; its keys are in the footer."""
         if not self.query("#topbar"):  # the app is closing: its widgets are gone
             return
         clock = self.replay.clock
-        state = "paused" if clock.paused else f"{clock.speed:g}x"
-        self.set_action(f"replay {state} · {clock.now():.1f}s of {clock.end:.1f}s · 1/2/4 speed, space pause, "
-                        "←/→ scrub")
+        if clock.at_end:
+            self.set_action(f"replay at the end ({clock.end:.1f}s): ← scrubs back")
+        else:
+            state = "paused" if clock.paused else f"{clock.speed:g}x"
+            self.set_action(f"replay {state} · {clock.now():.1f}s of {clock.end:.1f}s")
         if self.exit_at_end and clock.at_end and self.run_frame.report is not None and not self.quitting:
             self.quitting = True
             self.set_timer(LINGER_S, self.exit)

@@ -76,6 +76,7 @@ class ResultsPane(VerticalScroll):
                 totals.append(f"{label(cls)}\xa0", style="dim").append(f"{count:,}   ",
                                                                        style="bold red" if count else "green")
         self.query_one("#totals", Static).update(totals)
+        self.query_one("#totals", Static).set_class(not totals.plain, "-empty")
         self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
                                                         if report.per_partition else "")
 

@@ -25,6 +25,7 @@ from kafkalab.errors import KafkalabError
 # snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE
 NO_CLUSTER_YET = "no cluster yet: g starts the lab's run and its cluster"
 CLUSTER_STARTING = "the cluster is starting"
+PORTS_TAKEN = "ports taken: choose free ports, attach or quit"
 LOG_LINES_KEPT = 200
 SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
 _LOG_READ_MAX = 65536
@@ -87,6 +88,7 @@ class RunFrame:
     lab: LabView | None = None
     report: ReportView | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+    message: str = ""  # what the run does now ("creating topic test-topic ...", "reusing the running cluster")
 
 
 RUN_ACTIONS = frozenset({"start_run", "stop_run", "reset_lab", "send_control", "edit_setting", "edit_topic"})
@@ -107,7 +109,7 @@ class Source(Protocol):
     def snapshot(self) -> ClusterSnapshot: ...
     def run(self) -> RunFrame: ...
     def node_action(self, node: str, action: NodeAction) -> None: ...
-    def start_run(self) -> None: ...
+    def start_run(self) -> str | None: ...
     def stop_run(self) -> None: ...
     def reset(self) -> None: ...
     def send_control(self, word: str) -> None: ...
@@ -173,10 +175,13 @@ class ClusterSource:
 
     offers = frozenset({"start_run", "stop_run", "edit_topic"})
 
-    def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True, note: str = "") -> None:
+    def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True, note: str = "",
+                 label: str = "no lab") -> None:
         """``owned=False`` attaches to a cluster someone else started and will shut down; ``note`` is said
-        first when the console boots (e.g. why the cluster took free ports)."""
+        first when the console boots (e.g. why the cluster took free ports); ``label`` names it in the top
+        bar where a lab's id would be."""
         self.note = note
+        self.label = label
         from kafkalab.ui.workload import Workload
 
         self.cluster = cluster
