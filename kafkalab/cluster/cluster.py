@@ -175,15 +175,9 @@ class Cluster:
     def _build_nodes(self) -> None:
         spec = self.spec
         java = java_binary() if self.backend.name == "local" else "java"
+
         def argv(name: str, heap: str, main: str, config: str) -> list[str]:
-            node_dir = spec.node_dir(name)
-            return [
-                java, *shlex.split(heap), *shlex.split(JVM_FLAGS),
-                f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
-                f"-Dkafka.logs.dir={node_dir / 'logs'}",
-                node_marker(spec.state_dir, name),
-                "-cp", self.dist.classpath, main, str(node_dir / config),
-            ]
+            return node_argv(spec, self.dist, java, name, heap, main, config)
         self._nodes = {}
         if not spec.kraft:
             self._nodes["zookeeper"] = Node(
@@ -226,23 +220,10 @@ class Cluster:
 
     def node(self, ref: int | str) -> Node:
         """A node by broker id (1..N), 'broker-N', 'N', 'zookeeper', 'controller-N' or a controller's node id."""
-        spec = self.spec
-        key = str(ref).strip().lower()
-        if key == "0" and not spec.kraft:  # as in the console: 0 is ZooKeeper
-            key = "zookeeper"
-        elif key.isdigit():
-            key = spec.controller_node(int(key)) if int(key) in spec.controller_ids else f"broker-{key}"
-        if key in ("zk", "zoo"):
-            key = "zookeeper"
-        if spec.combined and key.startswith("controller-") and key[11:].isdigit():
-            index = int(key[11:])  # controller-N is hosted by the Nth voter's broker
-            key = spec.controller_node(spec.controller_ids[index - 1]) if 0 < index <= spec.controllers else key
         try:
-            return self._nodes[key]
+            return self._nodes[self.spec.node_name(ref)]
         except KeyError:
-            ids = ", ".join(map(str, spec.broker_ids))
-            others = f", or controller-1..controller-{spec.controllers}" if spec.kraft else ", or 0 (ZooKeeper)"
-            raise KafkalabError(f"unknown node {ref!r}: brokers are {ids}{others}") from None
+            raise KafkalabError(f"unknown node {ref!r}: {self.spec.node_choices}") from None
 
     @property
     def zookeeper(self) -> Node:
@@ -291,6 +272,19 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{node.name} is {node.state} ({node.reason}), not {state}, after {timeout}s")
             time.sleep(TICK_S / 2)
+
+
+def node_argv(spec: ClusterSpec, dist: Distribution, java: str, name: str, heap: str, main: str,
+              config: str) -> list[str]:
+    """A node's JVM command line: heap, flags, its log4j and log dir, the state dir marker, main and config."""
+    node_dir = spec.node_dir(name)
+    return [
+        java, *shlex.split(heap), *shlex.split(JVM_FLAGS),
+        f"-Dlog4j.configuration=file:{node_dir / 'log4j.properties'}",
+        f"-Dkafka.logs.dir={node_dir / 'logs'}",
+        node_marker(spec.state_dir, name),
+        "-cp", dist.classpath, main, str(node_dir / config),
+    ]
 
 
 def check_mode(spec: ClusterSpec, dist: Distribution) -> None:

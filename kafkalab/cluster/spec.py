@@ -237,6 +237,27 @@ class ClusterSpec:
     def node_dir(self, name: str) -> Path:
         return self.state_dir / name
 
+    def node_name(self, ref: int | str) -> str:
+        """The node a user means: a broker id (1..N), 'broker-N', 'zookeeper' (or 0, as in the console),
+        'controller-N' (in combined mode the Nth voter's broker) or a controller's node id."""
+        key = str(ref).strip().lower()
+        if key == "0" and not self.kraft:
+            return "zookeeper"
+        if key.isdigit():
+            return self.controller_node(int(key)) if int(key) in self.controller_ids else f"broker-{key}"
+        if key in ("zk", "zoo"):
+            return "zookeeper"
+        if self.combined and key.startswith("controller-") and key[11:].isdigit():
+            index = int(key[11:])
+            return self.controller_node(self.controller_ids[index - 1]) if 0 < index <= self.controllers else key
+        return key
+
+    @property
+    def node_choices(self) -> str:
+        """What node references exist, for an error message."""
+        others = f", or controller-1..controller-{self.controllers}" if self.kraft else ", or 0 (ZooKeeper)"
+        return f"brokers are {', '.join(map(str, self.broker_ids))}{others}"
+
     @property
     def session_timeout_s(self) -> float:
         """How long until a SIGKILLed broker's leaderships move: its ZooKeeper session, or its KRaft session."""
