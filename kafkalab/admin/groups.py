@@ -30,6 +30,10 @@ class GroupActive(KafkalabError):
     """The group has active members: Kafka resets offsets only of a group without any."""
 
 
+class GroupUnreachable(KafkalabError):
+    """The group's coordinator did not answer in time (a broker down, or a loaded machine)."""
+
+
 @dataclass(frozen=True)
 class GroupListing:
     group_id: str
@@ -220,7 +224,7 @@ class Groups:
         """The description of a group that exists, else one error line."""
         desc = self.describe(group, wait_s=max(self._wait_s, 5.0))
         if not desc.reachable:
-            raise KafkalabError(f"cannot describe group {group} at {self.admin.bootstrap}: {desc.error}")
+            raise GroupUnreachable(f"cannot describe group {group} at {self.admin.bootstrap}: {desc.error}")
         if not desc.exists:
             raise KafkalabError(f"consumer group {group!r} does not exist: `kafkalab group list` shows the groups")
         return desc
@@ -230,7 +234,7 @@ class Groups:
         """The new offset of every partition asked for; refuses while the group has active members."""
         desc = self.describe(group, wait_s=max(self._wait_s, 5.0))
         if not desc.reachable:
-            raise KafkalabError(f"cannot describe group {group} at {self.admin.bootstrap}: {desc.error}")
+            raise GroupUnreachable(f"cannot describe group {group} at {self.admin.bootstrap}: {desc.error}")
         if desc.state not in INACTIVE_STATES:
             raise GroupActive(
                 f"offsets of group {group} can only be reset while it is inactive, but its state is "
@@ -278,12 +282,13 @@ class Groups:
 
     def reset_when_inactive(self, group: str, topic_specs: list[str], target: ResetTarget,
                             timeout_s: float) -> list[OffsetMove]:
-        """Execute a reset as soon as the group has no active member (its consumers may still be leaving)."""
+        """Execute a reset as soon as the group has no active member (its consumers may still be leaving)
+        and its coordinator answers (on a loaded machine a describe can time out)."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
                 return self.reset(group, topic_specs, target, execute=True)
-            except GroupActive:
+            except (GroupActive, GroupUnreachable):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)

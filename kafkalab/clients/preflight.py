@@ -32,12 +32,13 @@ def consumer_conf(conf: dict[str, Any]) -> dict[str, Any]:
     return {**base_conf(conf), "fetch.queue.backoff.ms": 10}
 
 
-def check_topic(bootstrap: str, topic: str, timeout: float = 5.0, grace: float = 3.0) -> int:
+def check_topic(bootstrap: str, topic: str, timeout: float = 5.0, grace: float = 10.0) -> int:
     """The partition count of ``topic``; raises KafkalabError when the cluster or the topic is missing.
 
     Asks as the Java clients do (topic auto-creation allowed), so a cluster with
     auto.create.topics.enable=true creates the topic here. A topic missing from the metadata is asked
-    for again for ``grace`` seconds: a topic just created takes a moment to reach every broker.
+    for again for ``grace`` seconds: a topic just created takes a moment to reach every broker (on a loaded
+    laptop more than 3 s were seen).
     """
     probe = _RdProducer(base_conf({"bootstrap.servers": bootstrap, "allow.auto.create.topics": True}))
     deadline = time.monotonic() + grace
