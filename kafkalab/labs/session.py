@@ -77,6 +77,7 @@ class LabSession:
         spark: Any = None,
         zk_port: int | None = None,
         broker_ports: list[int] | None = None,
+        controller_ports: list[int] | None = None,
         free_ports: bool = True,
         deps: RunDeps | None = None,
         keep_cluster: bool = False,
@@ -93,7 +94,7 @@ class LabSession:
         self._dist = distribution
         self._spark = spark  # a WarmSession (or SparkSession); started on the first run if None
         self._deps = deps
-        self._ports = PortChoice(free_ports, zk_port, tuple(broker_ports or ()))
+        self._ports = PortChoice(free_ports, zk_port, tuple(broker_ports or ()), tuple(controller_ports or ()))
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
