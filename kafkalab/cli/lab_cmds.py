@@ -18,6 +18,7 @@ from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.run import PortChoice
+from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
@@ -102,6 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise KafkalabError(f"--record {args.record}: give one run (no --repeat) and a file name ending in .cast")
     path = find_lab(args.lab)
     lab = with_mode(load_lab(path), args.mode)  # refused here, before anything starts, when it does not validate
+    lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
     if (not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None
             and _console_available()):
         from kafkalab.cli import main

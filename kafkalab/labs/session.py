@@ -156,7 +156,7 @@ class LabSession:
             from kafkalab.analysis import WarmSession
 
             self._spark = WarmSession(warmup_rows=LAB_WARMUP_ROWS, log_path=self.runs_root / "spark.log").start()
-        return real_deps(self._dist, self._spark)
+        return real_deps(self._dist, self._spark, self.lab.cluster.kafka_version)
 
     def _end_kept_cluster(self, reason: str) -> None:
         if self._run is not None and self._run.keep_cluster:
