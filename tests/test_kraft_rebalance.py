@@ -14,7 +14,7 @@ from kafkalab.clients.stats import ClientEvent
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import find_lab, load_lab
 from kafkalab.labs.events import Event, EventKind
-from kafkalab.labs.metrics import rebalance_metrics
+from kafkalab.labs.metrics import rebalance_metrics, rebalance_summary
 from kafkalab.labs.timeline import Timeline
 from tests.test_labs_unit import MINIMAL, error_of, write
 
@@ -39,7 +39,8 @@ def test_a_bad_kafka_version_names_the_field(tmp_path: Path, cluster: str, messa
 
 
 def test_the_consumer_protocol_needs_a_kafka_4_lab(tmp_path: Path) -> None:
-    msg = error_of(tmp_path, MINIMAL.replace("local_id = 1\n", 'local_id = 1\n"consumer.group-protocol" = "consumer"\n'))
+    kip848 = MINIMAL.replace("local_id = 1\n", 'local_id = 1\n"consumer.group-protocol" = "consumer"\n')
+    msg = error_of(tmp_path, kip848)
     assert "consumer[1].consumer.group-protocol: the consumer protocol (KIP-848) needs Kafka 4.0" in msg
 
 
@@ -62,7 +63,7 @@ def test_the_consumer_protocol_leaves_assignor_heartbeat_and_session_to_the_brok
     with pytest.raises(KafkalabError, match=r"consumer.session-timeout is a classic-protocol setting: .* "
                                             r"\(group.consumer.session.timeout.ms\), so drop it"):
         ConsumerConfig.from_settings({**KIP848, "consumer.session-timeout": "6000"})
-    with pytest.raises(KafkalabError, match="consumer.group-protocol=modern is not one of classic, consumer"):
+    with pytest.raises(KafkalabError, match=r"consumer\.group-protocol=modern is not one of classic, consumer"):
         ConsumerConfig.from_settings({"consumer.group-protocol": "modern"})
 
 
@@ -95,3 +96,6 @@ def test_rebalance_metrics_tell_a_stop_the_world_rebalance_from_an_incremental_o
     assert m["group.eager.stopped_s"] == pytest.approx(1.5) and m["group.inc.stopped_s"] == 0
     assert (m["group.eager.revoked"], m["group.inc.revoked"]) == (4, 2), "the startup and the drain do not count"
     assert m["group.eager.pause_s"] == pytest.approx(1.7) and m["group.inc.pause_s"] == pytest.approx(2.0)
+    assert rebalance_summary(m) == (
+        "rebalance pause per group: eager: no partition held for 1.5 s, 4 partitions revoked, a partition waited "
+        "up to 1.7 s; inc: never stopped, 2 partitions revoked, a partition waited up to 2.0 s")

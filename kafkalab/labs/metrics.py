@@ -119,6 +119,18 @@ def rebalance_metrics(timeline: Timeline, groups: Mapping[str, str]) -> dict[str
     return out
 
 
+def rebalance_summary(values: Mapping[str, float]) -> str:
+    """The groups' rebalance pauses side by side, from :func:`rebalance_metrics`' values."""
+    groups = sorted(k.split(".")[1] for k in values if k.startswith("group.") and k.endswith(".stopped_s"))
+    parts = []
+    for g in groups:
+        stopped = values[f"group.{g}.stopped_s"]
+        held = f"no partition held for {stopped:.1f} s" if stopped else "never stopped"
+        parts.append(f"{g}: {held}, {values[f'group.{g}.revoked']:g} partitions revoked, "
+                     f"a partition waited up to {values[f'group.{g}.pause_s']:.1f} s")
+    return "rebalance pause per group: " + "; ".join(parts) if parts else ""
+
+
 def _owners(timeline: Timeline, groups: Mapping[str, str], group: str, until: float) -> dict[int, str]:
     """Partition -> consumer of ``group`` holding it at ``until``."""
     owner: dict[int, str] = {}
