@@ -44,10 +44,11 @@ def test_the_consumer_protocol_needs_a_kafka_4_lab(tmp_path: Path) -> None:
     assert "consumer[1].consumer.group-protocol: the consumer protocol (KIP-848) needs Kafka 4.0" in msg
 
 
-def test_a_lab_whose_kafka_is_not_fetched_is_refused_before_it_starts(tmp_path: Path,
+@pytest.mark.parametrize("command", [["run", "--headless"], ["console", "--no-spark-warmup"]])
+def test_a_lab_whose_kafka_is_not_fetched_is_refused_before_it_starts(tmp_path: Path, command: list[str],
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     lab = write(tmp_path, MINIMAL + '\n[cluster]\nkafka_version = "4.0.9"\nmode = "kraft"\n')
-    assert main(["run", str(lab), "--headless", "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert main([command[0], str(lab), *command[1:], "--runs-dir", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("kafkalab: error: Kafka 4.0.9 jars not found") and err.count("\n") == 0
     assert err.endswith("run `kafkalab fetch --kafka-version 4.0.9` first")
