@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml setup.py
 
 setup: $(STAMP)
 	$(BIN)/kafkalab fetch
+	$(BIN)/kafkalab fetch --kafka-version 4.4.0  # the new-rebalance-protocol lab and the 4.x tests
 
 lab: setup
 	$(BIN)/kafkalab

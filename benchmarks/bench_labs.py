@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.benchutil import RESULTS, write_results
 from kafkalab.analysis import WarmSession
-from kafkalab.cluster.ports import free_port
 from kafkalab.labs import Lab, LabSession, catalog, load_lab
+from kafkalab.labs.run import PortChoice
 
 GOAL_S = 120.0
 
@@ -54,14 +54,6 @@ def earlier_runs(results: dict[str, dict[str, Any]], lab: Lab) -> dict[str, Any]
     if old.get("lab_sha") != lab_hash(lab):
         return {"durations_s": [], "lesson_shown": 0, "failures": []}
     return old
-
-
-def ports(n: int) -> tuple[int, list[int]]:
-    chosen: set[int] = set()
-    while len(chosen) < n + 1:
-        chosen.add(free_port())
-    first, *rest = sorted(chosen)
-    return first, rest
 
 
 def main() -> int:
@@ -98,9 +90,10 @@ def main() -> int:
                 failures: list[list[str]] = list(before["failures"])
                 for i in range(args.runs):
                     bar.update(task, description=f"{key} run {i + 1}/{args.runs}")
-                    zk, brokers = ports(lab.cluster.brokers)
-                    session = LabSession(lab, root, seed=args.seed + len(durations), spark=spark, zk_port=zk,
-                                         broker_ports=brokers)
+                    chosen = PortChoice.picked(lab)
+                    session = LabSession(lab, root, seed=args.seed + len(durations), spark=spark,
+                                         zk_port=chosen.zk_port, broker_ports=list(chosen.broker_ports),
+                                         controller_ports=list(chosen.controller_ports))
                     started = time.monotonic()
                     result = session.run()
                     durations.append(time.monotonic() - started)

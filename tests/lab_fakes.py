@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.admin.quorum import QuorumState
 from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
 from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
 from kafkalab.errors import KafkalabError
@@ -71,6 +72,10 @@ class FakeCluster:
 
     def infos(self) -> list[NodeInfo]:
         return []
+
+    def quorum(self, timeout_s: float = 2.0) -> QuorumState:
+        """KRaft's quorum view: the fake models no quorum, it only answers."""
+        return QuorumState(time.time(), False, error="a fake cluster has no quorum")
 
     def shutdown(self, graceful: bool = True, reason: str = "") -> None:
         self.shut_down, self.shutdown_reason = True, reason

@@ -10,7 +10,7 @@ from textual.widgets import Static
 from kafkalab.admin.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
-from kafkalab.ui.controllers import ControllerPane, MetadataPanes
+from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
 from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
 from tests.test_ui_app import SIZE, settle, sync
@@ -90,6 +90,57 @@ async def test_controller_panes_mark_the_active_one_and_show_the_election() -> N
 
 def test_combined_voters_have_no_pane_of_their_own_and_0_picks_their_brokers() -> None:
     combined = MetadataPanes(0, voters=3)
-    assert list(combined.compose()) == []
+    assert [type(p) for p in combined.compose()] == [QuorumPane], "one quorum pane, no controller pane"
     assert [combined.next_name() for _ in range(4)] == ["broker-1", "broker-2", "broker-3", "broker-1"]
     assert MetadataPanes().next_name() == "zookeeper"
+
+
+class FakeCombinedSource(FakeSource):
+    """The fake feed's brokers 1..3 host the voters (combined mode): killing the active voter's broker elects
+    the next live one with the next epoch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        del self.states["zookeeper"]
+        self.leader, self.epoch = 1, 3
+
+    def quorum(self) -> QuorumState:
+        live = [b for b in (1, 2, 3) if self.states[f"broker-{b}"] == NodeState.RUNNING]
+        if self.leader not in live:
+            self.leader, self.epoch = live[0], self.epoch + 1
+        replicas = tuple(QuorumReplica(b, True, 500 if b in live else None, 2 if b in live else None,
+                                       300 if b in live else None, 300 if b in live else None) for b in (1, 2, 3))
+        return QuorumState(time.time(), True, self.leader, self.epoch, 500, replicas)
+
+    def nodes(self) -> NodesFrame:
+        with self.lock:
+            infos = tuple(node_info(n, s, int(n[-1])) for n, s in self.states.items())
+            return NodesFrame(infos, {}, quorum=self.quorum())
+
+
+def voter_line(app: LabConsole, broker: int) -> str:
+    return str(app.query_one(f"#voter-{broker}", Static).render())
+
+
+@sync
+async def test_combined_voters_show_their_quorum_role_in_a_quorum_pane() -> None:
+    feed = FakeCombinedSource()
+    app = LabConsole(feed, [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
+                     metadata=MetadataPanes(0, voters=3))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.query(ZooKeeperPane) and not app.query(ControllerPane)
+        pane = app.query_one(QuorumPane)
+        assert pane.border_title == "[0] quorum · voters in brokers 1..3"
+        assert "broker-1  ACTIVE   epoch 3 · hw 500" in voter_line(app, 1)
+        assert "broker-2 follower · lag 2 · fetched 0.3s ago" in voter_line(app, 2)
+
+        await pilot.press("0")  # 0 picks the voters' brokers
+        assert app.selected == "broker-1"
+        await pilot.press("k")
+        await settle(pilot)
+        assert ("broker-1", "kill") in feed.actions
+        assert pane.active == 2 and "ACTIVE   epoch 4" in voter_line(app, 2)
+        assert "broker-1 follower · not fetching" in voter_line(app, 1)
+        shown = [n.message for n in app._notifications]
+        assert any("election: active controller 1 -> 2 (epoch 4)" in m for m in shown), shown

@@ -108,6 +108,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPa
     from kafkalab.analysis import WarmSession
     from kafkalab.cli.lab_cmds import with_mode
     from kafkalab.labs.loader import catalog, find_lab, load_lab
+    from kafkalab.labs.run_deps import lab_distribution
     from kafkalab.labs.session import LabSession
     from kafkalab.ui.lab_source import LabSource
 
@@ -118,6 +119,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPa
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
     lab = with_mode(load_lab(find_lab(ref)), args.mode)
+    lab_distribution(lab.cluster.kafka_version)  # its Kafka fetched, or one line saying how
     spark = None if args.no_spark_warmup else WarmSession(log_path=args.runs_dir / "spark.log")
     session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True, keep_cluster=True)
     plan = lab.cluster

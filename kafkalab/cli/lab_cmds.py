@@ -17,6 +17,8 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.model import Lab
+from kafkalab.labs.run import PortChoice
+from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
@@ -101,6 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise KafkalabError(f"--record {args.record}: give one run (no --repeat) and a file name ending in .cast")
     path = find_lab(args.lab)
     lab = with_mode(load_lab(path), args.mode)  # refused here, before anything starts, when it does not validate
+    lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
     if (not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None
             and _console_available()):
         from kafkalab.cli import main
@@ -108,16 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return main(["console", str(path), *(["--mode", args.mode] if args.mode else [])])
     console = Console()
     results = []
-    ports = None
     for i in range(args.repeat):
-        if args.free_ports:
-            from kafkalab.cluster.ports import free_port
-
-            chosen: set[int] = set()
-            while len(chosen) < lab.cluster.brokers + 1:
-                chosen.add(free_port())
-            first, *rest = sorted(chosen)
-            ports = (first, rest)
+        ports = PortChoice.picked(lab) if args.free_ports else None
         if args.repeat > 1:
             console.print(f"[bold]run {i + 1} of {args.repeat}[/]")
         seed = None if args.seed is None else args.seed + i

@@ -61,6 +61,7 @@ def _int(name: str, default: int | None, help: str, minimum: int | None = 0) -> 
     return Option(name, None if default is None else str(default), "int", help, minimum=minimum)
 
 
+GROUP_PROTOCOLS = ("classic", "consumer")
 COMMON_OPTIONS = (Option(BOOTSTRAP, DEFAULT_BOOTSTRAP, "str", "host:port list of the brokers"),)
 
 PRODUCER_OPTIONS = (
@@ -91,6 +92,9 @@ CONSUMER_OPTIONS = (
     _int("consumer.ac-interval", 5000, "auto.commit.interval.ms"),
     _int("consumer.fetch-min-bytes", 1, "fetch.min.bytes", minimum=1),
     _int("consumer.max-poll-recs", 500, "max records per poll", minimum=1),
+    Option("consumer.group-protocol", "classic", "choice",
+           "group.protocol: classic, or consumer (KIP-848: the broker assigns; Kafka 4.0+)",
+           choices=GROUP_PROTOCOLS),
     Option("consumer.assignment-strategy", "coop", "choice", "coop, range or rr", choices=("coop", "range", "rr")),
     _int("consumer.heartbeat-interval", 3000, "heartbeat.interval.ms", minimum=1),
     _int("consumer.session-timeout", 45000, "session.timeout.ms", minimum=1),
@@ -108,6 +112,10 @@ CONSUMER_OPTIONS = (
     Option("consumer.payload-trunc", "false", "bool", "truncate the payload log instead of appending"),
 )
 
+# with group.protocol=consumer the broker owns these (group.consumer.*): librdkafka refuses them client-side
+CLASSIC_ONLY = {"consumer.session-timeout": "group.consumer.session.timeout.ms",
+                "consumer.heartbeat-interval": "group.consumer.heartbeat.interval.ms",
+                "consumer.assignment-strategy": "group.consumer.assignors"}
 _ROLES = {"producer": PRODUCER_OPTIONS, "consumer": CONSUMER_OPTIONS}
 _ASSIGNORS = {"coop": "cooperative-sticky", "range": "range", "rr": "roundrobin"}
 
@@ -295,9 +303,14 @@ class ConsumerConfig(ClientConfig):
     wait_cmd_period_ms: int
     ack_every: int
     ack_after_batch: bool
+    group_protocol: str = "classic"
 
     @classmethod
     def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
+        if v["consumer.group-protocol"] == "consumer" and (classic := sorted(given & set(CLASSIC_ONLY))):
+            raise KafkalabError(
+                f"{classic[0]} is a classic-protocol setting: with consumer.group-protocol=consumer the broker "
+                f"sets it ({CLASSIC_ONLY[classic[0]]}), so drop it")
         auto_commit = v["consumer.auto-commit"]
         ack_every = v.get("consumer.ack-every-x-msgs") or 0
         ack_after_batch = v["consumer.ack-after-batch"]
@@ -311,7 +324,8 @@ class ConsumerConfig(ClientConfig):
             if ack_every:
                 notes.append("ack-every-x-msgs and ack-after-batch are exclusive; turning the former off")
                 ack_every = 0
-        if v["consumer.heartbeat-interval"] >= v["consumer.session-timeout"]:
+        classic_group = v["consumer.group-protocol"] == "classic"
+        if classic_group and v["consumer.heartbeat-interval"] >= v["consumer.session-timeout"]:
             raise KafkalabError("consumer.heartbeat-interval must be lower than consumer.session-timeout")
         return dict(
             group_id=v["consumer.group-id"], instance_id=v.get("consumer.instance-id"), auto_commit=auto_commit,
@@ -321,7 +335,7 @@ class ConsumerConfig(ClientConfig):
             auto_offset_reset=v["consumer.auto-offset-reset"], poll_period_ms=v["consumer.poll-period"],
             wait_after_recv_ms=v["consumer.wait-after-recv"], wait_after_batch_ms=v["consumer.wait-after-batch"],
             wait_after_record_ms=v["consumer.wait-after-record"], wait_cmd_period_ms=v["consumer.wait-cmd-period"],
-            ack_every=ack_every, ack_after_batch=ack_after_batch,
+            ack_every=ack_every, ack_after_batch=ack_after_batch, group_protocol=v["consumer.group-protocol"],
         )
 
     def librdkafka(self) -> dict[str, Any]:
@@ -340,6 +354,10 @@ class ConsumerConfig(ClientConfig):
             "isolation.level": "read_uncommitted",  # the Java client's default
             "max.poll.interval.ms": 300000,
         }
+        if self.group_protocol == "consumer":
+            for name in ("partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms"):
+                del conf[name]
+            conf["group.protocol"] = "consumer"
         if self.instance_id:
             conf["group.instance.id"] = self.instance_id
         return conf

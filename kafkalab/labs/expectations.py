@@ -10,7 +10,9 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
   (partitions gone offline), timeline.rebalances, timeline.controller_changes (KRaft: the active controller)
 - a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
   consumer.N.assign_wait_s (seconds from its start to its first partitions; -1 if it never got any)
-- a group: group.NAME.processed (rows), group.NAME.distinct (distinct records)
+- a group: group.NAME.processed (rows), group.NAME.distinct (distinct records); its rebalances, until the
+  run drains: group.NAME.revoked (partitions taken from a consumer), group.NAME.pause_s (the longest a
+  partition then had no consumer), group.NAME.stopped_s (the longest no consumer held any partition)
 - all consumers: consumers.processed
 - the run: faults.missed (missed or failed), faults.failed (fired and failed, e.g. a topic not created)
 """
@@ -38,7 +40,7 @@ _PATTERNS = (
     r"producer\.failed\.[A-Z_][A-Z0-9_]*",
     r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances|controller_changes)",
     r"consumer\.\d+\.(processed|received|partitions|assign_wait_s)",
-    r"group\.[A-Za-z0-9._-]+\.(processed|distinct)",
+    r"group\.[A-Za-z0-9._-]+\.(processed|distinct|revoked|pause_s|stopped_s)",
     r"consumers\.processed",
     r"faults\.(missed|failed)",
 )

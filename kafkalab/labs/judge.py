@@ -12,6 +12,8 @@ from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import ExpectationResult, RunResult
 
+REBALANCE_SUFFIXES = (".revoked", ".pause_s", ".stopped_s")
+
 
 def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after: Mapping[str, float],
           report: dict[str, Any], faults: FaultFiring) -> RunResult:
@@ -28,6 +30,8 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
     result.metrics = {k: round(v, 3) for k, v in sorted(values.items())}
     result.report = report
     result.verdict = str(report.get("verdict", ""))
+    if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
+        result.verdict += "\n" + metrics.rebalance_summary(values)
     result.expectations = [evaluate(e, values) for e in lab.expectations]
     all_held = all(e.held for e in result.expectations) and all(c.held for c in faults.checks)
     result.outcome = "passed" if all_held and not faults.went_wrong else "failed"

@@ -13,7 +13,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kafkalab import KAFKA_VERSION
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
+from kafkalab.dist.distribution import has_kraft_only
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, make_fault
@@ -22,7 +24,8 @@ from kafkalab.paths import labs_dir
 
 LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
             "heal_before_audit"}
-CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "modes", "controllers", "combined"}
+CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "modes", "controllers", "combined",
+                "kafka_version"}
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
@@ -145,6 +148,10 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     topics = _topics(r, data.get("topic", []), cluster.brokers)
     producer = _producer(r, r.table(data, "producer"))
     consumers = _consumers(r, r.table(data, "consumers"), data.get("consumer", []))
+    for i, c in enumerate(consumers):
+        if c.config.group_protocol == "consumer" and not has_kraft_only(cluster.kafka_version):
+            raise r.fail("consumer", i, "consumer.group-protocol", "the consumer protocol (KIP-848) needs Kafka 4.0 "
+                         "or later: set [cluster] kafka_version = \"4.4.0\" and modes = [\"kraft\"]", array=True)
     faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
     expectations = tuple(
         _wrap(r, "expect", 0, key, lambda k=key, v=value: make_expectation(k, v, r.index.line("expect", 0, k)))
@@ -210,7 +217,20 @@ def _cluster(r: _Reader, raw: dict[str, Any]) -> ClusterPlan:
         raise r.fail("cluster", 0, "stopped", f"{stopped!r}: list broker ids within 1..{brokers}")
     if len(set(stopped)) >= brokers:
         raise r.fail("cluster", 0, "stopped", "leaves no broker running: keep at least one")
-    return ClusterPlan(brokers, overrides, per_broker, tuple(stopped), *_modes(r, raw, brokers))
+    mode, modes, controllers, combined = _modes(r, raw, brokers)
+    return ClusterPlan(brokers, overrides, per_broker, tuple(stopped), mode, modes, controllers, combined,
+                       _kafka_version(r, raw, modes))
+
+
+def _kafka_version(r: _Reader, raw: dict[str, Any], modes: tuple[str, ...]) -> str:
+    """[cluster] kafka_version: a release (4.x labs are KRaft only, as Kafka 4 is)."""
+    version = r.typed(raw, "kafka_version", str, "cluster", default=KAFKA_VERSION)
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise r.fail("cluster", 0, "kafka_version", f"{version!r} is not a Kafka release: give e.g. \"4.4.0\"")
+    if has_kraft_only(version) and "zookeeper" in modes:
+        raise r.fail("cluster", 0, "kafka_version", f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
+                     "set modes = [\"kraft\"]")
+    return version
 
 
 def _modes(r: _Reader, raw: dict[str, Any], brokers: int) -> tuple[str, tuple[str, ...], int, bool]:

@@ -75,6 +75,77 @@ def _assignments(timeline: Timeline, since: float = float("-inf")) -> list[Clien
             if isinstance(e, ClientRecord) and e.partitions]
 
 
+_MEMBERSHIP = (EventKind.CONSUMER_ASSIGNED, EventKind.CONSUMER_REVOKED, EventKind.CONSUMER_LOST)
+
+
+def rebalance_metrics(timeline: Timeline, groups: Mapping[str, str]) -> dict[str, float]:
+    """Per group, from its consumers' assigned / revoked / lost callbacks while the producer runs (from the
+    running phase until the run drains; ``groups``: consumer name -> group), what its rebalances stopped:
+
+    - ``group.G.revoked``: partitions taken from a consumer (revoked or lost), each time;
+    - ``group.G.pause_s``: the longest a partition then had no consumer, until one was assigned it;
+    - ``group.G.stopped_s``: the longest time no consumer of the group held any partition once it had
+      begun (a stop-the-world rebalance; 0 when some partitions always kept their consumer).
+    """
+    phases = timeline.events(EventKind.PHASE)
+    since = min((e.t for e in phases if e.detail == "running"), default=float("inf"))
+    until = min((e.t for e in phases if e.detail == "draining"), default=float("inf"))
+    moves = sorted((e for e in timeline.events() if e.kind in _MEMBERSHIP and e.source in groups
+                    and since <= e.t < until and isinstance(e, ClientRecord)), key=lambda e: e.t)
+    out: dict[str, float] = {}
+    for group in sorted(set(groups.values())):
+        owner = _owners(timeline, groups, group, since)
+        ownerless_since: dict[int, float] = {}
+        revoked, pause, stopped = 0, 0.0, 0.0
+        empty_since: float | None = None
+        for e in (m for m in moves if groups[m.source] == group):
+            if e.kind == EventKind.CONSUMER_ASSIGNED:
+                for p in e.partitions:
+                    owner[p] = e.source
+                    if p in ownerless_since:
+                        pause = max(pause, e.t - ownerless_since.pop(p))
+                if empty_since is not None and owner:
+                    stopped, empty_since = max(stopped, e.t - empty_since), None
+                continue
+            for p in e.partitions:
+                if owner.get(p) == e.source:
+                    del owner[p]
+                    ownerless_since[p] = e.t
+                    revoked += 1
+            if not owner and ownerless_since:
+                empty_since = e.t if empty_since is None else empty_since
+        out |= {f"group.{group}.revoked": float(revoked), f"group.{group}.pause_s": round(pause, 3),
+                f"group.{group}.stopped_s": round(stopped, 3)}
+    return out
+
+
+def rebalance_summary(values: Mapping[str, float]) -> str:
+    """The groups' rebalance pauses side by side, from :func:`rebalance_metrics`' values."""
+    groups = sorted(k.split(".")[1] for k in values if k.startswith("group.") and k.endswith(".stopped_s"))
+    parts = []
+    for g in groups:
+        stopped = values[f"group.{g}.stopped_s"]
+        held = f"no partition held for {stopped:.1f} s" if stopped else "never stopped"
+        parts.append(f"{g}: {held}, {values[f'group.{g}.revoked']:g} partitions revoked, "
+                     f"a partition waited up to {values[f'group.{g}.pause_s']:.1f} s")
+    return "rebalance pause per group: " + "; ".join(parts) if parts else ""
+
+
+def _owners(timeline: Timeline, groups: Mapping[str, str], group: str, until: float) -> dict[int, str]:
+    """Partition -> consumer of ``group`` holding it at ``until``."""
+    owner: dict[int, str] = {}
+    for e in sorted(timeline.events(), key=lambda e: e.t):
+        if e.t >= until or e.kind not in _MEMBERSHIP or groups.get(e.source) != group:
+            continue
+        assert isinstance(e, ClientRecord)
+        for p in e.partitions:
+            if e.kind == EventKind.CONSUMER_ASSIGNED:
+                owner[p] = e.source
+            elif owner.get(p) == e.source:
+                del owner[p]
+    return owner
+
+
 def report_metrics(report_json: Mapping[str, object]) -> dict[str, float]:
     from kafkalab.labs.expectations import REPORT_METRICS
 

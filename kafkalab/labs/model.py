@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from kafkalab import KAFKA_VERSION
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import Expectation
@@ -23,6 +24,7 @@ class ClusterPlan:
     modes: tuple[str, ...] = ("zookeeper",)  # every mode the lab's lesson shows in
     controllers: int = 1  # KRaft controllers (KRaft mode only)
     combined: bool = False
+    kafka_version: str = KAFKA_VERSION  # the distribution the lab runs on (`kafkalab fetch --kafka-version V`)
 
 
 @dataclass(frozen=True)

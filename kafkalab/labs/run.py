@@ -47,6 +47,21 @@ class PortChoice:
     free: bool = True
     zk_port: int | None = None
     broker_ports: tuple[int, ...] = ()
+    controller_ports: tuple[int, ...] = ()  # KRaft: the controller quorum's listeners
+
+    @classmethod
+    def picked(cls, lab: Lab) -> PortChoice:
+        """Distinct free ports for every listener ``lab``'s cluster has (ZooKeeper, brokers and, in KRaft mode,
+        the controllers), picked now: two runs started at once never both reach for a default port."""
+        from kafkalab.cluster.ports import free_port
+
+        controllers = lab.cluster.controllers if lab.cluster.mode == "kraft" else 0
+        chosen: list[int] = []
+        while len(chosen) < 1 + lab.cluster.brokers + controllers:
+            if (port := free_port()) not in chosen:
+                chosen.append(port)
+        zk, *rest = chosen
+        return cls(True, zk, tuple(rest[:lab.cluster.brokers]), tuple(rest[lab.cluster.brokers:]))
 
 
 def cluster_spec(lab: Lab, run_dir: Path, ports: PortChoice) -> ClusterSpec:
@@ -57,6 +72,7 @@ def cluster_spec(lab: Lab, run_dir: Path, ports: PortChoice) -> ClusterSpec:
         broker_overrides={k: dict(v) for k, v in lab.cluster.broker_overrides.items()},
         **({"zk_port": ports.zk_port} if ports.zk_port else {}),
         **({"broker_ports": list(ports.broker_ports)} if ports.broker_ports else {}),
+        **({"controller_ports": list(ports.controller_ports)} if ports.controller_ports else {}),
         mode=lab.cluster.mode, controllers=lab.cluster.controllers, combined=lab.cluster.combined,
     )
 

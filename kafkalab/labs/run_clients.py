@@ -153,6 +153,7 @@ class RunClients:
         out |= metrics.consumer_metrics(instances, groups)
         out |= metrics.timeline_metrics(self.timeline, {t.name for t in self.lab.topics},
                                         [c.local_id for c in self.lab.consumers])
+        out |= metrics.rebalance_metrics(self.timeline, {c.name: c.group for c in self.lab.consumers})
         return out
 
     def close(self) -> None:

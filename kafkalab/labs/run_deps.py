@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalab import KAFKA_VERSION
 from kafkalab import dist as kdist
 from kafkalab.admin import Admin
 from kafkalab.clients import Consumer, Producer
 from kafkalab.clients.stats import EventCallback
 from kafkalab.cluster import Cluster, ClusterSpec
+from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 
 ClusterFactory = Callable[[ClusterSpec], Cluster]
@@ -56,13 +58,24 @@ class RunDeps:
     timing: RunTiming = field(default_factory=RunTiming)
 
 
-def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None) -> RunDeps:
-    """The real cluster (JVMs), admin API, clients, audit and Spark analysis (``spark``: a warm session)."""
+def lab_distribution(version: str = KAFKA_VERSION) -> kdist.Distribution:
+    """The Kafka a lab runs on (its ``[cluster] kafka_version``); one line naming the fetch command when absent."""
+    found = kdist.locate(version=version)
+    if found.version() != version:
+        raise KafkalabError(f"the lab runs on Kafka {version} but KAFKA_HOME holds {found.version()}: unset "
+                            f"KAFKA_HOME and run `kafkalab fetch --kafka-version {version}`")
+    return found
+
+
+def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None,
+              version: str = KAFKA_VERSION) -> RunDeps:
+    """The real cluster (JVMs), admin API, clients, audit and Spark analysis (``spark``: a warm session) on
+    Kafka ``version`` unless ``distribution`` is given."""
     dist_cache: list[kdist.Distribution] = [distribution] if distribution is not None else []
 
     def dist() -> kdist.Distribution:
         if not dist_cache:
-            dist_cache.append(kdist.locate())
+            dist_cache.append(lab_distribution(version))
         return dist_cache[0]
 
     def producer(plan: ProducerPlan, log_dir: Path, bootstrap: str, on_event: EventCallback, seed: int) -> Producer:

@@ -18,6 +18,7 @@ from rich.table import Table
 from kafkalab.labs.events import Event, EventKind, PartitionEvent
 from kafkalab.labs.loader import catalog, load_lab
 from kafkalab.labs.model import Lab
+from kafkalab.labs.run import PortChoice
 from kafkalab.labs.session import LabSession, RunResult, SessionEvent
 
 # timeline kinds worth a line while a run goes on
@@ -33,10 +34,14 @@ class HeadlessRun:
     """Runs one lab once, printing as it goes."""
 
     def __init__(self, lab: Lab, runs_root: Path, console: Console, seed: int | None = None,
-                 spark: Any = None, ports: tuple[int, list[int]] | None = None) -> None:
+                 spark: Any = None, ports: PortChoice | None = None) -> None:
+        """``ports``: every node's port, chosen beforehand (``--free-ports``); else the defaults, free ones
+        where taken."""
         self.console = console
-        self.session = LabSession(lab, runs_root, seed=seed, spark=spark,
-                                  zk_port=ports[0] if ports else None, broker_ports=ports[1] if ports else None)
+        chosen = ports or PortChoice()
+        self.session = LabSession(lab, runs_root, seed=seed, spark=spark, zk_port=chosen.zk_port,
+                                  broker_ports=list(chosen.broker_ports),
+                                  controller_ports=list(chosen.controller_ports))
         self.session.add_listener(self._on_event)
         self._lock = threading.Lock()
 

@@ -77,6 +77,7 @@ class LabSession:
         spark: Any = None,
         zk_port: int | None = None,
         broker_ports: list[int] | None = None,
+        controller_ports: list[int] | None = None,
         free_ports: bool = True,
         deps: RunDeps | None = None,
         keep_cluster: bool = False,
@@ -93,7 +94,7 @@ class LabSession:
         self._dist = distribution
         self._spark = spark  # a WarmSession (or SparkSession); started on the first run if None
         self._deps = deps
-        self._ports = PortChoice(free_ports, zk_port, tuple(broker_ports or ()))
+        self._ports = PortChoice(free_ports, zk_port, tuple(broker_ports or ()), tuple(controller_ports or ()))
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
@@ -149,7 +150,7 @@ class LabSession:
             from kafkalab.analysis import WarmSession
 
             self._spark = WarmSession(warmup_rows=LAB_WARMUP_ROWS, log_path=self.runs_root / "spark.log").start()
-        return real_deps(self._dist, self._spark)
+        return real_deps(self._dist, self._spark, self.lab.cluster.kafka_version)
 
     def _kept_for(self, run_dir: Path) -> tuple[Cluster | None, str]:
         """The cluster the last run kept, when it fits the next run (see :mod:`kafkalab.labs.reuse`); else

@@ -9,16 +9,34 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from rich.text import Text
-from textual.app import App
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
 from textual.widget import Widget
 
 from kafkalab.admin.quorum import QuorumState
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
+from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
 
 ACTIVE_STYLE = "bold black on magenta"
+
+
+def quorum_role(quorum: QuorumState | None, node_id: int) -> Text:
+    """One voter's place in the quorum: ACTIVE with the epoch and high watermark, or follower with its lag."""
+    if quorum is None or not quorum.reachable:
+        why = quorum.error if quorum is not None else "not asked yet"
+        return Text(f"quorum: unknown ({why[:60]})", style="dim")
+    if quorum.leader == node_id:
+        return Text.assemble((" ACTIVE ", ACTIVE_STYLE), ("  epoch ", "dim"), str(quorum.epoch),
+                             (" · hw ", "dim"), str(quorum.high_watermark))
+    me = quorum.replica(node_id)
+    if me is None or me.lag is None:
+        return Text.assemble(("follower", "dim"), (" · not fetching", "yellow"))
+    fetched = f"{me.last_fetch_ms_ago / 1000:.1f}s ago" if me.last_fetch_ms_ago is not None else "never"
+    return Text.assemble(("follower · lag ", "dim"), (str(me.lag), "bold" if me.lag else ""),
+                         (" · fetched ", "dim"), fetched)
 
 
 class ControllerPane(NodePane):
@@ -31,29 +49,37 @@ class ControllerPane(NodePane):
         self.active = False
 
     def show_quorum(self, quorum: QuorumState | None) -> None:
-        self.active = quorum is not None and quorum.leader == self.node_id
+        self.active = quorum is not None and quorum.reachable and quorum.leader == self.node_id
         self.set_class(self.active, "-active-controller")
-        if quorum is None or not quorum.reachable:
-            why = quorum.error if quorum is not None else "not asked yet"
-            self.show_facts(Text(f"quorum: unknown ({why[:60]})", style="dim"))
-            return
-        if self.active:
-            self.show_facts(Text.assemble((" ACTIVE ", ACTIVE_STYLE), ("  epoch ", "dim"), str(quorum.epoch),
-                                          (" · hw ", "dim"), str(quorum.high_watermark)))
-            return
-        me = quorum.replica(self.node_id)
-        if me is None or me.lag is None:
-            self.show_facts(Text.assemble(("follower", "dim"), (" · not fetching", "yellow")))
-            return
-        fetched = f"{me.last_fetch_ms_ago / 1000:.1f}s ago" if me.last_fetch_ms_ago is not None else "never"
-        self.show_facts(Text.assemble(("follower · lag ", "dim"), (str(me.lag), "bold" if me.lag else ""),
-                                      (" · fetched ", "dim"), fetched))
+        self.show_facts(quorum_role(quorum, self.node_id))
+
+
+class QuorumPane(Vertical):
+    """Combined mode's quorum, where ZooKeeper's pane stands: the voters live inside brokers 1..N (which key
+    0 picks in turn), so their roles are listed here, a line per voter. Not a node: nothing to act on."""
+
+    def __init__(self, voters: int) -> None:
+        super().__init__(classes="node-pane quorum-pane", id="quorum")
+        self.voters = list(range(1, voters + 1))
+        self.border_title = f"[0] quorum · voters in brokers {self.voters[0]}..{self.voters[-1]}"
+        self.active: int | None = None
+
+    def compose(self) -> ComposeResult:
+        for voter in self.voters:
+            yield Line(classes="voter-line", id=f"voter-{voter}")
+
+    def show_quorum(self, quorum: QuorumState | None) -> None:
+        self.active = quorum.leader if quorum is not None and quorum.reachable else None
+        for voter in self.voters:
+            role = Text.assemble((f"broker-{voter} ", "bold"), quorum_role(quorum, voter))
+            self.query_one(f"#voter-{voter}", Line).show(role)
 
 
 class MetadataPanes:
     """ZooKeeper's pane (``controllers`` None), or a pane per dedicated KRaft controller.
 
-    ``controllers`` 0 is KRaft with the voters combined into the brokers: no pane of their own.
+    ``controllers`` 0 is KRaft with the voters combined into the brokers: no pane of their own, one
+    :class:`QuorumPane` listing them.
     """
 
     def __init__(self, controllers: int | None = None, voters: int = 0) -> None:
@@ -76,6 +102,8 @@ class MetadataPanes:
         if self.controllers is None:
             yield ZooKeeperPane()
             return
+        if not self.controllers and self.voters:
+            yield QuorumPane(self.voters)
         for index in range(1, self.controllers + 1):
             yield ControllerPane(index)
 
@@ -93,6 +121,8 @@ class MetadataPanes:
             return
         for pane in app.query(ControllerPane):
             pane.show_quorum(frame.quorum)
+        for quorum_pane in app.query(QuorumPane):
+            quorum_pane.show_quorum(frame.quorum)
         quorum = frame.quorum
         if quorum is None or quorum.leader is None or quorum.leader == self._leader:
             return
