@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -37,10 +38,10 @@ GOALS = {"kraft_ready_vs_zookeeper": "<= 1.0", "kraft_1_ready_vs_zookeeper": "<=
          "kraft_idle_rss_mb": 1536}
 
 
-def spec(root: Path, name: str) -> ClusterSpec:
+def spec(state_dir: Path, name: str) -> ClusterSpec:
     ports = [free_port() for _ in range(7)]
     mode, controllers = ("zookeeper" if name == "zookeeper" else "kraft"), CONTROLLERS[name]
-    return ClusterSpec(tempfile.mkdtemp(dir=root), brokers=3, zk_port=ports[0], broker_ports=ports[1:4],
+    return ClusterSpec(state_dir, brokers=3, zk_port=ports[0], broker_ports=ports[1:4],
                        controller_ports=ports[4:4 + controllers] if mode == "kraft" else [], controllers=controllers,
                        mode=mode, free_ports=True)
 
@@ -55,7 +56,7 @@ def wait_for(probe, timeout: float = 120) -> float:  # type: ignore[no-untyped-d
     raise TimeoutError(f"not reached in {timeout}s")
 
 
-def one_run(root: Path, mode: str) -> dict[str, float]:
+def one_run(state_dir: Path, mode: str) -> dict[str, float]:
     out: dict[str, float] = {}
     marks: dict[str, float] = {}
 
@@ -63,7 +64,7 @@ def one_run(root: Path, mode: str) -> dict[str, float]:
         marks.setdefault(message.split()[0], time.monotonic())
 
     t0 = time.monotonic()
-    with Cluster(spec(root, mode), dist.locate()) as cluster:
+    with Cluster(spec(state_dir, mode), dist.locate()) as cluster:
         cluster.start(timeout=300, progress=progress)
         admin = Admin(cluster.bootstrap, timeout_s=1.0)
         admin.create_topic("bench", partitions=6, replication_factor=3, configs={"min.insync.replicas": "2"})
@@ -154,13 +155,21 @@ def main() -> None:
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
     loads: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="kafkalab-bench-modes-") as tmp:
-        for i in range(args.runs):
-            for mode in MODES:
-                runs[mode].append(one_run(Path(tmp), mode))
-                loads.append(os.getloadavg()[0])
-                print(f"{mode} run {i + 1}: { {k: round(v, 2) for k, v in runs[mode][-1].items()} }", flush=True)
-            path = write_results("modes", results_of(runs, loads))
+    failures: list[str] = []
+    root = Path(tempfile.mkdtemp(prefix="kafkalab-bench-modes-"))
+    for i in range(args.runs):
+        for mode in MODES:
+            state_dir = root / f"{mode}-{i + 1}"
+            try:
+                runs[mode].append(one_run(state_dir, mode))
+            except Exception as exc:  # one failed run is a finding, not the end of the benchmark
+                failures.append(f"{mode} run {i + 1}: {type(exc).__name__}: {exc} (state dir kept: {state_dir})")
+                print(failures[-1], flush=True)
+                continue
+            shutil.rmtree(state_dir, ignore_errors=True)
+            loads.append(os.getloadavg()[0])
+            print(f"{mode} run {i + 1}: { {k: round(v, 2) for k, v in runs[mode][-1].items()} }", flush=True)
+        path = write_results("modes", {**results_of(runs, loads), "failures": failures})
     print(path)
 
 
