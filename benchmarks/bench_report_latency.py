@@ -9,8 +9,9 @@ auditing or analyzing, begins) to the verdict visible.
   "phase auditing" line to the "verdict:" line). Goal <= 8 s.
 
 The labs are the catalog's setup-check with 15,000 and 100,000 records (no faults: the latency measured
-does not depend on them, and a short run leaves more of the budget for repeats). Each run has its own fresh
-cluster on free ports. The machine's load average is recorded with the results (benchmarks/results/
+does not depend on them, and a short run leaves more of the budget for repeats). The console's runs reuse
+the cluster the first run kept, as `g` does for an instructor; each `kafkalab run` starts its own on free
+ports. The machine's load average is recorded with the results (benchmarks/results/
 report_latency_console.json, report_latency_cli.json): other work on the machine slows every figure.
 """
 
@@ -31,11 +32,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_labs import ports as free_ports
 from benchmarks.benchutil import summary, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.loader import find_lab
+from kafkalab.labs.run import PortChoice
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.lab_source import LabSource
 
@@ -92,8 +93,8 @@ async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path,
     out: dict[str, list[float]] = {}
     spark = WarmSession()
     first = load_lab(next(iter(labs.values())))
-    zk_port, broker_ports = free_ports(first.cluster.brokers)
-    session = LabSession(first, runs_root, spark=spark, zk_port=zk_port, broker_ports=broker_ports)
+    ports = PortChoice.picked(first)
+    session = LabSession(first, runs_root, spark=spark, zk_port=ports.zk_port, broker_ports=list(ports.broker_ports))
     source = LabSource(session, spark)
     app = LabConsole(source, [1, 2, 3], poll_s=None)
     async with app.run_test(size=(160, 48)) as pilot:
