@@ -223,7 +223,7 @@ class Cluster:
         try:
             return self._nodes[self.spec.node_name(ref)]
         except KeyError:
-            raise KafkalabError(f"unknown node {ref!r}: {self.spec.node_choices}") from None
+            raise self.spec.unknown_node(ref) from None
 
     @property
     def zookeeper(self) -> Node:

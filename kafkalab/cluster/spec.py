@@ -252,11 +252,10 @@ class ClusterSpec:
             return self.controller_node(self.controller_ids[index - 1]) if 0 < index <= self.controllers else key
         return key
 
-    @property
-    def node_choices(self) -> str:
-        """What node references exist, for an error message."""
+    def unknown_node(self, ref: int | str) -> KafkalabError:
+        """The error for a reference that names no node, saying which ones exist."""
         others = f", or controller-1..controller-{self.controllers}" if self.kraft else ", or 0 (ZooKeeper)"
-        return f"brokers are {', '.join(map(str, self.broker_ids))}{others}"
+        return KafkalabError(f"unknown node {ref!r}: brokers are {', '.join(map(str, self.broker_ids))}{others}")
 
     @property
     def session_timeout_s(self) -> float:
