@@ -16,6 +16,7 @@ from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.admin.quorum import QuorumState
 from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
 from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
+from kafkalab.cluster.node import ActionNode, NodeAction
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 from kafkalab.labs.run_deps import RunDeps, RunTiming
@@ -26,23 +27,16 @@ NODE_MOVES = {"stop": NodeState.STOPPED, "kill": NodeState.KILLED, "pause": Node
               "resume": NodeState.RUNNING, "start": NodeState.RUNNING, "restart": NodeState.RUNNING}
 
 
-class FakeNode:
+class FakeNode(ActionNode):
     def __init__(self, world: World, name: str, node_dir: Path) -> None:
         self.world, self.name, self.node_dir = world, name, node_dir
         self.state = NodeState.STOPPED
 
-    def _move(self, action: str) -> None:
-        self.world.actions.append((action, self.name, self.world.progress()))
+    def act(self, action: NodeAction) -> None:
+        self.world.actions.append((str(action), self.name, self.world.progress()))
         self.state = NODE_MOVES[action]
         for listener in self.world.cluster_listeners:
-            listener(self, self.state, action)
-
-    def start(self) -> None: self._move("start")
-    def stop(self) -> None: self._move("stop")
-    def kill(self) -> None: self._move("kill")
-    def pause(self) -> None: self._move("pause")
-    def resume(self) -> None: self._move("resume")
-    def restart(self) -> None: self._move("restart")
+            listener(self, self.state, str(action))
 
 
 class FakeCluster:

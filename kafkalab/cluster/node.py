@@ -54,6 +54,21 @@ class NodeAction(StrEnum):
         steps[self]()
 
 
+class ActionNode:
+    """A node whose controls are one call with the action: a node driven elsewhere (the control socket of
+    the process that owns it) or a stand-in."""
+
+    def act(self, action: NodeAction) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None: self.act(NodeAction.STOP)
+    def kill(self) -> None: self.act(NodeAction.KILL)
+    def pause(self) -> None: self.act(NodeAction.PAUSE)
+    def resume(self) -> None: self.act(NodeAction.RESUME)
+    def start(self) -> None: self.act(NodeAction.START)
+    def restart(self) -> None: self.act(NodeAction.RESTART)
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """A snapshot of one node, safe to hand to another thread."""

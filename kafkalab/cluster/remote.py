@@ -12,7 +12,7 @@ from typing import Any
 from kafkalab import dist as kdist
 from kafkalab.admin.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster.control import read_cluster_file, request
-from kafkalab.cluster.node import NodeInfo, NodeState
+from kafkalab.cluster.node import ActionNode, NodeAction, NodeInfo, NodeState
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
@@ -21,7 +21,7 @@ STATUS_TIMEOUT_S = 2.0
 ACTION_TIMEOUT_S = 40.0  # a controlled stop is bounded at 30 s by the owner
 
 
-class RemoteNode:
+class RemoteNode(ActionNode):
     """One node of the remote cluster: its last known state, its log file, its actions sent to the owner."""
 
     def __init__(self, cluster: RemoteCluster, name: str) -> None:
@@ -39,15 +39,8 @@ class RemoteNode:
         info = self.cluster.known.get(self.name)
         return info.port if info is not None else 0
 
-    def _act(self, action: str) -> None:
-        request(self.cluster.state_dir, action, timeout=ACTION_TIMEOUT_S, node=self.name)
-
-    def stop(self) -> None: self._act("stop")
-    def kill(self) -> None: self._act("kill")
-    def pause(self) -> None: self._act("pause")
-    def resume(self) -> None: self._act("resume")
-    def start(self) -> None: self._act("start")
-    def restart(self) -> None: self._act("restart")
+    def act(self, action: NodeAction) -> None:
+        request(self.cluster.state_dir, str(action), timeout=ACTION_TIMEOUT_S, node=self.name)
 
 
 class RemoteCluster:
