@@ -3,7 +3,6 @@ classic group stops on each rebalance, the consumer-protocol group (KIP-848) nev
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from kafkalab import dist
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import find_lab, load_lab
-from tests.test_labs_cluster import finish, kafkalab, leftovers
+from tests.test_labs_cluster import run_headless
 
 pytestmark = pytest.mark.cluster
 
@@ -22,16 +21,10 @@ def test_new_rebalance_protocol_runs_headless_and_shows_its_lesson(tmp_path: Pat
         dist.locate(version=version)
     except KafkalabError as exc:
         pytest.fail(f"{exc} (make setup fetches it)")
-    runs = tmp_path / "runs"
-    proc = kafkalab("run", "new-rebalance-protocol", "--headless", "--free-ports", "--runs-dir", str(runs),
-                    "--json", str(tmp_path / "result.json"), cwd=tmp_path)
-    out = finish(proc, 900)
-    assert proc.returncode == 0, out[-4000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    result, out = run_headless("new-rebalance-protocol", tmp_path, 900)
     held = {e["text"]: e["held"] for e in result["expectations"]}
     assert held["group.classic.stopped_s > 0"] and held["group.kip848.stopped_s == 0"], held
     assert result["metrics"]["group.classic.revoked"] > result["metrics"]["group.kip848.revoked"]
     assert "rebalance pause per group: classic: no partition held for" in result["verdict"]
     assert "kip848: never stopped" in result["verdict"]
     assert "rebalance pause per group" in out, "the comparison is printed"
-    assert leftovers(runs) == []

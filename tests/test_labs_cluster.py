@@ -14,6 +14,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -35,6 +36,18 @@ def leftovers(runs: Path) -> list[str]:
         if str(runs) in cmd and proc.pid != os.getpid():
             found.append(f"{proc.pid}: {cmd[:120]}")
     return found
+
+
+def run_headless(lab: str, tmp_path: Path, timeout: float) -> tuple[dict[str, Any], str]:
+    """`kafkalab run LAB --headless --free-ports` to its end: its result.json (it must exit 0) and output;
+    no process of the run may be left behind."""
+    runs = tmp_path / "runs"
+    proc = kafkalab("run", lab, "--headless", "--free-ports", "--runs-dir", str(runs),
+                    "--json", str(tmp_path / "result.json"), cwd=tmp_path)
+    out = finish(proc, timeout)
+    assert proc.returncode == 0, out[-4000:]
+    assert leftovers(runs) == []
+    return json.loads((tmp_path / "result.json").read_text()), out
 
 
 def finish(proc: subprocess.Popen[str], timeout: float) -> str:
@@ -148,15 +161,9 @@ def test_ctrl_c_stops_cleanly_and_keeps_files(tmp_path: Path) -> None:
 
 
 def test_typed_records_are_named_in_the_verdict_not_as_anomalies(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    proc = kafkalab("run", "consumer-groups-typed", "--headless", "--free-ports", "--runs-dir", str(runs),
-                    "--json", str(tmp_path / "result.json"), cwd=tmp_path)
-    out = finish(proc, 400)
-    assert proc.returncode == 0, out[-3000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    result, out = run_headless("consumer-groups-typed", tmp_path, 400)
     assert result["metrics"]["typed"] == 6 and result["metrics"]["unexpected"] == 0
     assert result["verdict"] == ("no anomaly: every acknowledged record was processed, once and in order; "
                                  "6 records typed by hand (no message id): received, not part of the "
                                  "producer's audit")
     assert f"verdict: {result['verdict']}" in " ".join(out.split())
-    assert leftovers(runs) == []
