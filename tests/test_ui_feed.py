@@ -232,3 +232,26 @@ def test_a_sample_names_its_partition_and_offset_then_its_message_id() -> None:
     assert sample_line({"msg_id": "r1:producer:17", "topic": "t", "partition": 3, "offset": 1204}) == \
         "t/3 @ offset 1,204  r1:producer:17"
     assert sample_line({"msg_id": None, "topic": "t", "partition": 0, "offset": 5}) == "t/0 @ offset 5"
+
+
+def test_the_groups_feed_gives_each_cluster_its_own_admin_client_even_on_the_same_ports() -> None:
+    """The next run's cluster listens where the last one did; one client crossing from one to the next
+    aborted the console inside librdkafka, so a new cluster object means a new client."""
+    from kafkalab.ui.group_source import AdminGroupsFeed
+
+    class Cluster:
+        bootstrap = "127.0.0.1:1"  # nothing listens: the frames say unreachable, no wait beyond the timeout
+
+    first, second = Cluster(), Cluster()
+    current = [first]
+    feed = AdminGroupsFeed(lambda: current[0], timeout_s=0.2)
+    try:
+        feed.groups()
+        client = feed._admin
+        feed.groups()
+        assert feed._admin is client  # the same cluster keeps its client
+        current[0] = second
+        feed.groups()
+        assert feed._admin is not client and feed._admin is not None
+    finally:
+        feed.close()

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.cluster
 
 def console(cluster: Cluster) -> LabConsole:
     return LabConsole(FakeSource(), [1, 2, 3], boot=False, poll_s=0.3,  # type: ignore[arg-type]
-                      groups_feed=AdminGroupsFeed(lambda: cluster.bootstrap, timeout_s=2.0))
+                      groups_feed=AdminGroupsFeed(lambda: cluster, timeout_s=2.0))
 
 
 def slow_consumer(cluster: Cluster, group: str, topic: str, stop: threading.Event) -> None:

@@ -28,7 +28,7 @@ from kafkalab.ui import bindings
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
-from kafkalab.ui.group_source import AdminGroupsFeed, GroupsFeed, source_bootstrap
+from kafkalab.ui.group_source import AdminGroupsFeed, GroupsFeed, source_cluster
 from kafkalab.ui.groups import GroupsPane, open_reset
 from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
@@ -107,7 +107,7 @@ class LabConsole(App[None]):
             Poller(self, "admin", source.snapshot, self.apply_snapshot, poll_s or ADMIN_POLL_S, self.show_error),
             Poller(self, "run", source.run, self.apply_run, poll_s or RUN_POLL_S, self.show_error),
         ]
-        self.groups_feed = groups_feed or AdminGroupsFeed(source_bootstrap(source))
+        self.groups_feed = groups_feed or AdminGroupsFeed(source_cluster(source))
         self.pollers += [
             Poller(self, "groups", self.groups_feed.groups, lambda f: self.query_one(GroupsPane).show(f),
                    poll_s or GROUPS_POLL_S, self.show_error),

@@ -51,44 +51,55 @@ class GroupsFeed(Protocol):
     def close(self) -> None: ...
 
 
-def source_bootstrap(source: Any) -> Callable[[], str | None]:
-    """The bootstrap of the cluster a console source drives now, or None while it has none.
+class HasBootstrap(Protocol):
+    @property
+    def bootstrap(self) -> str: ...
+
+
+def source_cluster(source: Any) -> Callable[[], HasBootstrap | None]:
+    """The cluster a console source drives now, or None while it has none.
 
     A bare cluster's source holds it as ``cluster``; a lab's source has the cluster of its current run
-    (a new one each run) in ``session.cluster``.
+    (a new one each run, often on the same ports as the last) in ``session.cluster``.
     """
 
-    def current() -> str | None:
+    def current() -> HasBootstrap | None:
         cluster = getattr(source, "cluster", None)
         if cluster is None:
             cluster = getattr(getattr(source, "session", None), "cluster", None)
-        return getattr(cluster, "bootstrap", None)
+        return cluster
 
     return current
 
 
 class AdminGroupsFeed:
-    """Groups and records of the cluster at ``bootstrap()`` (asked at every call: labs restart clusters)."""
+    """Groups and records of the cluster ``cluster()`` gives (asked at every call: labs start new clusters).
 
-    def __init__(self, bootstrap: Callable[[], str | None], timeout_s: float = 1.0) -> None:
-        self._bootstrap = bootstrap
+    Each cluster gets its own admin client, even on the same ports as the last: a client whose coordinator
+    requests crossed from one cluster to the next at the same address aborted the whole console inside
+    librdkafka (an assertion in rd_kafka_enq_once_del_source_return, the third run of two console sittings).
+    """
+
+    def __init__(self, cluster: Callable[[], HasBootstrap | None], timeout_s: float = 1.0) -> None:
+        self._cluster = cluster
+        self._admin_of: HasBootstrap | None = None
         self._timeout_s = timeout_s
         self._admin: Admin | None = None
         self._lags: dict[str, deque[int]] = {}
         self._lock = threading.Lock()
         self._watch: tuple[str, int | None] | None = None
         self._tail: RecordTail | None = None
-        self._tail_for: tuple[str, str, int | None] | None = None
+        self._tail_for: tuple[HasBootstrap, str, int | None] | None = None
         self._records: deque[Record] = deque(maxlen=RECORDS_KEPT)
         self._typer: RecordTyper | None = None
-        self._typer_for: tuple[str, str] | None = None
+        self._typer_for: tuple[HasBootstrap, str] | None = None
 
     def _groups(self) -> Groups:
-        bootstrap = self._bootstrap()
-        if bootstrap is None:
+        cluster = self._cluster()
+        if cluster is None:
             raise KafkalabError("no cluster yet")
-        if self._admin is None or self._admin.bootstrap != bootstrap:
-            self._admin = Admin(bootstrap, timeout_s=self._timeout_s)
+        if self._admin is None or self._admin_of is not cluster:
+            self._admin, self._admin_of = Admin(cluster.bootstrap, timeout_s=self._timeout_s), cluster
             self._lags.clear()
         return Groups(self._admin)
 
@@ -128,18 +139,18 @@ class AdminGroupsFeed:
     def records(self) -> RecordsFrame:
         with self._lock:
             watch = self._watch
-        bootstrap = self._bootstrap()
-        if watch is None or bootstrap is None:
+        cluster = self._cluster()
+        if watch is None or cluster is None:
             return RecordsFrame()
         topic, partition = watch
-        if self._tail_for != (bootstrap, topic, partition):
+        if self._tail_for != (cluster, topic, partition):
             self._close_tail()
             try:
                 ids = [partition] if partition is not None else self._groups().partition_ids(topic)
             except KafkalabError as exc:
                 return RecordsFrame(topic, partition, error=str(exc))
-            self._tail = RecordTail(bootstrap, topic, ids, start=_OFFSET_TAIL_BASE - TAIL_START)
-            self._tail_for = (bootstrap, topic, partition)
+            self._tail = RecordTail(cluster.bootstrap, topic, ids, start=_OFFSET_TAIL_BASE - TAIL_START)
+            self._tail_for = (cluster, topic, partition)
         assert self._tail is not None
         try:
             self._records.extend(self._tail.poll(0.2))
@@ -151,14 +162,14 @@ class AdminGroupsFeed:
         """Send ``key:value`` (or a plain value) to the watched topic and wait for its outcome."""
         with self._lock:
             watch = self._watch
-        bootstrap = self._bootstrap()
-        if watch is None or bootstrap is None:
+        cluster = self._cluster()
+        if watch is None or cluster is None:
             return Outcome(line, error="pick a topic first (topic or topic:partition)")
-        if self._typer_for != (bootstrap, watch[0]):
+        if self._typer_for != (cluster, watch[0]):
             if self._typer is not None:
                 self._typer.close()
-            self._typer = RecordTyper(bootstrap, watch[0])
-            self._typer_for = (bootstrap, watch[0])
+            self._typer = RecordTyper(cluster.bootstrap, watch[0])
+            self._typer_for = (cluster, watch[0])
         assert self._typer is not None
         return self._typer.send(line, key_sep if key_sep and key_sep in line else None)
 
