@@ -100,5 +100,26 @@ def test_kraft_shutdown_leaves_no_jvm(distribution) -> None:  # type: ignore[no-
         cluster.start(timeout=180)
         wait_until(lambda: cluster.quorum().reachable, 60, interval=0.5, what="the quorum view answering")
         procs = marked_processes(spec.state_dir)
-        assert len(procs) == 3 and any("QuorumWatch.java" in " ".join(p.cmdline()) for p in procs)
+        assert len(procs) == 3 and any("QuorumWatch" in " ".join(p.cmdline()) for p in procs)
     assert not marked_processes(spec.state_dir)
+
+
+def test_a_process_driving_two_clusters_keeps_both_findable(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry of running clusters has an entry per state dir, not per process: a console whose
+    second cluster ended must not hide its first from `console --attach` and `--state-dir`-less commands."""
+    from kafkalab.cluster.supervision import StateDirLock, running_state_dirs
+
+    monkeypatch.setenv("KAFKALAB_STATE", str(tmp_path / "state"))
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    locks = [StateDirLock(first), StateDirLock(second)]
+    for lock in locks:
+        lock.acquire()
+    try:
+        assert sorted(running_state_dirs()) == [first, second]
+        locks[1].release()
+        assert running_state_dirs() == [first]
+    finally:
+        locks[0].release()
+    assert running_state_dirs() == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -80,7 +81,9 @@ def _registry_dir() -> Path:
 
 
 def _registry_entry(state_dir: Path) -> Path:
-    return _registry_dir() / f"{os.getpid()}.json"
+    """This process's entry for ``state_dir`` (a process may drive several clusters: one entry each)."""
+    key = hashlib.sha1(str(state_dir).encode()).hexdigest()[:12]
+    return _registry_dir() / f"{os.getpid()}-{key}.json"
 
 
 def _register(state_dir: Path) -> None:
@@ -100,7 +103,7 @@ def running_state_dirs() -> list[Path]:
     found: list[Path] = []
     for entry in sorted(_registry_dir().glob("*.json")) if _registry_dir().is_dir() else []:
         try:
-            pid = int(entry.stem)
+            pid = int(entry.stem.split("-")[0])
             state_dir = Path(json.loads(entry.read_text())["state_dir"])
         except (ValueError, KeyError, OSError, json.JSONDecodeError):
             continue
