@@ -49,7 +49,7 @@ def foreign_rows(tmux: Tmux, shots: Path) -> tuple[list[str], int]:
         time.sleep(0.2)
     assert new, f"F12 wrote no screenshot within 90 s; screen:\n{tmux.screen()}"
     drawn = svg_rows(next(iter(new)).read_text(), ROWS, COLS)
-    tmux.wait_for(lambda s: "screenshot saved" not in s, 30, "the screenshot toast gone")
+    tmux.wait_for(lambda s: "screenshot saved" not in s, 90, "the screenshot toast gone")  # 5 s; longer when busy
     after = pane_rows(tmux)
     stable = [i for i in range(ROWS) if before[i] == after[i]]
     bad = [f"row {i}: pane {after[i]!r}\n        app  {drawn[i]!r}" for i in stable if after[i] != drawn[i]]
