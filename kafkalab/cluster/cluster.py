@@ -124,8 +124,10 @@ class Cluster:
             if len(ready) == len(nodes):
                 return
             if time.monotonic() > deadline:
-                late = [n.name for n in nodes if n.state != NodeState.RUNNING]
-                raise KafkalabError(f"{', '.join(late)} not ready in time: see {late and self.node(late[0]).log_path}")
+                late = [n for n in nodes if n.state != NodeState.RUNNING]
+                said = late[0].last_problem() or (late[0].log_tail(1) or ["nothing logged"])[-1].strip()[:300]
+                raise KafkalabError(f"{', '.join(n.name for n in late)} not ready in time (its last log line: "
+                                    f"{said}): see {late[0].log_path}")
             time.sleep(TICK_S)
 
     def shutdown(self, graceful: bool = True, bound_s: float = 30.0, reason: str = "") -> None:

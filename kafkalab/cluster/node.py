@@ -21,6 +21,14 @@ STOP_BOUND_S = 30.0
 START_RETRIES = 10
 _NODE_EXISTS = re.compile(r"NodeExists|node already exists", re.IGNORECASE)
 _PROBLEM = re.compile(r"\] (ERROR|FATAL) |^Error|Exception in thread|OutOfMemoryError")
+# Kafka 3.9's KRaft broker loses the quorum's voter set when its metadata log is truncated at start-up (it
+# followed a leader whose first records a re-election overwrote: the voters record goes, and is never read
+# again), so it can never find the active controller and retries its registration forever. A new JVM reads
+# the voters from its log again. Seen as: a truncation, then registration requests that found no controller.
+_TRUNCATED = "Truncated to offset"
+_UNSENT_REGISTRATION = "Unable to register the broker because the RPC got timed out before it could be sent"
+LOST_VOTERS_AFTER = 8
+LOST_VOTERS_REASON = "lost the quorum's voters in a start-up re-election (a Kafka 3.9 bug): started again"
 
 
 class NodeState(StrEnum):
@@ -116,6 +124,8 @@ class Node:
         self.kind = kind or ("broker" if broker_id is not None else "zookeeper")
         self.broker_id = broker_id
         self.node_id = node_id if node_id is not None else broker_id
+        self._kraft_broker = kraft and broker_id is not None
+        self._relaunching = False
         self._ready_marker = (
             f"[KafkaRaftServer nodeId={self.node_id}] Kafka Server started" if kraft
             else f"[KafkaServer id={broker_id}] started" if broker_id is not None else None
@@ -235,6 +245,9 @@ class Node:
                 return
             if self.state == NodeState.STARTING and self._ready_line_seen():
                 self._set(NodeState.RUNNING, f"ready in {now - self._started_at:.1f}s")
+            elif self.state == NodeState.STARTING and not self._relaunching and self._lost_voters():
+                self._proc.kill()
+                self._relaunching = True
             elif self.state == NodeState.STOPPING and now > self._stop_deadline:
                 self._proc.kill()
                 self._killed_at = now
@@ -260,6 +273,9 @@ class Node:
             if self._pending_start:
                 self._pending_start = False
                 self.start()
+        elif self._relaunching and self.state == NodeState.STARTING and self._attempts < START_RETRIES:
+            self._schedule_start(time.monotonic(), keep_attempts=True)
+            self.reason = LOST_VOTERS_REASON
         else:
             problem = self.last_problem()
             # the NodeExists exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception")
@@ -279,6 +295,7 @@ class Node:
 
     def _launch(self) -> None:
         self._attempts += 1
+        self._relaunching = False
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._stdout_offset = self.stdout_path.stat().st_size if self.stdout_path.exists() else 0
@@ -295,6 +312,13 @@ class Node:
         else:
             self._ready = zookeeper_answers(self.port)
         return self._ready
+
+    def _lost_voters(self) -> bool:
+        if not self._kraft_broker:
+            return False
+        log = read_since(self.log_path, self._log_offset)
+        cut = log.rfind(_TRUNCATED)
+        return cut >= 0 and log.count(_UNSENT_REGISTRATION, cut) >= LOST_VOTERS_AFTER
 
     def last_problem(self) -> str:
         """The last ERROR/FATAL line this start wrote (log, then stdout), for a failed node's reason."""
