@@ -175,3 +175,26 @@ def test_kraft_cluster_from_the_command_line_status_quorum_and_controller_kill()
     finally:
         kafkalab("cluster", "down", "--state-dir", str(state))
     assert not marked_processes(state)
+
+
+def test_two_clusters_started_at_once_with_free_ports_take_different_ports(tmp_path: Path) -> None:
+    """Both find the default ports free before either JVM binds them: the port claims keep them apart."""
+    env = {**os.environ, "KAFKALAB_STATE": str(tmp_path / "state")}
+    states = [TEST_STATE_ROOT / f"cli-twin-{i}" for i in (1, 2)]
+    argv = [sys.executable, "-m", "kafkalab", "cluster", "up", "--detach", "--mode", "kraft", "--brokers", "1",
+            "--free-ports"]
+    ups = [subprocess.Popen([*argv, "--state-dir", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env) for state in states]
+    try:
+        outs = [up.communicate(timeout=600) for up in ups]
+        assert [up.returncode for up in ups] == [0, 0], outs
+        ports = [{n["port"] for n in json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state),
+                                                         env=env).stdout)["nodes"]} for state in states]
+        assert ports[0] and ports[1] and not ports[0] & ports[1], ports
+    finally:
+        for up in ups:
+            if up.poll() is None:
+                up.kill()
+        for state in states:
+            kafkalab("cluster", "down", "--state-dir", str(state), env=env)
+    assert not any(marked_processes(state) for state in states)

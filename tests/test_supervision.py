@@ -123,3 +123,29 @@ def test_a_process_driving_two_clusters_keeps_both_findable(tmp_path: Path,
     finally:
         locks[0].release()
     assert running_state_dirs() == []
+
+
+def test_a_port_another_cluster_claimed_is_named_with_its_state_dir(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --free-ports, a port a starting cluster claimed (not bound yet) is refused, naming that cluster."""
+    from kafkalab.cluster.ports import free_port, resolve_and_claim_ports
+    from kafkalab.cluster.spec import ClusterSpec
+    from kafkalab.cluster.supervision import StateDirLock, claim_ports
+    from kafkalab.errors import KafkalabError
+
+    monkeypatch.setenv("KAFKALAB_STATE", str(tmp_path / "state"))
+    other = tmp_path / "other"
+    port = free_port()
+    lock = StateDirLock(other)
+    lock.acquire()
+    try:
+        claim_ports(other, [port])
+        spec = ClusterSpec(state_dir=tmp_path / "mine", brokers=1, zk_port=free_port(), broker_ports=[port])
+        taken = f"port {port} for broker 1 is taken by the kafkalab cluster in {other}"
+        with pytest.raises(KafkalabError, match=taken):
+            resolve_and_claim_ports(spec)
+        spec.free_ports = True
+        resolve_and_claim_ports(spec)
+        assert spec.broker_ports != [port]
+    finally:
+        lock.release()

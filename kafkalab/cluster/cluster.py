@@ -12,8 +12,8 @@ from pathlib import Path
 from kafkalab.admin.quorum import QuorumState, QuorumWatch, quorum_watch_argv
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR, write_node_configs
 from kafkalab.cluster.kraft_storage import format_storage, pin_recorded_ports
-from kafkalab.cluster.node import Node, NodeInfo, NodeState
-from kafkalab.cluster.ports import resolve_ports
+from kafkalab.cluster.node import Node, NodeInfo, NodeState, last_words
+from kafkalab.cluster.ports import resolve_and_claim_ports
 from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
 from kafkalab.cluster.spec import JVM_FLAGS, ClusterSpec
 from kafkalab.cluster.supervision import StateDirLock, write_pid_file
@@ -54,7 +54,7 @@ class Cluster:
             self.reaped = self.backend.reap(self.spec.state_dir)
             if self.reaped:
                 progress(f"ended leftovers of a crashed run: {', '.join(self.reaped)}")
-            resolve_ports(self.spec, pinned_controllers=pin_recorded_ports(self.spec))
+            resolve_and_claim_ports(self.spec, pinned_controllers=pin_recorded_ports(self.spec))
             write_node_configs(self.spec)
             if self.spec.kraft:
                 format_storage(self.spec, self.dist, progress)
@@ -125,9 +125,8 @@ class Cluster:
                 return
             if time.monotonic() > deadline:
                 late = [n for n in nodes if n.state != NodeState.RUNNING]
-                said = late[0].last_problem() or (late[0].log_tail(1) or ["nothing logged"])[-1].strip()[:300]
                 raise KafkalabError(f"{', '.join(n.name for n in late)} not ready in time (its last log line: "
-                                    f"{said}): see {late[0].log_path}")
+                                    f"{last_words(late[0])}): see {late[0].log_path}")
             time.sleep(TICK_S)
 
     def shutdown(self, graceful: bool = True, bound_s: float = 30.0, reason: str = "") -> None:

@@ -245,7 +245,8 @@ class Node:
                 return
             if self.state == NodeState.STARTING and self._ready_line_seen():
                 self._set(NodeState.RUNNING, f"ready in {now - self._started_at:.1f}s")
-            elif self.state == NodeState.STARTING and not self._relaunching and self._lost_voters():
+            elif (self.state == NodeState.STARTING and self._kraft_broker and not self._relaunching
+                  and lost_voters(read_since(self.log_path, self._log_offset))):
                 self._proc.kill()
                 self._relaunching = True
             elif self.state == NodeState.STOPPING and now > self._stop_deadline:
@@ -313,13 +314,6 @@ class Node:
             self._ready = zookeeper_answers(self.port)
         return self._ready
 
-    def _lost_voters(self) -> bool:
-        if not self._kraft_broker:
-            return False
-        log = read_since(self.log_path, self._log_offset)
-        cut = log.rfind(_TRUNCATED)
-        return cut >= 0 and log.count(_UNSENT_REGISTRATION, cut) >= LOST_VOTERS_AFTER
-
     def last_problem(self) -> str:
         """The last ERROR/FATAL line this start wrote (log, then stdout), for a failed node's reason."""
         for path, offset in ((self.log_path, self._log_offset), (self.stdout_path, self._stdout_offset)):
@@ -358,6 +352,17 @@ class Node:
         except FileNotFoundError:
             return []
         return read_since(self.log_path, max(0, size - 262144)).splitlines()[-lines:]
+
+
+def lost_voters(log: str) -> bool:
+    """A KRaft broker's start-up log shows the lost voter set (see ``_TRUNCATED``)."""
+    cut = log.rfind(_TRUNCATED)
+    return cut >= 0 and log.count(_UNSENT_REGISTRATION, cut) >= LOST_VOTERS_AFTER
+
+
+def last_words(node: Node) -> str:
+    """The node's last ERROR line of this start, else its last log line."""
+    return node.last_problem() or (node.log_tail(1) or ["nothing logged"])[-1].strip()[:300]
 
 
 def read_since(path: Path, offset: int) -> str:

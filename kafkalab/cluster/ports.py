@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import psutil
 
 from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.cluster.supervision import claim_ports, port_claims
 from kafkalab.errors import KafkalabError
 
 
@@ -40,25 +42,34 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def resolve_ports(spec: ClusterSpec, pinned_controllers: bool = False) -> None:
+def spec_ports(spec: ClusterSpec) -> list[int]:
+    """Every port the cluster's nodes listen on."""
+    return [*spec.broker_ports, *(spec.controller_ports if spec.kraft else [spec.zk_port])]
+
+
+def resolve_ports(spec: ClusterSpec, pinned_controllers: bool = False, claimed: dict[int, Path] | None = None) -> None:
     """Check the spec's ports; with ``spec.free_ports`` replace taken ones with free ports.
 
     ``pinned_controllers``: the controller ports are written in formatted KRaft storage and cannot move.
+    ``claimed``: ports another kafkalab cluster is starting on (not bound yet), by its state dir.
     """
+    claimed = claimed or {}
     wanted: list[tuple[str, str, int]] = [("broker", f"broker {b}", spec.broker_port(b)) for b in spec.broker_ids]
     if spec.kraft:
         wanted += [("controller", f"controller {i + 1}", port) for i, port in enumerate(spec.controller_ports)]
     else:
         wanted.insert(0, ("zookeeper", "ZooKeeper", spec.zk_port))
-    taken = [(kind, who, port) for kind, who, port in wanted if not port_is_free(port)]
+    taken = [(kind, who, port) for kind, who, port in wanted if port in claimed or not port_is_free(port)]
     if not taken:
         return
     for kind, who, port in taken:
         if not spec.free_ports or (kind == "controller" and pinned_controllers):
             hint = ("it is recorded in the formatted storage of this state dir: free it, or use another --state-dir"
                     if kind == "controller" and pinned_controllers else "stop it, or use --free-ports")
-            raise KafkalabError(f"port {port} for {who} is taken by {port_holder(port)}: {hint}")
-    used = {port for _, _, port in wanted}
+            holder = (f"the kafkalab cluster in {claimed[port]}" if port in claimed and port_is_free(port)
+                      else port_holder(port))
+            raise KafkalabError(f"port {port} for {who} is taken by {holder}: {hint}")
+    used = {port for _, _, port in wanted} | set(claimed)
     for kind, who, _port in taken:
         new = free_port()
         while new in used:
@@ -71,3 +82,10 @@ def resolve_ports(spec: ClusterSpec, pinned_controllers: bool = False) -> None:
             spec.broker_ports[index] = new
         else:
             spec.controller_ports[index] = new
+
+
+def resolve_and_claim_ports(spec: ClusterSpec, pinned_controllers: bool = False) -> None:
+    """:func:`resolve_ports` against bound ports and those other kafkalab clusters claimed, then claim ours."""
+    with port_claims(spec.state_dir) as claimed:
+        resolve_ports(spec, pinned_controllers, claimed)
+        claim_ports(spec.state_dir, spec_ports(spec))

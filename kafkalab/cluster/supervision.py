@@ -6,6 +6,8 @@ import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psutil
@@ -98,17 +100,49 @@ def _unregister(state_dir: Path) -> None:
     _registry_entry(state_dir).unlink(missing_ok=True)
 
 
-def running_state_dirs() -> list[Path]:
-    """State dirs of clusters that a live kafkalab process drives right now."""
-    found: list[Path] = []
+def _live_entries() -> list[tuple[Path, dict[str, object]]]:
+    found: list[tuple[Path, dict[str, object]]] = []
     for entry in sorted(_registry_dir().glob("*.json")) if _registry_dir().is_dir() else []:
         try:
             pid = int(entry.stem.split("-")[0])
-            state_dir = Path(json.loads(entry.read_text())["state_dir"])
+            data = json.loads(entry.read_text())
+            state_dir = Path(data["state_dir"])
         except (ValueError, KeyError, OSError, json.JSONDecodeError):
             continue
         if psutil.pid_exists(pid) and is_driven(state_dir):
-            found.append(state_dir)
+            found.append((state_dir, data))
         else:
             entry.unlink(missing_ok=True)
     return found
+
+
+def running_state_dirs() -> list[Path]:
+    """State dirs of clusters that a live kafkalab process drives right now."""
+    return [state_dir for state_dir, _ in _live_entries()]
+
+
+@contextmanager
+def port_claims(state_dir: Path) -> Iterator[dict[int, Path]]:
+    """The ports other live kafkalab clusters claimed (port -> their state dir), under a machine-wide lock.
+
+    Two clusters starting in the same second both find a port free before either JVM binds it; while
+    this lock is held the caller picks its ports and records them with :func:`claim_ports`.
+    """
+    _registry_dir().mkdir(parents=True, exist_ok=True)
+    fd = os.open(_registry_dir() / "ports.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        claimed: dict[int, Path] = {}
+        for other, data in _live_entries():
+            ports = data.get("ports", [])
+            if other != state_dir and isinstance(ports, list):
+                claimed.update({int(port): other for port in ports})
+        yield claimed
+    finally:
+        os.close(fd)
+
+
+def claim_ports(state_dir: Path, ports: list[int]) -> None:
+    """Record the ports this process's cluster in ``state_dir`` uses, for :func:`port_claims` elsewhere."""
+    with suppress(OSError):
+        _registry_entry(state_dir).write_text(json.dumps({"state_dir": str(state_dir), "ports": ports}))
