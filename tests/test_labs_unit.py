@@ -6,6 +6,7 @@ import random
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from kafkalab.labs.events import ClientRecord, EventKind, LeaderChange
 from kafkalab.labs.expectations import make_expectation, parse_check
 from kafkalab.labs.faults import parse_target, parse_trigger
 from kafkalab.labs.metrics import timeline_metrics
-from kafkalab.labs.timeline import STALL_AFTER_S, ClusterWatch, Timeline
+from kafkalab.labs.timeline import FIRST_ACK_STALL_S, STALL_AFTER_S, ClusterWatch, Timeline
 
 MINIMAL = """\
 [lab]
@@ -243,6 +244,37 @@ def test_a_producer_stall_is_seen_while_an_admin_snapshot_hangs() -> None:
     finally:
         release.set()
         watch.stop()
+
+
+def test_a_stall_is_counted_from_records_in_flight_and_the_first_ack_gets_longer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting for the consumers is no stall, nor a first acknowledgment that takes 3 s (metadata and a
+    producer id); 2 s without acknowledgments once they flowed is, and so is a first one that never comes."""
+    from kafkalab.labs import timeline as timeline_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(timeline_module.time, "monotonic", lambda: clock[0])
+    stats = [ProducerStats(name="producer", state=ClientState.STARTING, attempted=0, acked=0, failed={}, unknown=0,
+                           in_flight=0, rate=0.0, total=1000)]
+    timeline = Timeline("demo")
+    watch = ClusterWatch(timeline, None, lambda: stats[0])  # type: ignore[arg-type]
+
+    def at(seconds: float, **change: object) -> int:
+        clock[0] += seconds
+        stats[0] = replace(stats[0], **change)  # type: ignore[arg-type]
+        watch._watch_producer()
+        return len(timeline.events(EventKind.PRODUCER_STALLED))
+
+    assert at(0.0) == 0 and at(5.0) == 0  # consumers being assigned: the producer has not started
+    assert at(0.1, state=ClientState.RUNNING, in_flight=300) == 0
+    assert at(3.0, in_flight=3000) == 0  # the first acknowledgment is late, not stalled
+    assert at(0.1, acked=100) == 0
+    assert at(STALL_AFTER_S + 0.1) == 1  # acknowledgments stopped once they flowed
+    fresh = Timeline("demo")
+    watch = ClusterWatch(fresh, None, lambda: stats[0])  # type: ignore[arg-type]
+    timeline = fresh
+    stats[0] = replace(stats[0], acked=0)
+    assert at(0.0) == 0 and at(FIRST_ACK_STALL_S + 0.1) == 1  # never a first one: stalled
 
 
 def test_lab_edits_are_validated_and_reach_the_configs(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from kafkalab.labs.events import (
 POLL_S = 0.5
 PRODUCER_POLL_S = 0.2
 STALL_AFTER_S = 2.0  # no acknowledgment for this long, with records in flight: a stall
+FIRST_ACK_STALL_S = 10.0  # the same before the producer's first acknowledgment
 
 EventListener = Callable[[Event], None]
 # client event kinds renamed on the timeline, so the watcher's own stall detection is not counted twice
@@ -221,11 +222,17 @@ class ClusterWatch:
             self._acked, self._acked_since = stats.acked, now
             return
         busy = stats.state in (ClientState.RUNNING, ClientState.BLOCKED, ClientState.FLUSHING) and stats.in_flight > 0
-        if busy and not self._stalled and now - self._acked_since >= STALL_AFTER_S:
+        if not busy and not self._stalled:
+            self._acked_since = now  # idle (not started, nothing in flight): the stall clock has not started
+            return
+        # The first acknowledgment waits for metadata and a producer id (KRaft: from the controller), seconds
+        # on a busy laptop: only a producer that never got one for FIRST_ACK_STALL_S has stalled before it.
+        patience = STALL_AFTER_S if self._acked > 0 else FIRST_ACK_STALL_S
+        if busy and not self._stalled and now - self._acked_since >= patience:
             self._stalled = True
             self.timeline.add(ProducerStalled(
                 source=stats.name, in_flight=stats.in_flight,
-                detail=f"no acknowledgment for {STALL_AFTER_S:.0f}s with {stats.in_flight} records in flight"))
+                detail=f"no acknowledgment for {patience:.0f}s with {stats.in_flight} records in flight"))
 
 
 def _b(broker: int | None) -> str:
