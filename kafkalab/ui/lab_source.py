@@ -215,7 +215,10 @@ def lab_view(lab: Lab, faults: list[FaultStatus]) -> LabView:
 def report_view(result: RunResult | None) -> ReportView | None:
     if result is None:
         return None
-    report = result.report or {}
+    if result.report is None:  # ended before the analysis: why, and no counts that would read as a report
+        why = "; ".join(result.failures[:2]) or result.outcome
+        return ReportView(why, False, {}, {}, analysed=False)
+    report = result.report
     verdict = result.verdict or result.error or result.outcome
     failures = result.failures
     if failures and result.outcome != "passed":

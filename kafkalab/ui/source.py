@@ -75,6 +75,7 @@ class ReportView:
     totals: Mapping[str, int]
     per_partition: Mapping[int, Mapping[str, int]]
     samples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    analysed: bool = True  # False: the run ended (failed, stopped) before its analysis; the verdict says why
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,7 @@ class ClusterSource:
     default workload (the demo topic, a producer and a consumer) on `g` / `x`."""
 
     offers = frozenset({"start_run", "stop_run", "edit_topic"})
+    reports = False  # the default workload is not analysed: no report in Results
 
     def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True, note: str = "",
                  label: str = "no lab") -> None:
