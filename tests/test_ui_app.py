@@ -8,6 +8,8 @@ import functools
 import gc
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from rich.table import Table
@@ -24,7 +26,7 @@ from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
-from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource, NodesFrame, ReportView, RunFrame
+from kafkalab.ui.source import CLOSING, NO_CLUSTER_YET, ClusterSource, NodesFrame, ReportView, RunFrame
 from kafkalab.ui.workload import waiting_for
 from tests.screen_text import svg_rows
 from tests.test_ui_feed import TOPIC, FakeSource, sample_run
@@ -548,8 +550,6 @@ async def test_a_failed_run_says_why_and_no_report_never_report_ready() -> None:
 
 
 def test_a_run_that_ended_before_its_analysis_has_no_report_view() -> None:
-    from pathlib import Path
-
     from kafkalab.labs.results import RunResult
     from kafkalab.ui.lab_source import report_view
 
@@ -581,3 +581,28 @@ async def test_a_bare_console_explains_its_lab_and_results_tabs() -> None:
         await pilot.pause()
         verdict = str(app.query_one("#verdict", Static).render())
         assert "the default workload (g) is not analysed" in verdict and "No report yet" not in verdict
+
+
+def test_an_attached_console_says_on_quit_that_the_cluster_keeps_running_and_how_to_stop_it(tmp_path: Path) -> None:
+    cluster = SimpleNamespace(spec=SimpleNamespace(state_dir=tmp_path), nodes=[])
+    attached = ClusterSource(cluster, owned=False)  # type: ignore[arg-type]
+    assert "keeps running" in attached.closing and "stopping every process" not in attached.closing
+    assert attached.after_quit == (f"the cluster in {tmp_path} keeps running: `kafkalab cluster down --state-dir "
+                                   f"{tmp_path}` stops it, `kafkalab console --attach {tmp_path}` shows it again")
+    owned = ClusterSource(cluster)  # type: ignore[arg-type]
+    assert owned.closing == CLOSING and owned.after_quit == ""
+
+
+@sync
+async def test_quitting_an_attached_console_says_the_cluster_keeps_running() -> None:
+    feed = FakeSource()
+    feed.closing = "closing the console (its workload only): the attached cluster keeps running ..."  # type: ignore[attr-defined]
+    feed.after_quit = "the cluster in /x keeps running: ..."  # type: ignore[attr-defined]
+    feed.run_frame = replace(sample_run(), live=True, phase="running")
+    async with running(feed) as (app, pilot):
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "The attached cluster keeps running." in app.screen.detail
+        await pilot.press("y")
+        await pilot.pause()
+        assert "the attached cluster keeps running" in topbar_text(app) and "stopping every" not in topbar_text(app)

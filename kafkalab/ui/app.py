@@ -38,7 +38,7 @@ from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane
 from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
-from kafkalab.ui.source import RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
+from kafkalab.ui.source import CLOSING, RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
 from kafkalab.ui.workload import DEMO_TOPIC, waiting_for
 
@@ -556,7 +556,9 @@ class LabConsole(App[None]):
             return
         if self.run_frame.live:
             self.push_screen(ConfirmScreen("A run is live. Stop it and quit?",
-                                           "Every process the console started is ended."),
+                                           "Every process the console started is ended."
+                                           + (" The attached cluster keeps running."
+                                              if getattr(self.source, "after_quit", "") else "")),
                              lambda yes: self.shut_down() if yes else None)
             return
         self.shut_down()
@@ -566,7 +568,7 @@ class LabConsole(App[None]):
         self.quitting = True
         for poller in self.pollers:
             poller.stop()
-        self.set_action("stopping every process the console started ...")
+        self.set_action(getattr(self.source, "closing", CLOSING))
 
         def work() -> None:
             try:
