@@ -606,3 +606,39 @@ async def test_quitting_an_attached_console_says_the_cluster_keeps_running() -> 
         await pilot.press("y")
         await pilot.pause()
         assert "the attached cluster keeps running" in topbar_text(app) and "stopping every" not in topbar_text(app)
+
+
+@sync
+async def test_presenter_mode_at_100x30_goes_back_from_the_report_to_the_table() -> None:
+    """On a narrow screen the report takes the whole row; in presenter mode u brings the table back."""
+    feed = FakeSource()
+    app = console(feed, presenter=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "x")
+        await settle(pilot)
+        assert app.query_one("#side").display and not app.query_one("#partitions").display
+        await pilot.press("u")
+        await pilot.pause()
+        assert app.query_one("#partitions").display and not app.query_one("#side").display
+        assert "presenter mode shows the table" in topbar_text(app)
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.query_one("#side").display and not app.query_one("#partitions").display
+
+
+@sync
+async def test_presenter_mode_shows_the_runs_progress_where_the_clients_pane_is_hidden() -> None:
+    feed = FakeSource()
+    app = console(feed, presenter=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        line = app.query_one("#presenter-run", Static)
+        assert line.display and "no run yet: g starts one" in str(line.render())
+        await pilot.press("g")
+        await settle(pilot)
+        said = " ".join(str(line.render()).split())
+        assert "FINISHED 498,796/500,000 acked" in said and "failed 1,204" in said and "consumed 498,796" in said
+        await pilot.press("P")  # out of presenter mode: the clients pane says it
+        await pilot.pause()
+        assert not line.display

@@ -35,7 +35,7 @@ from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
-from kafkalab.ui.producer import ProducerPane
+from kafkalab.ui.producer import ProducerPane, presenter_line
 from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
 from kafkalab.ui.source import CLOSING, RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
@@ -56,6 +56,7 @@ STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeSta
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
 
+TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
 CONTRAST = Theme(
     name="kafkalab-contrast", primary="#ffff00", secondary="#00ffff", accent="#ff00ff", warning="#ffaf00",
     error="#ff3030", success="#00ff00", foreground="#ffffff", background="#000000", surface="#000000",
@@ -277,6 +278,7 @@ class LabConsole(App[None]):
         previous, self.run_frame = self.run_frame, frame
         rates = [rate for _t, rate in frame.throughput]
         self.query_one(ProducerPane).show(frame.producer, frame.settings, rates)
+        self.query_one("#presenter-run", Line).show(presenter_line(frame.producer, frame.consumers))
         self.query_one(ConsumersTable).show(frame.consumers)
         self.query_one(LabPane).show(frame.lab)
         self.query_one(ResultsPane).show(frame)
@@ -483,9 +485,11 @@ class LabConsole(App[None]):
         self.query_one("#main").set_class(event.pane.id == "tab-results", "-results")
 
     def action_show_tab(self, name: str) -> None:
-        """Presenter mode hides the side pane, except for the results: the room must see the report."""
-        if not self.presenter or name == "results":
-            self.query_one("#side", TabbedContent).active = f"tab-{name}"
+        """Presenter mode hides the side pane, except for the results: the room must see the report. Any other
+        tab's key there takes the results away again (on a narrow screen they hide the partition table)."""
+        self.query_one("#side", TabbedContent).active = f"tab-{name}"
+        if self.presenter and name != "results":
+            self.set_action(f"presenter mode shows the table; P leaves it for the {TAB_NAMES.get(name, name)} tab")
 
     def action_next_group(self) -> None:
         self.action_show_tab("groups")
