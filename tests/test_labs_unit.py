@@ -272,3 +272,30 @@ def test_a_copied_labs_first_error_is_its_real_one_and_then_its_name(tmp_path: P
         load_lab(write(tmp_path, broken, name="my-copy.toml"))
     with pytest.raises(KafkalabError, match=r"differs from the file name my-copy\.toml"):
         load_lab(write(tmp_path, MINIMAL, name="my-copy.toml"))
+
+
+class GroupsLeftBehind:
+    """An admin whose group keeps a member of the last run for ``polls`` deletions, as Kafka does until
+    the member's session times out (its refusal worded as the admin client words Kafka's)."""
+
+    def __init__(self, polls: int, error: str = "Broker: The group is not empty") -> None:
+        self.polls, self.error, self.tries = polls, error, 0
+
+    def delete_groups(self, groups: list[str]) -> None:
+        self.tries += 1
+        if self.tries <= self.polls:
+            raise KafkalabError(f"cannot delete consumer group {groups[0]}: {self.error}")
+
+
+def test_a_reused_clusters_group_is_deleted_once_the_last_runs_member_timed_out() -> None:
+    from kafkalab.labs.reuse import delete_groups_when_empty
+
+    admin, slept, said = GroupsLeftBehind(polls=3), [], []
+    delete_groups_when_empty(["test-app"], admin, slept.append, said.append)  # type: ignore[arg-type]
+    assert admin.tries == 4 and slept == [1.0] * 3
+    assert said == ["waiting for the last run's members of test-app to time out (their session, up to 60s) "
+                    "before deleting the groups"]
+    other = GroupsLeftBehind(polls=1, error="Broker: not authorized")
+    with pytest.raises(KafkalabError, match="not authorized"):
+        delete_groups_when_empty(["test-app"], other, slept.append, said.append)  # type: ignore[arg-type]
+    assert other.tries == 1
