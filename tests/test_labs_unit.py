@@ -293,8 +293,10 @@ def test_a_reused_clusters_group_is_deleted_once_the_last_runs_member_timed_out(
     admin, slept, said = GroupsLeftBehind(polls=3), [], []
     delete_groups_when_empty(["test-app"], admin, slept.append, said.append)  # type: ignore[arg-type]
     assert admin.tries == 4 and slept == [1.0] * 3
-    assert said == ["waiting for the last run's members of test-app to time out (their session, up to 60s) "
-                    "before deleting the groups"]
+    assert said == ["group test-app: waiting for the last run's members to time out (up to 60s) to delete it"]
+    no_coordinator = GroupsLeftBehind(polls=2, error="Local: Timed out")
+    delete_groups_when_empty(["test-app"], no_coordinator, slept.append, said.append)  # type: ignore[arg-type]
+    assert no_coordinator.tries == 3 and said[-1].startswith("group test-app: waiting for the group coordinator")
     other = GroupsLeftBehind(polls=1, error="Broker: not authorized")
     with pytest.raises(KafkalabError, match="not authorized"):
         delete_groups_when_empty(["test-app"], other, slept.append, said.append)  # type: ignore[arg-type]

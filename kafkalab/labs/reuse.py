@@ -19,6 +19,11 @@ from kafkalab.labs.model import Lab
 
 TOPIC_GONE_TIMEOUT_S = 60.0
 GROUP_EMPTY_TIMEOUT_S = 60.0  # longer than the consumers' default session timeout (45 s)
+GROUP_WAITS = {  # a group deletion's refusal that passes -> what the run waits for
+    "not empty": "the last run's members to time out",
+    "Timed out": "the group coordinator",
+    "COORDINATOR": "the group coordinator",
+}
 
 
 def why_fresh(kept: Cluster | None, lab: Lab, wanted: ClusterSpec) -> str:
@@ -59,21 +64,22 @@ def clean_for(lab: Lab, admin: Admin, sleep: Callable[[float], None],
 
 def delete_groups_when_empty(groups: list[str], admin: Admin, sleep: Callable[[float], None],
                              say: Callable[[str], None]) -> None:
-    """Delete the groups; a member the last run left behind (a consumer ended without leaving, e.g. a run
-    stopped while it joined) keeps its group "not empty" until its session times out: wait for that."""
+    """Delete the groups once Kafka can: a member the last run left behind (a consumer ended without leaving)
+    keeps its group "not empty" until its session times out, and a run stopped while `__consumer_offsets`
+    was being created leaves no coordinator to answer for a while (the request times out). Wait for both."""
     deadline = time.monotonic() + GROUP_EMPTY_TIMEOUT_S
-    told = False
+    told = ""
     while True:
         try:
             admin.delete_groups(groups)
             return
         except KafkalabError as exc:
-            if "not empty" not in str(exc) or time.monotonic() > deadline:
+            why = next((w for k, w in GROUP_WAITS.items() if k in str(exc)), "")
+            if not why or time.monotonic() > deadline:
                 raise
-        if not told:
-            told = True
-            say(f"waiting for the last run's members of {', '.join(groups)} to time out (their session, up to "
-                f"{GROUP_EMPTY_TIMEOUT_S:.0f}s) before deleting the groups")
+        if why != told:
+            told = why
+            say(f"group {', '.join(groups)}: waiting for {why} (up to {GROUP_EMPTY_TIMEOUT_S:.0f}s) to delete it")
         sleep(1.0)
 
 
