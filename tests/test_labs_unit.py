@@ -301,3 +301,15 @@ def test_a_reused_clusters_group_is_deleted_once_the_last_runs_member_timed_out(
     with pytest.raises(KafkalabError, match="not authorized"):
         delete_groups_when_empty(["test-app"], other, slept.append, said.append)  # type: ignore[arg-type]
     assert other.tries == 1
+
+
+def test_a_group_deletion_nobody_answers_is_a_timed_out_error_the_reuse_waits_on() -> None:
+    """No coordinator answers (here: nothing listens at all): the error says "Timed out", which the reuse's
+    group deletion retries, never a bare "TimeoutError: "."""
+    from kafkalab.admin import Admin
+    from kafkalab.labs.reuse import GROUP_WAITS
+
+    admin = Admin("127.0.0.1:1", timeout_s=1.0)
+    with pytest.raises(KafkalabError, match=r"cannot delete consumer group test-app: .*Timed out") as refused:
+        admin.delete_groups(["test-app"], timeout_s=1.0)
+    assert any(key in str(refused.value) for key in GROUP_WAITS)
