@@ -218,11 +218,11 @@ async def test_the_top_bar_follows_the_run_and_ends_on_its_outcome_not_on_run_st
         await settle(pilot)
         feed.run_frame = replace(feed.run_frame, message="creating topic test-topic: 6 partitions")
         await settle(pilot)
-        assert "» creating topic test-topic" in str(app.query_one("#topbar", Static).render())
+        assert "» creating topic test-topic" in topbar_text(app)
         feed.run_frame = replace(sample_run(), live=False, phase="done")  # the run ends by itself
         await settle(pilot)
-        topbar = str(app.query_one("#topbar", Static).render())
-        assert "run started" not in topbar and "run: done" in topbar and "report in Results (v)" in topbar
+        assert "run started" not in topbar_text(app)
+        assert "run: done" in topbar_text(app) and "report in Results (v)" in topbar_text(app)
 
 
 @sync
@@ -609,26 +609,9 @@ async def test_quitting_an_attached_console_says_the_cluster_keeps_running() -> 
 
 
 @sync
-async def test_presenter_mode_at_100x30_goes_back_from_the_report_to_the_table() -> None:
-    """On a narrow screen the report takes the whole row; in presenter mode u brings the table back."""
-    feed = FakeSource()
-    app = console(feed, presenter=True)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("g", "x")
-        await settle(pilot)
-        assert app.query_one("#side").display and not app.query_one("#partitions").display
-        await pilot.press("u")
-        await pilot.pause()
-        assert app.query_one("#partitions").display and not app.query_one("#side").display
-        assert "presenter mode shows the table" in topbar_text(app)
-        await pilot.press("v")
-        await pilot.pause()
-        assert app.query_one("#side").display and not app.query_one("#partitions").display
-
-
-@sync
-async def test_presenter_mode_shows_the_runs_progress_where_the_clients_pane_is_hidden() -> None:
+async def test_presenter_mode_at_100x30_shows_the_runs_progress_and_goes_back_from_the_report_to_the_table() -> None:
+    """The clients pane is hidden: a progress line says the run. On a narrow screen the report then takes the
+    whole row; u brings the table back, v the report."""
     feed = FakeSource()
     app = console(feed, presenter=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -639,6 +622,16 @@ async def test_presenter_mode_shows_the_runs_progress_where_the_clients_pane_is_
         await settle(pilot)
         said = " ".join(str(line.render()).split())
         assert "FINISHED 498,796/500,000 acked" in said and "failed 1,204" in said and "consumed 498,796" in said
+        await pilot.press("x")
+        await settle(pilot)
+        assert app.query_one("#side").display and not app.query_one("#partitions").display
+        await pilot.press("u")
+        await pilot.pause()
+        assert app.query_one("#partitions").display and not app.query_one("#side").display
+        assert "presenter mode shows the table" in topbar_text(app)
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.query_one("#side").display and not app.query_one("#partitions").display
         await pilot.press("P")  # out of presenter mode: the clients pane says it
         await pilot.pause()
         assert not line.display
