@@ -304,3 +304,44 @@ def test_a_copied_labs_first_error_is_its_real_one_and_then_its_name(tmp_path: P
         load_lab(write(tmp_path, broken, name="my-copy.toml"))
     with pytest.raises(KafkalabError, match=r"differs from the file name my-copy\.toml"):
         load_lab(write(tmp_path, MINIMAL, name="my-copy.toml"))
+
+
+class GroupsLeftBehind:
+    """An admin whose group keeps a member of the last run for ``polls`` deletions, as Kafka does until
+    the member's session times out (its refusal worded as the admin client words Kafka's)."""
+
+    def __init__(self, polls: int, error: str = "Broker: The group is not empty") -> None:
+        self.polls, self.error, self.tries = polls, error, 0
+
+    def delete_groups(self, groups: list[str]) -> None:
+        self.tries += 1
+        if self.tries <= self.polls:
+            raise KafkalabError(f"cannot delete consumer group {groups[0]}: {self.error}")
+
+
+def test_a_reused_clusters_group_is_deleted_once_the_last_runs_member_timed_out() -> None:
+    from kafkalab.labs.reuse import delete_groups_when_empty
+
+    admin, slept, said = GroupsLeftBehind(polls=3), [], []
+    delete_groups_when_empty(["test-app"], admin, slept.append, said.append)  # type: ignore[arg-type]
+    assert admin.tries == 4 and slept == [1.0] * 3
+    assert said == ["group test-app: waiting for the last run's members to time out (up to 60s) to delete it"]
+    no_coordinator = GroupsLeftBehind(polls=2, error="Local: Timed out")
+    delete_groups_when_empty(["test-app"], no_coordinator, slept.append, said.append)  # type: ignore[arg-type]
+    assert no_coordinator.tries == 3 and said[-1].startswith("group test-app: waiting for the group coordinator")
+    other = GroupsLeftBehind(polls=1, error="Broker: not authorized")
+    with pytest.raises(KafkalabError, match="not authorized"):
+        delete_groups_when_empty(["test-app"], other, slept.append, said.append)  # type: ignore[arg-type]
+    assert other.tries == 1
+
+
+def test_a_group_deletion_nobody_answers_is_a_timed_out_error_the_reuse_waits_on() -> None:
+    """No coordinator answers (here: nothing listens at all): the error says "Timed out", which the reuse's
+    group deletion retries, never a bare "TimeoutError: "."""
+    from kafkalab.admin import Admin
+    from kafkalab.labs.reuse import GROUP_WAITS
+
+    admin = Admin("127.0.0.1:1", timeout_s=1.0)
+    with pytest.raises(KafkalabError, match=r"cannot delete consumer group test-app: .*Timed out") as refused:
+        admin.delete_groups(["test-app"], timeout_s=1.0)
+    assert any(key in str(refused.value) for key in GROUP_WAITS)

@@ -8,22 +8,25 @@ import functools
 import gc
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 from textual.pilot import Pilot
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, Static
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
-from kafkalab.ui.app import LabConsole
+from kafkalab.ui.app import LabConsole, fit_topbar
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
-from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen
+from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
-from kafkalab.ui.source import NO_CLUSTER_YET, ClusterSource, NodesFrame
+from kafkalab.ui.source import CLOSING, NO_CLUSTER_YET, ClusterSource, NodesFrame, ReportView, RunFrame
 from kafkalab.ui.workload import waiting_for
 from tests.screen_text import svg_rows
 from tests.test_ui_feed import TOPIC, FakeSource, sample_run
@@ -136,11 +139,11 @@ async def test_consumers_table_follows_changes_and_removals() -> None:
     feed = FakeSource(with_run=True)
     async with running(feed) as (app, pilot):
         table = app.query_one(ConsumersTable)
-        assert table.get_cell("consumer", "received").plain.strip() == "498,796"
+        assert table.get_cell("consumer", "rebalances").plain.strip() == "1"
         consumer = feed.run_frame.consumers[0]
-        feed.run_frame = replace(feed.run_frame, consumers=(replace(consumer, received=500_000),))
+        feed.run_frame = replace(feed.run_frame, consumers=(replace(consumer, rebalances=2),))
         await settle(pilot)
-        assert table.get_cell("consumer", "received").plain.strip() == "500,000"
+        assert table.get_cell("consumer", "rebalances").plain.strip() == "2"
         feed.run_frame = replace(feed.run_frame, consumers=())
         await settle(pilot)
         assert table.row_count == 0
@@ -215,11 +218,11 @@ async def test_the_top_bar_follows_the_run_and_ends_on_its_outcome_not_on_run_st
         await settle(pilot)
         feed.run_frame = replace(feed.run_frame, message="creating topic test-topic: 6 partitions")
         await settle(pilot)
-        assert "» creating topic test-topic" in str(app.query_one("#topbar", Static).render())
+        assert "» creating topic test-topic" in topbar_text(app)
         feed.run_frame = replace(sample_run(), live=False, phase="done")  # the run ends by itself
         await settle(pilot)
-        topbar = str(app.query_one("#topbar", Static).render())
-        assert "run started" not in topbar and "run done: report in Results (v)" in topbar
+        assert "run started" not in topbar_text(app)
+        assert "run: done" in topbar_text(app) and "report in Results (v)" in topbar_text(app)
 
 
 @sync
@@ -441,3 +444,194 @@ async def test_presenter_mode_shows_the_report_when_a_run_ends() -> None:
         await pilot.press("g", "x")
         await settle(pilot)
         assert app.query_one("#side").display and app.query_one("#side").active == "tab-results"  # type: ignore[attr-defined]
+
+
+@sync
+async def test_consumers_table_keeps_its_essential_columns_whole_at_100_columns() -> None:
+    """The side pane of a 100-column terminal: consumer, partitions, committed, lag and rebalances, no
+    horizontal scrolling; the wide layout comes back when the pane is wide again."""
+    feed = FakeSource(with_run=True)
+    consumer = feed.run_frame.consumers[0]
+    busy = replace(consumer, name="consumer-1", state="running", group_state="rebalancing", assignment=(0, 2, 4),
+                   committed={p: 83_000 for p in range(6)}, lag={p: 12_345 for p in range(6)}, rebalances=12)
+    feed.run_frame = replace(feed.run_frame, consumers=(busy, replace(busy, name="consumer-2", assignment=(1, 3, 5))))
+    app = console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")  # the report took the Results tab
+        await settle(pilot)
+        table = app.query_one(ConsumersTable)
+        assert [str(c.label).strip() for c in table.columns.values()] == ["consumer", "part", "commit", "lag", "reb"]
+        assert table.virtual_size.width <= table.scrollable_content_region.width, "columns cut off"
+        assert table.max_scroll_x == 0
+        row = [table.get_cell("consumer-1", k).plain.strip() for k in ("assigned", "committed", "lag", "rebalances")]
+        assert row == ["0,2,4", "498k", "74.1k", "12"]
+        assert "yellow" in str(table.get_cell("consumer-1", "name").style)  # rebalancing, as the name's colour
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        assert [str(c.label).strip() for c in table.columns.values()][-3:] == ["commit", "lag", "rebal"]
+        assert table.get_cell("consumer-1", "lag").plain.strip() == "74,070"
+
+
+@sync
+async def test_node_panes_grow_with_the_terminal_height() -> None:
+    """11 rows where room is short (100x30 and 120x36); taller terminals give the log tails the rows."""
+    app = console(FakeSource())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        heights = {}
+        for size in ((100, 30), (120, 36), (160, 48), (240, 67)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            heights[size] = app.query_one("#nodes").outer_size.height
+        tails = app.query(".log-tail")
+        assert all(tail.size.height >= 7 for tail in tails), [tail.size.height for tail in tails]
+    assert heights[(100, 30)] == heights[(120, 36)] == 11
+    assert 14 <= heights[(160, 48)] < heights[(240, 67)] <= 24, heights
+
+
+def topbar_text(app: LabConsole) -> str:
+    return str(app.query_one("#topbar", Static).render())
+
+
+@sync
+async def test_the_top_bar_says_its_state_whole_at_100_columns() -> None:
+    """After a run at 100x30 the hint "g runs again" is whole (the node hint gives way); a long lab id too."""
+    feed = FakeSource()
+    feed.run_frame = replace(sample_run(), lab=replace(sample_run().lab, lab_id="consumer-groups-typed"))
+    app = console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.apply_run(replace(feed.run_frame, live=True, phase="running", report=None))
+        app.apply_run(feed.run_frame)  # the run ends
+        await pilot.pause()
+        topbar = topbar_text(app)
+        assert topbar.rstrip().endswith("report in Results (v); g runs again"), topbar
+        assert "consumer-groups-typed" in topbar and "run: done" in topbar and len(topbar.rstrip()) <= 100
+
+
+def test_the_top_bar_drops_the_hint_then_the_brand_and_cuts_only_news_too_long_alone() -> None:
+    state, hint = Text(" consumer-groups-typed  run: done "), Text("  pick a node: 1..3, 0")
+    news = Text("  » report in Results (v); g runs again")
+    assert fit_topbar(state, news, hint, 120).plain.startswith(" kafkalab ") and "pick a node" in fit_topbar(
+        state, news, hint, 120).plain
+    at_100 = fit_topbar(state, news, hint, 100).plain
+    assert at_100.startswith(" kafkalab ") and "pick a node" not in at_100 and at_100.endswith("g runs again")
+    at_80 = fit_topbar(state, news, hint, 80).plain
+    assert at_80 == state.plain + news.plain and len(at_80) <= 80
+    long_news = Text("  » " + "waiting for 2 in-sync replicas of test-topic/2: brokers 2, 3 down " * 2)
+    cut = fit_topbar(state, long_news, hint, 80).plain
+    assert len(cut) == 80 and cut.endswith("…") and cut.startswith(state.plain)
+
+
+FAILED = ReportView("cluster did not start: broker-2 exited with 1 (see broker-2.log)", False, {}, {},
+                    analysed=False)
+
+
+@sync
+async def test_a_failed_run_says_why_and_no_report_never_report_ready() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        app.apply_run(RunFrame(live=True, phase="starting"))
+        app.apply_run(RunFrame(live=False, phase="error", report=FAILED))
+        await pilot.pause()
+        topbar = topbar_text(app)
+        assert "run failed, no report: cluster did not start" in topbar and "report in" not in topbar
+        titles = [n.title for n in app._notifications]
+        assert "run failed: no report" in titles and "report ready" not in titles
+        results = app.query_one("#results")
+        verdict = str(results.query_one("#verdict", Static).render())
+        assert "the run failed: no report" in verdict and "broker-2 exited with 1" in verdict
+        assert not results.query_one("#totals").display and not str(results.query_one("#per-partition",
+                                                                                       Static).render())
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, TextScreen) and "No report: the run ended before its analysis" in app.screen.body
+
+
+def test_a_run_that_ended_before_its_analysis_has_no_report_view() -> None:
+    from kafkalab.labs.results import RunResult
+    from kafkalab.ui.lab_source import report_view
+
+    failed = RunResult("setup-check", Path("run"), "error", error="cluster did not start: port 9092 is taken")
+    view = report_view(failed)
+    assert view is not None and not view.analysed and not view.ok and not view.totals
+    assert view.verdict == "cluster did not start: port 9092 is taken"  # once, not "X — X"
+    stopped = RunResult("setup-check", Path("run"), "stopped", error="stopped before the end")
+    assert report_view(stopped) == ReportView("stopped before the end", False, {}, {}, analysed=False)
+    done = RunResult("setup-check", Path("run"), "passed", report={"lost": 0, "per_partition": []}, verdict="ok")
+    assert report_view(done).analysed  # type: ignore[union-attr]
+
+
+@sync
+async def test_a_bare_console_explains_its_lab_and_results_tabs() -> None:
+    feed = FakeSource()
+    feed.reports = False  # type: ignore[attr-defined]  # as ClusterSource: the default workload is not analysed
+    app = console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("l")
+        await pilot.pause()
+        rows = svg_rows(app.export_screenshot(), 30, 100)
+        side = app.query_one("#side").region
+        lab = " ".join(" ".join(r[side.x:side.right].split()) for r in rows[side.y:side.bottom])
+        assert "No lab loaded: g runs the default workload" in lab and "kafkalab console LAB opens a lab" in lab
+        assert rows[side.y + 2][side.x:side.right].strip().startswith("No lab loaded"), "blank lines above it"
+        await pilot.press("v")
+        await pilot.pause()
+        verdict = str(app.query_one("#verdict", Static).render())
+        assert "the default workload (g) is not analysed" in verdict and "No report yet" not in verdict
+
+
+def test_an_attached_console_says_on_quit_that_the_cluster_keeps_running_and_how_to_stop_it(tmp_path: Path) -> None:
+    cluster = SimpleNamespace(spec=SimpleNamespace(state_dir=tmp_path), nodes=[])
+    attached = ClusterSource(cluster, owned=False)  # type: ignore[arg-type]
+    assert "keeps running" in attached.closing and "stopping every process" not in attached.closing
+    assert attached.after_quit == (f"the cluster in {tmp_path} keeps running: `kafkalab cluster down --state-dir "
+                                   f"{tmp_path}` stops it, `kafkalab console --attach {tmp_path}` shows it again")
+    owned = ClusterSource(cluster)  # type: ignore[arg-type]
+    assert owned.closing == CLOSING and owned.after_quit == ""
+
+
+@sync
+async def test_quitting_an_attached_console_says_the_cluster_keeps_running() -> None:
+    feed = FakeSource()
+    feed.closing = "closing the console (its workload only): the attached cluster keeps running ..."  # type: ignore[attr-defined]
+    feed.after_quit = "the cluster in /x keeps running: ..."  # type: ignore[attr-defined]
+    feed.run_frame = replace(sample_run(), live=True, phase="running")
+    async with running(feed) as (app, pilot):
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "The attached cluster keeps running." in app.screen.detail
+        await pilot.press("y")
+        await pilot.pause()
+        assert "the attached cluster keeps running" in topbar_text(app) and "stopping every" not in topbar_text(app)
+
+
+@sync
+async def test_presenter_mode_at_100x30_shows_the_runs_progress_and_goes_back_from_the_report_to_the_table() -> None:
+    """The clients pane is hidden: a progress line says the run. On a narrow screen the report then takes the
+    whole row; u brings the table back, v the report."""
+    feed = FakeSource()
+    app = console(feed, presenter=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        line = app.query_one("#presenter-run", Static)
+        assert line.display and "no run yet: g starts one" in str(line.render())
+        await pilot.press("g")
+        await settle(pilot)
+        said = " ".join(str(line.render()).split())
+        assert "FINISHED 498,796/500,000 acked" in said and "failed 1,204" in said and "consumed 498,796" in said
+        await pilot.press("x")
+        await settle(pilot)
+        assert app.query_one("#side").display and not app.query_one("#partitions").display
+        await pilot.press("u")
+        await pilot.pause()
+        assert app.query_one("#partitions").display and not app.query_one("#side").display
+        assert "presenter mode shows the table" in topbar_text(app)
+        await pilot.press("v")
+        await pilot.pause()
+        assert app.query_one("#side").display and not app.query_one("#partitions").display
+        await pilot.press("P")  # out of presenter mode: the clients pane says it
+        await pilot.pause()
+        assert not line.display

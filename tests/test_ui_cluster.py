@@ -160,6 +160,8 @@ def test_a_bare_console_on_ports_a_kafkalab_cluster_holds_attaches_to_it_and_dri
             await pilot.press("p")
             await until(lambda: cluster.node(3).state == NodeState.RUNNING, 30, "broker-3 resumed")
             await pilot.press("ctrl+q")
+            await until(lambda: "the attached cluster keeps running" in app.last_action, 10, "the quit's words")
+            assert f"`kafkalab cluster down --state-dir {cluster.state_dir}` stops it" in app.source.after_quit
             await until(lambda: not app.is_running, 60, "the console quit")
 
     try:

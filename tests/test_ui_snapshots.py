@@ -118,3 +118,15 @@ def test_lab_tab_shows_instructions_and_timeline(snap_compare) -> None:  # type:
         await pilot.pause()
 
     assert snap_compare(app(FakeSource(with_run=True)), terminal_size=(140, 40), run_before=run_before)
+
+
+def test_presenter_mode_at_100x30_back_on_the_table_after_a_run(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The report took the row; u brings the table back, with the run's progress line above it."""
+    async def run_before(pilot: Pilot[None]) -> None:
+        await ready(pilot)
+        await pilot.press("g", "x")
+        await ready(pilot)
+        await pilot.press("u")
+        await ready(pilot)
+
+    assert snap_compare(app(presenter=True), terminal_size=(100, 30), run_before=run_before)

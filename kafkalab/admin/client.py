@@ -239,6 +239,9 @@ class Admin:
         for group, fut in self._client.delete_consumer_groups(groups, request_timeout=timeout_s).items():
             try:
                 fut.result(timeout=timeout_s)
+            except TimeoutError:  # no answer at all: no coordinator for the group yet (or a busy cluster)
+                raise KafkalabError(f"cannot delete consumer group {group}: Timed out after {timeout_s:.0f}s "
+                                    "(no group coordinator answered)") from None
             except KafkaException as exc:
                 if "GROUP_ID_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
                     raise KafkalabError(f"cannot delete consumer group {group}: {_short(exc)}") from None

@@ -80,11 +80,16 @@ def cmd_console(args: argparse.Namespace) -> int:
 
         console_class = with_key_captions(LabConsole)
     app = console_class(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
+    from kafkalab.ui.source import CLOSING
+
     try:
         app.run()
     finally:
-        with Console(stderr=True).status("stopping every process the console started ..."):
+        with Console(stderr=True).status(getattr(source, "closing", CLOSING)):
             source.close()  # idempotent: the app closed it on quit; this covers a crash
+    after_quit = getattr(source, "after_quit", "")
+    if after_quit:  # an attached cluster: say it still runs, and how to stop it
+        print(f"kafkalab: {after_quit}")
     return 0
 
 

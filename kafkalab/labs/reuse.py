@@ -18,6 +18,12 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import Lab
 
 TOPIC_GONE_TIMEOUT_S = 60.0
+GROUP_EMPTY_TIMEOUT_S = 60.0  # longer than the consumers' default session timeout (45 s)
+GROUP_WAITS = {  # a group deletion's refusal that passes -> what the run waits for
+    "not empty": "the last run's members to time out",
+    "Timed out": "the group coordinator",
+    "COORDINATOR": "the group coordinator",
+}
 
 
 def why_fresh(kept: Cluster | None, lab: Lab, wanted: ClusterSpec) -> str:
@@ -40,7 +46,8 @@ def why_fresh(kept: Cluster | None, lab: Lab, wanted: ClusterSpec) -> str:
     return ""
 
 
-def clean_for(lab: Lab, admin: Admin, sleep: Callable[[float], None]) -> None:
+def clean_for(lab: Lab, admin: Admin, sleep: Callable[[float], None],
+              say: Callable[[str], None] = lambda _message: None) -> None:
     """The lab's topics deleted (recreated by the run as it would on a fresh cluster) and its groups deleted."""
     names = {t.name for t in lab.topics} | {lab.topic}
     present = sorted(names & set(admin.topics()))
@@ -52,7 +59,28 @@ def clean_for(lab: Lab, admin: Admin, sleep: Callable[[float], None]) -> None:
             raise KafkalabError(f"topics {', '.join(present)} were not deleted after {TOPIC_GONE_TIMEOUT_S:.0f}s: "
                                 "press n (reset) for a fresh cluster")
         sleep(0.2)
-    admin.delete_groups(sorted({c.group for c in lab.consumers}))
+    delete_groups_when_empty(sorted({c.group for c in lab.consumers}), admin, sleep, say)
+
+
+def delete_groups_when_empty(groups: list[str], admin: Admin, sleep: Callable[[float], None],
+                             say: Callable[[str], None]) -> None:
+    """Delete the groups once Kafka can: a member the last run left behind (a consumer ended without leaving)
+    keeps its group "not empty" until its session times out, and a run stopped while `__consumer_offsets`
+    was being created leaves no coordinator to answer for a while (the request times out). Wait for both."""
+    deadline = time.monotonic() + GROUP_EMPTY_TIMEOUT_S
+    told = ""
+    while True:
+        try:
+            admin.delete_groups(groups)
+            return
+        except KafkalabError as exc:
+            why = next((w for k, w in GROUP_WAITS.items() if k in str(exc)), "")
+            if not why or time.monotonic() > deadline:
+                raise
+        if why != told:
+            told = why
+            say(f"group {', '.join(groups)}: waiting for {why} (up to {GROUP_EMPTY_TIMEOUT_S:.0f}s) to delete it")
+        sleep(1.0)
 
 
 def create_after_delete(name: str, create: Callable[[str], None], sleep: Callable[[float], None]) -> None:

@@ -230,7 +230,7 @@ class LabRun:
                  "recreating the lab's topics and groups")
         (self.run_dir / "cluster.txt").write_text(f"this run reused the cluster in {cluster.state_dir}\n")
         self.admin = self.deps.admin(cluster.bootstrap)
-        clean_for(self.lab, self.admin, self.sleep)
+        clean_for(self.lab, self.admin, self.sleep, self.say)
         for t in self.lab.topics:
             if t.create:
                 create_after_delete(t.name, self.create_topic, self.sleep)

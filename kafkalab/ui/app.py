@@ -35,10 +35,10 @@ from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
-from kafkalab.ui.producer import ProducerPane
+from kafkalab.ui.producer import ProducerPane, presenter_line
 from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
-from kafkalab.ui.source import RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
+from kafkalab.ui.source import CLOSING, RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
 from kafkalab.ui.workload import DEMO_TOPIC, waiting_for
 
@@ -55,12 +55,8 @@ MIN_SIZE = (100, 30)
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
-RUN_ENDED = {  # the top bar's word once a run is over, by its phase
-    "done": "run done: report in Results (v); g runs again",
-    "stopped": "run stopped: g runs again",
-    "error": "the run failed: Results (v) says why; g tries again",
-}
 
+TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
 CONTRAST = Theme(
     name="kafkalab-contrast", primary="#ffff00", secondary="#00ffff", accent="#ff00ff", warning="#ffaf00",
     error="#ff3030", success="#00ff00", foreground="#ffffff", background="#000000", surface="#000000",
@@ -142,7 +138,7 @@ class LabConsole(App[None]):
                 with TabPane("Lab", id="tab-lab"):
                     yield LabPane(id="lab")
                 with TabPane("Results", id="tab-results"):
-                    yield ResultsPane(id="results")
+                    yield ResultsPane(getattr(self.source, "reports", True), id="results")
                 with TabPane("Groups", id="tab-groups"):
                     yield GroupsPane()
                 with TabPane("Records", id="tab-records"):
@@ -195,6 +191,7 @@ class LabConsole(App[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.fit_to(event.size.width, event.size.height)
+        self.update_topbar()
 
     def fit_to(self, width: int, height: int) -> None:
         """Below :data:`MIN_SIZE` the panes give way to a message saying what size is needed."""
@@ -281,21 +278,22 @@ class LabConsole(App[None]):
         previous, self.run_frame = self.run_frame, frame
         rates = [rate for _t, rate in frame.throughput]
         self.query_one(ProducerPane).show(frame.producer, frame.settings, rates)
+        self.query_one("#presenter-run", Line).show(presenter_line(frame.producer, frame.consumers))
         self.query_one(ConsumersTable).show(frame.consumers)
         self.query_one(LabPane).show(frame.lab)
         self.query_one(ResultsPane).show(frame)
         if frame.report is not None and frame.report != previous.report:
             if frame.report.verdict != self.told_verdict:  # once, though the report may be rebuilt
                 self.told_verdict = frame.report.verdict
-                self.notify(frame.report.verdict, title="report ready" if frame.report.totals else "run ended",
-                            timeout=8, severity="information" if frame.report.ok else "warning")
+                self.notify(frame.report.verdict, title=report_title(frame), timeout=8,
+                            severity="information" if frame.report.ok else "warning")
             self.action_show_tab("results")
         elif frame.report is None:
             self.told_verdict = ""
         if frame.message != previous.message and frame.message and frame.live:
             self.set_action(frame.message)
         if previous.live and not frame.live:  # the run's last word, not a stale "run started"
-            self.set_action(RUN_ENDED.get(frame.phase, f"run {frame.phase}: g starts the next run"))
+            self.set_action(run_ended(frame))
         elif (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
         if frame.live != previous.live:
@@ -318,17 +316,19 @@ class LabConsole(App[None]):
         frame = self.run_frame
         lab = frame.lab.lab_id if frame.lab else getattr(self.source, "label", "no lab")
         phase_style = "bold black on green" if frame.live else "bold reverse"
-        line = Text.assemble((" kafkalab ", "bold black on yellow"), f" {lab} ", (f" run: {frame.phase} ", phase_style))
+        hint = Text()
         if not self.waiting:  # what the run waits for needs the room more (the picked pane is outlined anyway)
             if self.selected:
-                line.append("  selected: ", style="dim").append(self.selected, style="bold")
+                hint = Text.assemble(("  selected: ", "dim"), (self.selected, "bold"))
             elif self.picks_nodes:
-                line.append(f"  pick a node: 1..{max(self.broker_ids, default=1)}, 0", style="dim")
+                hint = Text(f"  pick a node: 1..{max(self.broker_ids, default=1)}, 0", style="dim")
+        news = Text()
         if self.waiting:
-            line.append("  » ", style="dim").append(self.waiting, style="bold yellow")
+            news = Text.assemble(("  » ", "dim"), (self.waiting, "bold yellow"))
         elif self.last_action:
-            line.append("  » ", style="dim").append(self.last_action, style="italic")
-        self.query_one("#topbar", Line).show(line)
+            news = Text.assemble(("  » ", "dim"), (self.last_action, "italic"))
+        state = Text.assemble(f" {lab} ", (f" run: {frame.phase} ", phase_style))
+        self.query_one("#topbar", Line).show(fit_topbar(state, news, hint, self.size.width))
 
     def show_error(self, where: str, exc: BaseException) -> None:
         """Errors of workers and actions: a dismissable modal titled with what failed, never the end of the app."""
@@ -485,9 +485,11 @@ class LabConsole(App[None]):
         self.query_one("#main").set_class(event.pane.id == "tab-results", "-results")
 
     def action_show_tab(self, name: str) -> None:
-        """Presenter mode hides the side pane, except for the results: the room must see the report."""
-        if not self.presenter or name == "results":
-            self.query_one("#side", TabbedContent).active = f"tab-{name}"
+        """Presenter mode hides the side pane, except for the results: the room must see the report. Any other
+        tab's key there takes the results away again (on a narrow screen they hide the partition table)."""
+        self.query_one("#side", TabbedContent).active = f"tab-{name}"
+        if self.presenter and name != "results":
+            self.set_action(f"presenter mode shows the table; P leaves it for the {TAB_NAMES.get(name, name)} tab")
 
     def action_next_group(self) -> None:
         self.action_show_tab("groups")
@@ -558,7 +560,9 @@ class LabConsole(App[None]):
             return
         if self.run_frame.live:
             self.push_screen(ConfirmScreen("A run is live. Stop it and quit?",
-                                           "Every process the console started is ended."),
+                                           "Every process the console started is ended."
+                                           + (" The attached cluster keeps running."
+                                              if getattr(self.source, "after_quit", "") else "")),
                              lambda yes: self.shut_down() if yes else None)
             return
         self.shut_down()
@@ -568,7 +572,7 @@ class LabConsole(App[None]):
         self.quitting = True
         for poller in self.pollers:
             poller.stop()
-        self.set_action("stopping every process the console started ...")
+        self.set_action(getattr(self.source, "closing", CLOSING))
 
         def work() -> None:
             try:
@@ -589,6 +593,39 @@ def freeze_long_lived() -> None:
     objects, ~15 ms). No collection first: it would be one such pause, during the cluster's start.
     """
     gc.freeze()
+
+
+def report_title(frame: RunFrame) -> str:
+    """The end-of-run toast's title: "report ready" only when there is a report."""
+    if frame.report is not None and frame.report.analysed:
+        return "report ready"
+    return "run stopped: no report" if frame.phase == "stopped" else "run failed: no report"
+
+
+def run_ended(frame: RunFrame) -> str:
+    """The top bar's word once a run is over (beside its phase, "run: done"): where its report is, or why
+    there is none."""
+    report = frame.report
+    if report is not None and report.analysed:
+        return "report in Results (v); g runs again"
+    if frame.phase == "stopped":
+        return "run stopped: g runs again"
+    if report is None:
+        return f"run {frame.phase}: g starts the next run"
+    return f"run failed, no report: {report.verdict}"
+
+
+def fit_topbar(state: Text, news: Text, hint: Text, width: int) -> Text:
+    """The top bar in ``width`` columns: the lab and the run's phase, then its news (what the run waits for,
+    the last action's outcome) whole; the node hint and the brand only where they fit, the news cut (with an
+    ellipsis) only when it alone is wider than the line."""
+    brand = Text(" kafkalab ", style="bold black on yellow")
+    for parts in ((brand, state, hint, news), (brand, state, news), (state, news)):
+        line = Text.assemble(*parts)
+        if line.cell_len <= width:
+            return line
+    line.truncate(max(width, 1), overflow="ellipsis")
+    return line
 
 
 def parse_topic_request(text: str) -> tuple[str, int | None, int | None]:

@@ -9,7 +9,9 @@ from textual.widgets import Markdown, Static
 
 from kafkalab.ui.source import LabView, TimelineStep
 
-NO_LAB = "No lab loaded. Open one with `kafkalab console LAB`; `kafkalab labs` lists them."
+NO_LAB = ("No lab loaded: **g** runs the default workload (a producer and a consumer on the demo topic), **x** "
+          "stops it. `kafkalab console LAB` opens a lab, its instructions and fault timeline show here "
+          "(`kafkalab labs` lists them).")
 
 
 def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
@@ -36,8 +38,8 @@ class LabPane(VerticalScroll):
     shown: LabView | None = None  # the lab on screen
 
     def compose(self) -> ComposeResult:
-        yield Static(id="lab-title")
-        yield Static(id="lab-timeline")
+        yield Static(id="lab-title").set_styles(display="none")  # shown with a lab: no blank lines above NO_LAB
+        yield Static(id="lab-timeline").set_styles(display="none")
         yield Markdown(NO_LAB, id="lab-instructions")
 
     def show(self, lab: LabView | None) -> None:
@@ -46,6 +48,8 @@ class LabPane(VerticalScroll):
         previous, self.shown = self.shown, lab
         if lab is None:
             return
+        for part in self.query("#lab-title, #lab-timeline"):
+            part.display = True
         self.query_one("#lab-title", Static).update(Text.assemble((lab.title, "bold"), (f"  ({lab.lab_id})", "dim")))
         self.query_one("#lab-timeline", Static).update(timeline_text(lab.steps))
         if previous is None or previous.instructions != lab.instructions:

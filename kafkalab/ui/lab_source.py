@@ -215,7 +215,10 @@ def lab_view(lab: Lab, faults: list[FaultStatus]) -> LabView:
 def report_view(result: RunResult | None) -> ReportView | None:
     if result is None:
         return None
-    report = result.report or {}
+    if result.report is None and not result.verdict:  # ended before its analysis (the verdict is the analysis'):
+        why = "; ".join(result.failures[:2]) or result.outcome  # why, and no counts that would read as a report
+        return ReportView(why, False, {}, {}, analysed=False)
+    report = result.report or {}  # a replay of a run dir without report.json: the verdict, no counts
     verdict = result.verdict or result.error or result.outcome
     failures = result.failures
     if failures and result.outcome != "passed":

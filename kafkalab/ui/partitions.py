@@ -181,6 +181,7 @@ class PartitionsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Line("waiting for the first snapshot ...", id="partitions-status")
+        yield Line(id="presenter-run")  # presenter mode only: the run's progress, the clients pane being hidden
         yield PartitionTable(clock=self.clock, id="partition-table")
 
     def show(self, snapshot: ClusterSnapshot) -> None:

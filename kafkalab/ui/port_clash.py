@@ -37,6 +37,8 @@ def cluster_shape(facts: dict[str, Any]) -> tuple[object, ...]:
 class PortClashSource:
     """Asks (``question``), then behaves as the chosen source; every other attribute is the chosen one's."""
 
+    reports = False  # either choice is a bare console's source
+
     def __init__(self, own: ClusterSource, owner: Path, taken: list[int]) -> None:
         self.own, self.owner, self.taken = own, owner, taken
         self.chosen: ClusterSource | None = None

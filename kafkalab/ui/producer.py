@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Sparkline
 
-from kafkalab.clients.stats import ProducerStats
+from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import duration
 
@@ -46,6 +46,22 @@ def failures_line(stats: ProducerStats) -> Text:
         line.append("unknown ", style="bold yellow").append(f"{stats.unknown:,}  ")
     if stats.error:
         line.append(stats.error, style="red")
+    return line
+
+
+def presenter_line(stats: ProducerStats | None, consumers: tuple[ConsumerStats, ...]) -> Text:
+    """The run in one line for presenter mode, whose side pane (the clients) is hidden: the producer's
+    progress, its failures and what the consumers processed."""
+    if stats is None:
+        return Text("no run yet: g starts one", style="dim")
+    line = Text.assemble((f" {stats.state.upper()} ", "bold reverse"), " ", (f"{stats.acked:,}", "bold"), ("/", "dim"),
+                         f"{stats.total:,}", (" acked  ", "dim"), f"{stats.rate:,.0f}/s")
+    failed = stats.failed_total + stats.unknown
+    line.append("  failed ", style="dim").append(f"{failed:,}", style="bold red" if failed else "green")
+    if consumers:
+        line.append("  consumed ", style="dim").append(f"{sum(c.processed for c in consumers):,}", style="bold")
+        lag = sum(c.total_lag for c in consumers)
+        line.append("  lag ", style="dim").append(f"{lag:,}", style="yellow" if lag else "")
     return line
 
 

@@ -48,11 +48,21 @@ def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
     return table
 
 
+NO_REPORT_YET = "No report yet: when a run ends, its verdict, per-partition counts and throughput chart appear here."
+NO_REPORTS = ("No reports here: the default workload (g) is not analysed; its throughput shows below while it "
+              "runs. A lab's run ends in a report here: `kafkalab console LAB` (`kafkalab labs` lists them).")
+
+
 class ResultsPane(VerticalScroll):
     frame: RunFrame | None = None  # the frame on screen
 
+    def __init__(self, reports: bool = True, **kwargs: object) -> None:
+        """``reports``: whether runs here end in a report (a lab's do; a bare console's workload does not)."""
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.reports = reports
+
     def compose(self) -> ComposeResult:
-        yield Static("No report yet: it appears here when a run ends.", id="verdict")
+        yield Static(NO_REPORT_YET if self.reports else NO_REPORTS, id="verdict")
         yield Static(id="totals")
         yield Static(id="per-partition")
         yield ThroughputChart(id="chart")
@@ -65,6 +75,9 @@ class ResultsPane(VerticalScroll):
         self.frame = frame
         report = frame.report
         if report is None:
+            return
+        if not report.analysed:
+            self.show_no_report(frame.phase, report.verdict)
             return
         style = "bold black on green" if report.ok else "bold white on red"
         self.query_one("#verdict", Static).update(Text(f"\n  {report.verdict}  \n", style=style, justify="center"))
@@ -80,10 +93,23 @@ class ResultsPane(VerticalScroll):
         self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
                                                         if report.per_partition else "")
 
+    def show_no_report(self, phase: str, why: str) -> None:
+        """A run that ended before its analysis: what happened, and no counts that would read as a report."""
+        stopped = phase == "stopped"
+        head = "the run was stopped" if stopped else "the run failed"
+        verdict = Text(f"\n  {head}: no report  \n", style="bold white on grey37" if stopped else "bold white on red",
+                       justify="center")
+        verdict.append(f"\n{why}\n", style="bold").append(
+            "A report needs a run that reaches its analysis: g starts the next run.", style="dim")
+        self.query_one("#verdict", Static).update(verdict)
+        self.query_one("#totals", Static).update("")
+        self.query_one("#totals", Static).add_class("-empty")
+        self.query_one("#per-partition", Static).update("")
+
     def samples_text(self) -> str:
         report = self.frame.report if self.frame else None
-        if report is None:
-            return "No report yet."
+        if report is None or not report.analysed:
+            return "No report: the run ended before its analysis."
         if not report.samples:
             return "The report has no samples: no anomalies."
         return "\n\n".join(f"{label(cls)}:\n  " + "\n  ".join(ids) for cls, ids in report.samples.items() if ids)

@@ -75,6 +75,7 @@ class ReportView:
     totals: Mapping[str, int]
     per_partition: Mapping[int, Mapping[str, int]]
     samples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    analysed: bool = True  # False: the run ended (failed, stopped) before its analysis; the verdict says why
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class RunFrame:
     message: str = ""  # what the run does now ("creating topic test-topic ...", "reusing the running cluster")
 
 
+CLOSING = "stopping every process the console started ..."  # what the console says while it closes
 RUN_ACTIONS = frozenset({"start_run", "stop_run", "reset_lab", "send_control", "edit_setting", "edit_topic"})
 
 
@@ -174,6 +176,7 @@ class ClusterSource:
     default workload (the demo topic, a producer and a consumer) on `g` / `x`."""
 
     offers = frozenset({"start_run", "stop_run", "edit_topic"})
+    reports = False  # the default workload is not analysed: no report in Results
 
     def __init__(self, cluster: Cluster, title: str = "kafkalab", owned: bool = True, note: str = "",
                  label: str = "no lab") -> None:
@@ -252,6 +255,22 @@ class ClusterSource:
         if self._admin is None:
             raise KafkalabError("the cluster is still starting: try again in a moment")
         return reassign_topic(self.cluster, self._admin, topic, replication_factor)
+
+    @property
+    def closing(self) -> str:
+        """What the console says while it closes."""
+        if self.owned:
+            return CLOSING
+        return "closing the console (its workload only): the attached cluster keeps running ..."
+
+    @property
+    def after_quit(self) -> str:
+        """What is still running once the console is gone (an attached cluster) and how to stop it."""
+        if self.owned:
+            return ""
+        state_dir = self.cluster.spec.state_dir
+        return (f"the cluster in {state_dir} keeps running: `kafkalab cluster down --state-dir {state_dir}` "
+                f"stops it, `kafkalab console --attach {state_dir}` shows it again")
 
     def close(self) -> None:
         if self._closed:
