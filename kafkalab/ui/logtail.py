@@ -30,7 +30,10 @@ class LogTail(Log):
         if not lines:
             return
         following = self.is_vertical_scroll_end or self.max_scroll_y == 0
+        pruned = self.max_lines is not None and self.line_count + len(lines) > self.max_lines
         self.write_lines(lines, scroll_end=following)
+        if pruned:  # Log repaints the new lines at their rows before the pruning: the visible rows went stale
+            self.refresh()
         if following:
             self.unseen = 0
         else:
