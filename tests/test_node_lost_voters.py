@@ -14,7 +14,14 @@ from pathlib import Path
 
 import psutil
 
-from kafkalab.cluster.node import _TRUNCATED, _UNSENT_REGISTRATION, LOST_VOTERS_AFTER, Node, NodeState
+from kafkalab.cluster.node import (
+    _TRUNCATED,
+    _UNSENT_REGISTRATION,
+    LOST_VOTERS_AFTER,
+    LOST_VOTERS_REASON,
+    Node,
+    NodeState,
+)
 from kafkalab.cluster.process import LocalBackend
 
 READY = "[KafkaRaftServer nodeId=1] Kafka Server started"
@@ -50,23 +57,27 @@ def stand_in_broker(tmp_path: Path, mode: str) -> Node:
                 broker_id=1, kraft=True, session_timeout_s=0.0)
 
 
-def tick_for(node: Node, seconds: float, until: NodeState | None = None) -> list[int]:
+def tick_for(node: Node, seconds: float, until: NodeState | None = None) -> tuple[list[int], set[str]]:
+    """Tick as the cluster's monitor does; the pids the node ran and the reasons it gave."""
     pids: list[int] = []
+    reasons: set[str] = set()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and node.state != until:
         node.tick()
+        reasons.add(node.reason)
         if node.pid is not None and node.pid not in pids:
             pids.append(node.pid)
         time.sleep(0.1)
-    return pids
+    return pids, reasons
 
 
 def test_a_broker_that_lost_the_voters_is_started_again_and_comes_up(tmp_path: Path) -> None:
     node = stand_in_broker(tmp_path, "lost")
     node.start()
     try:
-        pids = tick_for(node, 30, until=NodeState.RUNNING)
+        pids, reasons = tick_for(node, 30, until=NodeState.RUNNING)
         assert node.state == NodeState.RUNNING, node.reason
+        assert f"{LOST_VOTERS_REASON}: launched again" in reasons, reasons  # the pane says why it restarted
         assert (tmp_path / "broker-1" / "launches").read_text() == "2"
         assert len(pids) == 2 and not psutil.pid_exists(pids[0]), pids
     finally:

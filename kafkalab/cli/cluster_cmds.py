@@ -293,12 +293,12 @@ def _print_status(state_dir: Path, nodes: list[dict[str, object]], snapshot: Clu
                   quorum: dict[str, Any] | None = None) -> None:
     table = Table(title=f"cluster in {state_dir}", title_justify="left")
     for col in ("node", "state", "pid", "port", "uptime", "cpu %", "rss MB", "detail"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col != "detail")  # names and numbers whole; the reason wraps
     for n in nodes:
         broker_id = n["broker_id"]
         if quorum is not None:  # KRaft: the active controller of the quorum, not a broker's guess
             active = n.get("node_id") is not None and n.get("node_id") == quorum.get("leader")
-            name = str(n["name"]) + (" (active controller)" if active else "")
+            name = str(n["name"]) + (" (active)" if active else "")
         else:
             name = str(n["name"]) + (" (controller)" if broker_id is not None and broker_id == snapshot.controller
                                      else "")

@@ -303,7 +303,8 @@ class Node:
         self._started_at = time.monotonic()
         self._ready = False
         self._proc = self._backend.launch(self.name, self._argv, self.stdout_path)
-        self.reason = "launched, waiting until ready"
+        # a relaunch keeps saying why it happened (an old ZooKeeper session, the lost voters)
+        self.reason = "launched, waiting until ready" if self._attempts == 1 else f"{self.reason}: launched again"
 
     def _ready_line_seen(self) -> bool:
         if self._ready:
