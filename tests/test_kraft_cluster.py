@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -79,3 +80,35 @@ def test_node_infos_name_controllers_and_brokers(kraft_cluster: Cluster) -> None
         log = kraft_cluster.node(name).log_path.read_text(errors="replace")
         assert f"[KafkaRaftServer nodeId={node_id}] Kafka Server started" in log
     assert "zookeeper" not in (kraft_cluster.state_dir / "broker-1" / "server.properties").read_text()
+
+
+def test_a_new_cluster_whose_first_election_lost_the_bootstrap_is_formatted_again(distribution) -> None:  # type: ignore[no-untyped-def]
+    """Kafka 3.9 runs a new quorum at metadata.version 3.0-IV1 for good when its first active controller
+    lost leadership before its bootstrap records committed. The race needs a contested first election and
+    cannot be forced, so the controller's log is given the line Kafka writes then; the claim is kafkalab's
+    answer: everything ended, the storage formatted again, a second start that works."""
+    from kafkalab.admin import Admin
+    from kafkalab.cluster.kraft_storage import LOST_BOOTSTRAP, LOST_BOOTSTRAP_NOTE
+    from tests.conftest import make_spec
+
+    spec = make_spec("kraft-lost-bootstrap", brokers=1, mode="kraft")
+    cluster = Cluster(spec, distribution)
+    said: list[str] = []
+
+    def inject() -> None:  # once controller-1's first process runs, its log "says" the bootstrap was lost
+        while not cluster.nodes or cluster.node("controller-1").pid is None:
+            time.sleep(0.05)
+        with open(cluster.node("controller-1").log_path, "a") as log:
+            log.write(f"[2026-01-01 00:00:00,000] WARN [QuorumController id=101] Performing controller activation. "
+                      f"{LOST_BOOTSTRAP}. Treating the log as version 3.0-IV1.\n")
+
+    injector = threading.Thread(target=inject, daemon=True)
+    injector.start()
+    with cluster:
+        cluster.start(timeout=300, progress=said.append)
+        assert any(LOST_BOOTSTRAP_NOTE in line for line in said), said
+        assert all(n.state == NodeState.RUNNING for n in cluster.nodes)
+        log = cluster.node("controller-1").log_path.read_text()
+        assert log.count("Kafka Server started") == 2  # a second process, on storage formatted again
+        Admin(cluster.bootstrap, timeout_s=5.0).create_topic("after-reformat", 3, 1, timeout_s=60)
+        wait_until(lambda: answered(cluster), 60, interval=0.5, what="the quorum view (metadata.version >= 3.7)")

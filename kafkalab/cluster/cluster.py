@@ -11,8 +11,8 @@ from pathlib import Path
 
 from kafkalab.admin.quorum import QuorumState, QuorumWatch, quorum_watch_argv
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR, write_node_configs
-from kafkalab.cluster.kraft_storage import format_storage, pin_recorded_ports
-from kafkalab.cluster.node import Node, NodeInfo, NodeState, last_words
+from kafkalab.cluster.kraft_storage import LOST_BOOTSTRAP_NOTE, format_storage, lost_bootstrap, pin_recorded_ports
+from kafkalab.cluster.node import TICK_S, Node, NodeInfo, NodeState, end_and_wait, wait_ready
 from kafkalab.cluster.ports import resolve_and_claim_ports
 from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
 from kafkalab.cluster.spec import JVM_FLAGS, ClusterSpec
@@ -20,7 +20,6 @@ from kafkalab.cluster.supervision import StateDirLock, write_pid_file
 from kafkalab.dist import BROKER_MAIN, ZOOKEEPER_MAIN, Distribution, java_binary
 from kafkalab.errors import KafkalabError
 
-TICK_S = 0.1
 StateListener = Callable[[Node, NodeState, str], None]
 
 
@@ -56,8 +55,7 @@ class Cluster:
                 progress(f"ended leftovers of a crashed run: {', '.join(self.reaped)}")
             resolve_and_claim_ports(self.spec, pinned_controllers=pin_recorded_ports(self.spec))
             write_node_configs(self.spec)
-            if self.spec.kraft:
-                format_storage(self.spec, self.dist, progress)
+            fresh = self.spec.kraft and format_storage(self.spec, self.dist, progress)
             self._build_nodes()
             self._started = True
             atexit.register(self.shutdown)
@@ -65,20 +63,20 @@ class Cluster:
             self._monitor.start()
             deadline = time.monotonic() + timeout
             if self.spec.kraft:
-                self._start_kraft(deadline, progress)
+                self._start_kraft(deadline, progress, fresh)
                 return
             progress(f"starting ZooKeeper on 127.0.0.1:{self.spec.zk_port}")
             self.zookeeper.start()
-            self._wait_ready([self.zookeeper], deadline)
+            wait_ready([self.zookeeper], deadline)
             progress(f"starting {len(self.brokers)} brokers on ports {', '.join(map(str, self.spec.broker_ports))}")
             for broker in self.brokers:
                 broker.start()
-            self._wait_ready(self.brokers, deadline, progress)
+            wait_ready(self.brokers, deadline, progress)
         except BaseException:
             self.shutdown(graceful=False)
             raise
 
-    def _start_kraft(self, deadline: float, progress: Callable[[str], None]) -> None:
+    def _start_kraft(self, deadline: float, progress: Callable[[str], None], fresh: bool) -> None:
         """Controllers and brokers start together: a broker waits for the quorum by itself, and no node
         has to wait for another's JVM to warm up. The quorum view's helper starts once they are ready, so
         its JVM does not take the nodes' CPU while they start."""
@@ -87,9 +85,15 @@ class Cluster:
         progress(f"starting {spec.controllers} KRaft controller(s) ({shape}) on ports "
                  f"{', '.join(map(str, spec.controller_ports))} and {len(self.brokers)} brokers on ports "
                  f"{', '.join(map(str, spec.broker_ports))}")
-        for node in self.nodes:
-            node.start()
-        self._wait_ready(self.nodes, deadline, progress)
+        for attempt in (1, 2):
+            for node in self.nodes:
+                node.start()
+            wait_ready(self.nodes, deadline, progress)
+            if attempt == 2 or not (fresh and lost_bootstrap(self.nodes)):
+                break
+            progress(f"{LOST_BOOTSTRAP_NOTE}: formatting the storage again and starting over")
+            end_and_wait(self.nodes, "formatting the KRaft storage again")
+            format_storage(spec, self.dist, progress, wipe=True)
         helper_dir = spec.node_dir(QUORUM_WATCH_DIR)
         jvm_args = [f"-Dlog4j.configuration=file:{helper_dir / 'log4j.properties'}",
                     node_marker(spec.state_dir, QUORUM_WATCH_DIR)]
@@ -110,24 +114,6 @@ class Cluster:
     def quorum_helper_pid(self) -> int | None:
         """The quorum view's helper JVM, while it runs (KRaft mode)."""
         return self._quorum.pid if self._quorum is not None else None
-
-    def _wait_ready(self, nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None) -> None:
-        ready: set[str] = set()
-        while True:
-            for node in nodes:
-                if node.state == NodeState.FAILED:
-                    raise KafkalabError(f"{node.name} failed to start: {node.reason} (log: {node.log_path})")
-                if node.state == NodeState.RUNNING and node.name not in ready:
-                    ready.add(node.name)
-                    if progress:
-                        progress(f"{node.name} ready ({len(ready)}/{len(nodes)})")
-            if len(ready) == len(nodes):
-                return
-            if time.monotonic() > deadline:
-                late = [n for n in nodes if n.state != NodeState.RUNNING]
-                raise KafkalabError(f"{', '.join(n.name for n in late)} not ready in time (its last log line: "
-                                    f"{last_words(late[0])}): see {late[0].log_path}")
-            time.sleep(TICK_S)
 
     def shutdown(self, graceful: bool = True, bound_s: float = 30.0, reason: str = "") -> None:
         """Stop brokers (SIGTERM, or SIGKILL when not graceful), then ZooKeeper; release the state dir.

@@ -12,11 +12,13 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkalab.cluster.node import Node, this_start_log
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.dist import Distribution, java_binary, java_helper_argv
 from kafkalab.errors import KafkalabError
@@ -80,8 +82,28 @@ def pin_recorded_ports(spec: ClusterSpec) -> bool:
     return True
 
 
-def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[str], None] = lambda _m: None) -> None:
-    """Record the quorum on first use, then format every node whose log dir has no meta.properties."""
+# Kafka 3.9: when the first active controller loses its leadership before its bootstrap records
+# (metadata.version among them) commit, the next one finds a log that is not empty yet holds no
+# metadata.version, and runs the cluster at 3.0-IV1 for good: no controller registration, no admin call
+# to a controller (the quorum view), none of 3.9's KRaft features. A new cluster is formatted again.
+LOST_BOOTSTRAP = "No metadata.version feature level record was found in the log"
+LOST_BOOTSTRAP_NOTE = "the quorum's first election lost its bootstrap records (a Kafka 3.9 race)"
+
+
+def lost_bootstrap(nodes: list[Node]) -> bool:
+    """A controller among ``nodes`` activated, in this start, without the bootstrap metadata.version."""
+    return any(LOST_BOOTSTRAP in this_start_log(node) for node in nodes)
+
+
+def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[str], None] = lambda _m: None,
+                   wipe: bool = False) -> bool:
+    """Record the quorum on first use, then format every node whose log dir has no meta.properties.
+
+    True when every node was formatted now (a new cluster). ``wipe``: empty every node's log dir first.
+    """
+    if wipe:
+        for name, _node_id in _nodes(spec):
+            shutil.rmtree(_log_dir(spec, name), ignore_errors=True)
     record = read_record(spec.state_dir)
     if record is None:
         voters = tuple((c, spec.controller_port(c), random_uuid()) for c in spec.controller_ids)
@@ -90,7 +112,7 @@ def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[st
     todo = [(name, node_id) for name, node_id in _nodes(spec)
             if not (_log_dir(spec, name) / "meta.properties").exists()]
     if not todo:
-        return
+        return False
     progress(f"formatting KRaft storage of {', '.join(n for n, _ in todo)} (cluster id {record.cluster_id})")
     argv = [java_binary(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             f"-Dlog4j.configuration=file:{spec.node_dir(todo[0][0]) / 'log4j.properties'}",
@@ -107,6 +129,7 @@ def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[st
     if failed or done.returncode != 0:
         why = failed[0] if failed else (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         raise KafkalabError(f"formatting the KRaft storage failed: {why[:300]}")
+    return len(todo) == len(_nodes(spec))
 
 
 def _nodes(spec: ClusterSpec) -> list[tuple[str, int]]:

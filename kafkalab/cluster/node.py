@@ -16,8 +16,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from kafkalab.cluster.process import Backend, NodeProcess
+from kafkalab.errors import KafkalabError
 
 STOP_BOUND_S = 30.0
+TICK_S = 0.1  # how often the cluster's monitor ticks the nodes
 START_RETRIES = 10
 _NODE_EXISTS = re.compile(r"NodeExists|node already exists", re.IGNORECASE)
 _PROBLEM = re.compile(r"\] (ERROR|FATAL) |^Error|Exception in thread|OutOfMemoryError")
@@ -246,7 +248,7 @@ class Node:
             if self.state == NodeState.STARTING and self._ready_line_seen():
                 self._set(NodeState.RUNNING, f"ready in {now - self._started_at:.1f}s")
             elif (self.state == NodeState.STARTING and self._kraft_broker and not self._relaunching
-                  and lost_voters(read_since(self.log_path, self._log_offset))):
+                  and lost_voters(this_start_log(self))):
                 self._proc.kill()
                 self._relaunching = True
             elif self.state == NodeState.STOPPING and now > self._stop_deadline:
@@ -359,6 +361,40 @@ def lost_voters(log: str) -> bool:
     """A KRaft broker's start-up log shows the lost voter set (see ``_TRUNCATED``)."""
     cut = log.rfind(_TRUNCATED)
     return cut >= 0 and log.count(_UNSENT_REGISTRATION, cut) >= LOST_VOTERS_AFTER
+
+
+def wait_ready(nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None) -> None:
+    """Until every node runs; a failed node, or the deadline, raises KafkalabError naming why."""
+    ready: set[str] = set()
+    while True:
+        for node in nodes:
+            if node.state == NodeState.FAILED:
+                raise KafkalabError(f"{node.name} failed to start: {node.reason} (log: {node.log_path})")
+            if node.state == NodeState.RUNNING and node.name not in ready:
+                ready.add(node.name)
+                if progress:
+                    progress(f"{node.name} ready ({len(ready)}/{len(nodes)})")
+        if len(ready) == len(nodes):
+            return
+        if time.monotonic() > deadline:
+            late = [n for n in nodes if n.state != NodeState.RUNNING]
+            raise KafkalabError(f"{', '.join(n.name for n in late)} not ready in time (its last log line: "
+                                f"{last_words(late[0])}): see {late[0].log_path}")
+        time.sleep(TICK_S)
+
+
+def end_and_wait(nodes: list[Node], reason: str, bound_s: float = 30.0) -> None:
+    """End the nodes (shown as stopped with ``reason``) and wait until their processes are gone."""
+    for node in nodes:
+        node.end(reason)
+    deadline = time.monotonic() + bound_s
+    while any(n.pid is not None for n in nodes) and time.monotonic() < deadline:
+        time.sleep(TICK_S)
+
+
+def this_start_log(node: Node) -> str:
+    """What the node's log gained since its process was last launched."""
+    return read_since(node.log_path, node._log_offset)
 
 
 def last_words(node: Node) -> str:
