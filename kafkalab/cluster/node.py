@@ -151,6 +151,7 @@ class Node:
         self._stop_deadline = 0.0
         self._attempts = 0
         self._ready = False
+        self._start_log = ""  # the log of this start, as the last readiness check read it
         self._stdout_offset = 0
         self.restarts = 0
         self.on_change: Callable[[Node, NodeState, str], None] | None = None
@@ -248,7 +249,7 @@ class Node:
             if self.state == NodeState.STARTING and self._ready_line_seen():
                 self._set(NodeState.RUNNING, f"ready in {now - self._started_at:.1f}s")
             elif (self.state == NodeState.STARTING and self._kraft_broker and not self._relaunching
-                  and lost_voters(this_start_log(self))):
+                  and lost_voters(self._start_log)):
                 self._proc.kill()
                 self._relaunching = True
             elif self.state == NodeState.STOPPING and now > self._stop_deadline:
@@ -305,14 +306,14 @@ class Node:
         self._started_at = time.monotonic()
         self._ready = False
         self._proc = self._backend.launch(self.name, self._argv, self.stdout_path)
-        # a relaunch keeps saying why it happened (an old ZooKeeper session, the lost voters)
         self.reason = "launched, waiting until ready" if self._attempts == 1 else f"{self.reason}: launched again"
 
     def _ready_line_seen(self) -> bool:
         if self._ready:
             return True
         if self._ready_marker is not None:
-            self._ready = self._ready_marker in read_since(self.log_path, self._log_offset)
+            self._start_log = this_start_log(self)
+            self._ready = self._ready_marker in self._start_log
         else:
             self._ready = zookeeper_answers(self.port)
         return self._ready

@@ -89,11 +89,7 @@ def _registry_entry(state_dir: Path) -> Path:
 
 
 def _register(state_dir: Path) -> None:
-    try:
-        _registry_dir().mkdir(parents=True, exist_ok=True)
-        _registry_entry(state_dir).write_text(json.dumps({"state_dir": str(state_dir)}))
-    except OSError:
-        pass  # the registry only helps commands find a cluster without --state-dir
+    claim_ports(state_dir, [])  # no ports yet: they are chosen after the state dir is locked
 
 
 def _unregister(state_dir: Path) -> None:
@@ -144,5 +140,6 @@ def port_claims(state_dir: Path) -> Iterator[dict[int, Path]]:
 
 def claim_ports(state_dir: Path, ports: list[int]) -> None:
     """Record the ports this process's cluster in ``state_dir`` uses, for :func:`port_claims` elsewhere."""
-    with suppress(OSError):
+    with suppress(OSError):  # the registry only helps: finding a cluster without --state-dir, port claims
+        _registry_dir().mkdir(parents=True, exist_ok=True)
         _registry_entry(state_dir).write_text(json.dumps({"state_dir": str(state_dir), "ports": ports}))

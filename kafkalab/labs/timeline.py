@@ -228,7 +228,7 @@ class ClusterWatch:
         # The first acknowledgment waits for metadata and a producer id (KRaft: from the controller), seconds
         # on a busy laptop: only a producer that never got one for FIRST_ACK_STALL_S has stalled before it.
         patience = STALL_AFTER_S if self._acked > 0 else FIRST_ACK_STALL_S
-        if busy and not self._stalled and now - self._acked_since >= patience:
+        if not self._stalled and now - self._acked_since >= patience:  # busy: an idle producer returned above
             self._stalled = True
             self.timeline.add(ProducerStalled(
                 source=stats.name, in_flight=stats.in_flight,
