@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
-from kafkalab.ui import bindings
+from kafkalab.ui import bindings, repaint_fix
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
@@ -77,6 +77,7 @@ class LabConsole(App[None]):
                  groups_feed: GroupsFeed | None = None, metadata: MetadataPanes | None = None) -> None:
         """``poll_s`` overrides every poll interval (tests poll fast; the defaults suit a person).
         ``metadata``: KRaft mode's controller panes in place of ZooKeeper's (default: ZooKeeper)."""
+        repaint_fix.install()
         super().__init__()
         self.metadata = metadata or MetadataPanes()
         self.source = source
