@@ -211,6 +211,26 @@ async def test_start_and_stop_run_fill_the_results_pane() -> None:
 
 
 @sync
+async def test_a_new_run_clears_the_last_runs_counts_and_says_its_report_comes_at_the_end() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        for key in "gx":
+            await pilot.press(key)
+            await settle(pilot)
+        assert "nothing acknowledged was lost" in str(app.query_one("#verdict", Static).render())
+        await pilot.press("g")
+        await settle(pilot)
+        verdict = str(app.query_one("#verdict", Static).render())
+        assert "a run is under way: its report appears here when it ends" in verdict
+        assert "the last run's verdict: acks=all, min ISR 2: nothing acknowledged was lost" in verdict
+        assert app.query_one("#per-partition", Static).content == ""
+        assert app.query_one("#totals", Static).has_class("-empty")
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.query_one("#per-partition", Static).content, Table)
+
+
+@sync
 async def test_the_top_bar_follows_the_run_and_ends_on_its_outcome_not_on_run_started() -> None:
     feed = FakeSource()
     async with running(feed) as (app, pilot):

@@ -69,12 +69,15 @@ class ResultsPane(VerticalScroll):
 
     def show(self, frame: RunFrame) -> None:
         self.query_one(ThroughputChart).show(frame.throughput, frame.markers)
-        if frame.report == (self.frame.report if self.frame else None):
+        shown = self.frame.report if self.frame else None
+        if frame.report == shown:
             self.frame = frame
             return
         self.frame = frame
         report = frame.report
         if report is None:
+            if shown is not None:  # a new run: the last run's counts would read as this one's
+                self.show_in_progress(shown.verdict)
             return
         if not report.analysed:
             self.show_no_report(frame.phase, report.verdict)
@@ -93,6 +96,19 @@ class ResultsPane(VerticalScroll):
         self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
                                                         if report.per_partition else "")
 
+    def show_in_progress(self, last_verdict: str) -> None:
+        """A run under way: its report comes when it ends; the last run's verdict stays, named as the last's."""
+        verdict = Text("\n  a run is under way: its report appears here when it ends  \n",
+                       style="bold black on grey70", justify="center")
+        verdict.append(f"\nthe last run's verdict: {last_verdict}", style="dim")
+        self._show_verdict_only(verdict)
+
+    def _show_verdict_only(self, verdict: Text) -> None:
+        self.query_one("#verdict", Static).update(verdict)
+        self.query_one("#totals", Static).update("")
+        self.query_one("#totals", Static).add_class("-empty")
+        self.query_one("#per-partition", Static).update("")
+
     def show_no_report(self, phase: str, why: str) -> None:
         """A run that ended before its analysis: what happened, and no counts that would read as a report."""
         stopped = phase == "stopped"
@@ -101,10 +117,7 @@ class ResultsPane(VerticalScroll):
                        justify="center")
         verdict.append(f"\n{why}\n", style="bold").append(
             "A report needs a run that reaches its analysis: g starts the next run.", style="dim")
-        self.query_one("#verdict", Static).update(verdict)
-        self.query_one("#totals", Static).update("")
-        self.query_one("#totals", Static).add_class("-empty")
-        self.query_one("#per-partition", Static).update("")
+        self._show_verdict_only(verdict)
 
     def samples_text(self) -> str:
         report = self.frame.report if self.frame else None
