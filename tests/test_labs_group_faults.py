@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from kafkalab.admin import ResetTarget
+from kafkalab.admin.groups import GroupActive, Groups, GroupUnreachable, OffsetMove
 from kafkalab.labs import load_lab
 from tests.test_labs_unit import MINIMAL, error_of, write
 
@@ -47,3 +49,23 @@ def test_a_whole_topic_redelivered_is_named_a_replay_not_duplicates() -> None:
         "the whole topic (2,000 records) was processed again")
     assert "not duplicates" in verdict({"redelivered": 2000}, acknowledged=2000)
     assert verdict({"redelivered": 12}, acknowledged=2000).startswith("12 records were processed again")
+
+
+def test_a_reset_whose_group_cannot_be_described_retries_through_a_new_client() -> None:
+    """A group describe that times out on a healthy cluster came from a client stuck on a moved coordinator:
+    the retry asks through a new one. (The cluster is not what this claims: reset and renew stand in.)"""
+    clients: list[str] = ["first"]
+    groups = Groups(SimpleNamespace(renew=lambda: clients.append(f"client {len(clients) + 1}")))  # type: ignore[arg-type]
+    answers = iter([GroupUnreachable("cannot describe group g1: _TIMED_OUT"), GroupActive("still active"), []])
+    asked_through: list[str] = []
+
+    def reset(*_args: object, **_kwargs: object) -> list[OffsetMove]:
+        asked_through.append(clients[-1])
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    groups.reset = reset  # type: ignore[method-assign]
+    assert groups.reset_when_inactive("g1", ["test-topic"], ResetTarget("to-earliest"), timeout_s=10) == []
+    assert asked_through == ["first", "client 2", "client 2"]  # renewed after the timeout, not while active

@@ -112,6 +112,13 @@ class Admin:
         """When to stop waiting for answers: ``wait_s`` from now, by default the request timeout and a margin."""
         return time.monotonic() + (self.timeout_s + 0.5 if wait_s is None else wait_s)
 
+    def renew(self) -> None:
+        """Talk through a new librdkafka client from now on. After the controller or a group's coordinator
+        moved, the old one may keep asking a broker that no longer answers for it (NOT_CONTROLLER not
+        refreshing its metadata; a group describe timing out for a minute on a healthy cluster after a
+        broker's ZooKeeper session expired): a new client looks both up afresh."""
+        self._client = _admin_client(self.bootstrap)
+
     @property
     def client(self) -> AdminClient:
         """The librdkafka admin client in use (it changes when a paused broker is routed around)."""
@@ -190,7 +197,7 @@ class Admin:
                 if not retriable or time.monotonic() > deadline:
                     raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
                 time.sleep(0.5)
-                self._client = _admin_client(self.bootstrap)
+                self.renew()
         if wait_leaders:
             self.wait_for_leaders(name, partitions, timeout_s)
 

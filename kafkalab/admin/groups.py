@@ -288,9 +288,11 @@ class Groups:
         while True:
             try:
                 return self.reset(group, topic_specs, target, execute=True)
-            except (GroupActive, GroupUnreachable):
+            except (GroupActive, GroupUnreachable) as exc:
                 if time.monotonic() > deadline:
                     raise
+                if isinstance(exc, GroupUnreachable):
+                    self.admin.renew()
                 time.sleep(0.5)
 
     def _partitions(self, topic_specs: list[str]) -> list[TopicPartitionKey]:
