@@ -482,8 +482,9 @@ class LabConsole(App[None]):
 
     # ---- views -----------------------------------------------------------------------------------
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """The results need more width than the clients: on a narrow screen their tab takes the whole row."""
-        self.query_one("#main").set_class(event.pane.id == "tab-results", "-results")
+        """The results need more width than the clients: on a narrow screen their tab takes the whole row.
+        (A tab activated as the console closes comes after its widgets went: nothing to widen then.)"""
+        self.query("#main").set_class(event.pane.id == "tab-results", "-results")
 
     def action_show_tab(self, name: str) -> None:
         """Presenter mode hides the side pane, except for the results: the room must see the report. Any other

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from kafkalab.ui.chart import ThroughputChart
-from kafkalab.ui.source import RunFrame
+from kafkalab.ui.source import ReportView, RunFrame
 
 CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered",
            "recovered", "unexpected")
@@ -54,7 +54,9 @@ NO_REPORTS = ("No reports here: the default workload (g) is not analysed; its th
 
 
 class ResultsPane(VerticalScroll):
-    frame: RunFrame | None = None  # the frame on screen
+    frame: RunFrame | None = None  # the last frame shown
+    shown: ReportView | None = None  # the report on screen (dimmed to its verdict while a run is under way)
+    in_progress = False
 
     def __init__(self, reports: bool = True, **kwargs: object) -> None:
         """``reports``: whether runs here end in a report (a lab's do; a bare console's workload does not)."""
@@ -69,16 +71,16 @@ class ResultsPane(VerticalScroll):
 
     def show(self, frame: RunFrame) -> None:
         self.query_one(ThroughputChart).show(frame.throughput, frame.markers)
-        shown = self.frame.report if self.frame else None
-        if frame.report == shown:
-            self.frame = frame
-            return
         self.frame = frame
         report = frame.report
         if report is None:
-            if shown is not None:  # a new run: the last run's counts would read as this one's
-                self.show_in_progress(shown.verdict)
+            if frame.live and self.shown is not None and not self.in_progress:
+                self.show_in_progress(self.shown.verdict)  # the last run's counts would read as this one's
+                self.in_progress = True
             return
+        if report == self.shown and not self.in_progress:
+            return
+        self.shown, self.in_progress = report, False
         if not report.analysed:
             self.show_no_report(frame.phase, report.verdict)
             return
