@@ -174,6 +174,15 @@ def test_leader_moves_names_partition_and_both_leaders() -> None:
     assert moves == ["leader of test-topic/1 moved 2 -> 3", "leader of test-topic/4 moved 2 -> 3"]
 
 
+def test_a_topic_created_again_with_new_replicas_moved_no_leader() -> None:
+    """A reused cluster's next run deletes and creates its topic: new replica lists, new leaders, no failover."""
+    old = ClusterSnapshot(0.0, True, 1, (1, 2, 3), (PartitionState("t", 0, 3, (3, 1, 2), (1, 2, 3), 10, 1),
+                                                  PartitionState("t", 1, 1, (1, 2, 3), (1, 2, 3), 10, 1)))
+    new = replace(old, partitions=(PartitionState("t", 0, 1, (1, 2, 3), (1, 2, 3), 0, 1),
+                                   PartitionState("t", 1, 2, (1, 2, 3), (2, 3), 0, 1)))
+    assert leader_moves(old, new) == ["leader of t/1 moved 1 -> 2"]
+
+
 def test_row_of_marks_offline_and_unknown_offsets() -> None:
     p = PartitionState("t", 3, None, (1, 2), (), None, 1)
     assert row_key(p) == "t/3"

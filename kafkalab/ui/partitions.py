@@ -64,15 +64,17 @@ def diff_rows(old: Mapping[str, Row], new: Mapping[str, Row]) -> TableDiff:
 
 
 def leader_moves(old: ClusterSnapshot, new: ClusterSnapshot) -> list[str]:
-    """'leader of t/3 moved 2 -> 1' for every partition whose leader changed between two snapshots."""
-    before = {row_key(p): p.leader for p in old.partitions}
+    """'leader of t/3 moved 2 -> 1' for every partition whose leader changed between two snapshots.
+
+    Only a partition that kept its replicas counts: a topic deleted and created again (a reused cluster's
+    next run) gets a new assignment led by its first replica, and no leader moved."""
+    before = {row_key(p): p for p in old.partitions}
     moves = []
     for p in new.partitions:
-        key = row_key(p)
-        if key in before and before[key] != p.leader:
-            was = "none" if before[key] is None else before[key]
-            now = "none" if p.leader is None else p.leader
-            moves.append(f"leader of {key} moved {was} -> {now}")
+        was = before.get(row_key(p))
+        if was is not None and was.replicas == p.replicas and was.leader != p.leader:
+            moves.append(f"leader of {row_key(p)} moved {'none' if was.leader is None else was.leader} -> "
+                         f"{'none' if p.leader is None else p.leader}")
     return moves
 
 
