@@ -14,7 +14,7 @@ import psutil
 import pytest
 from confluent_kafka import Producer
 
-from kafkalab.admin import Admin
+from kafkalab.admin import Admin, PartitionState
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.cluster.process import NODE_NICE
 from tests.helpers import wait_until
@@ -46,8 +46,12 @@ def engine(request: pytest.FixtureRequest) -> tuple[Cluster, Admin, Callable[...
 def test_sigkill_of_leader_elects_new_leader_from_isr_and_restart_restores_isr(engine) -> None:
     cluster, admin, topic_factory = engine
     topic = topic_factory(partitions=3, replication_factor=3, configs={"min.insync.replicas": "2"})
-    before = admin.snapshot().partition(topic, 0)
-    assert before is not None and before.leader is not None and len(before.isr) == 3
+
+    def settled() -> PartitionState | None:  # the broker answering may not have the just-created topic in its cache yet
+        p = admin.snapshot().partition(topic, 0)
+        return p if p is not None and p.leader is not None and len(p.isr) == 3 else None
+
+    before = wait_until(settled, 30, what=f"{topic}/0 with a leader and 3 in-sync replicas")
     leader = before.leader
     killed_at = time.monotonic()
     cluster.node(leader).kill()
