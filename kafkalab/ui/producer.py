@@ -29,11 +29,10 @@ def settings_line(settings: Mapping[str, str]) -> Text:
 def counts_line(stats: ProducerStats) -> Text:
     remaining = max(0, stats.total - stats.acked - stats.failed_total - stats.unknown)
     eta = duration(remaining / stats.rate) if stats.rate > 0 and remaining else "-"
-    # no-break spaces inside each figure and its label: a narrow pane wraps between them, never inside one
     return Text.assemble(
         (f" {stats.state.upper()} ", "bold reverse"), " ",
-        (f"{stats.acked:,}", "bold"), ("/", "dim"), f"{stats.total:,}", ("\xa0acked  ", "dim"),
-        f"{stats.rate:,.0f}/s", ("  ETA\xa0", "dim"), eta, ("  in\xa0flight\xa0", "dim"), f"{stats.in_flight:,}",
+        (f"{stats.acked:,}", "bold"), ("/", "dim"), f"{stats.total:,}", (" acked  ", "dim"),
+        f"{stats.rate:,.0f}/s", ("  ETA ", "dim"), eta, ("  in flight ", "dim"), f"{stats.in_flight:,}",
     )
 
 
