@@ -57,14 +57,19 @@ def test_acks0_failover_reports_loss_by_the_brokers(spark, cluster: Cluster, adm
     leader = admin.snapshot().partition(topic, 0).leader  # type: ignore[union-attr]
     assert leader is not None
     producer = run_producer(cluster.bootstrap, tmp_path / "p", {
-        "producer.topic": topic, "producer.acks": "0", "producer.num-records-per-roll": "60000",
+        "producer.topic": topic, "producer.acks": "0", "producer.num-rolls": "40",
+        "producer.num-records-per-roll": "1500", "producer.wait-after-roll": "200",
         "producer.delivery-timeout": "8000", "producer.request-timeout": "4000"}, run="acks0")
     try:
         wait_until(lambda: producer.stats().acked > 5000, 60, 0.05, "sending under way")
         # Paused, the leader still takes bytes into its socket buffer, and acks=0 counts them as sent;
         # the kill then destroys them: loss every time, not only when the kill happens to land mid-batch.
+        # The rolls keep the producer sending for about 8 s, so sends reach the paused leader (an unpaced
+        # acks=0 producer could be done before the pause lands: no loss, seen once on a loaded machine).
+        sent_at_pause = producer.stats().acked
         cluster.node(leader).pause()
         time.sleep(1.5)
+        assert producer.stats().acked > sent_at_pause + 1500, "nothing sent while the leader was paused"
         cluster.node(leader).kill()
         assert producer.join(90)
     finally:

@@ -33,13 +33,7 @@ def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.
     try:
         ends: dict[int, int] = {}
         for p in range(partitions):
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)
-            except KafkaException as exc:
-                raise KafkalabError(
-                    f"cannot read partition {p} of {topic} ({exc.args[0].name()}): "
-                    "bring its brokers back and audit again"
-                ) from None
+            low, high = _watermarks(consumer, topic, p)
             if high > low:
                 ends[p] = high
         expected = sum(ends.values())
@@ -48,6 +42,23 @@ def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.
         return log.close(complete=True), read
     finally:
         consumer.close()
+
+
+def _watermarks(consumer: _RdConsumer, topic: str, partition: int, grace: float = 30.0) -> tuple[int, int]:
+    """A partition's low and high watermarks, asked again for ``grace`` seconds: a broker just back may answer
+    from metadata that lacks the topic (seen as _UNKNOWN_PARTITION a moment after a restart)."""
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+            return low, high
+        except KafkaException as exc:
+            if time.monotonic() > deadline:
+                raise KafkalabError(
+                    f"cannot read partition {partition} of {topic} ({exc.args[0].name()}): "
+                    "bring its brokers back and audit again"
+                ) from None
+            time.sleep(0.5)
 
 
 def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: PayloadLog, expected: int,
