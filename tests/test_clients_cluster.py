@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from kafkalab.clients.producer import Producer
 from kafkalab.clients.stats import ClientEvent
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.node import NodeState
+from kafkalab.priority import BACKGROUND_NICE
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -367,28 +369,58 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*KAFKALAB, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
-def test_consumer_process_ends_when_its_parent_is_killed(cluster: Cluster, topic_factory: Callable[..., str],
-                                                       tmp_path: Path) -> None:
-    """`kafkalab consume` SIGKILLed: its poll-loop child sees stdin close and ends on its own."""
+def _client_child(cli: subprocess.Popen[str], module: str) -> psutil.Process:
+    """The child process of ``kafkalab produce``/``consume`` running ``module``, once it is sending or polling."""
+    def child() -> psutil.Process | None:
+        return next((c for c in psutil.Process(cli.pid).children() if module in " ".join(c.cmdline())), None)
+
+    wait_until(lambda: child() is not None, 60, 0.2, f"{module} started")
+    found = child()
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize("role", ["consume", "produce"])
+def test_client_process_ends_when_its_parent_is_killed(role: str, cluster: Cluster,
+                                                        topic_factory: Callable[..., str], tmp_path: Path) -> None:
+    """`kafkalab consume`/`produce` SIGKILLed: its loop's child sees stdin close and ends on its own."""
     topic = topic_factory(partitions=3, replication_factor=3)
-    consume = subprocess.Popen(
-        [*KAFKALAB, "consume", "-D", f"bootstrap.server={cluster.bootstrap}", "-D", f"consumer.topic={topic}",
-         "-D", f"consumer.group-id={topic}", "--log-dir", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    settings = ({"consumer.topic": topic, "consumer.group-id": topic} if role == "consume" else
+                {"producer.topic": topic, "producer.num-rolls": "1000", "producer.wait-after-roll": "100"})
+    cli = subprocess.Popen(
+        [*KAFKALAB, role, "-D", f"bootstrap.server={cluster.bootstrap}",
+         *[a for k, v in settings.items() for a in ("-D", f"{k}={v}")], "--log-dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     try:
-        assert consume.stdout is not None
-        for line in consume.stdout:
-            if "assigned" in line:
-                break
-        children = psutil.Process(consume.pid).children()
-        assert children, "the consumer's poll loop runs in a child process"
+        child = _client_child(cli, f"kafkalab.clients.{role}r_loop")
     finally:
-        consume.kill()
-        consume.wait()
-    _, alive = psutil.wait_procs(children, timeout=30)
+        cli.kill()
+        cli.wait()
+    _, alive = psutil.wait_procs([child], timeout=30)
     for proc in alive:  # leave nothing behind, whatever the outcome
         proc.kill()
-    assert not alive, f"consumer loop pids {[p.pid for p in alive]} outlived their parent by 30 s"
+    assert not alive, f"{role} loop pid {child.pid} outlived its parent by 30 s"
+
+
+def test_producer_runs_niced_in_a_session_of_its_own(cluster: Cluster, topic_factory: Callable[..., str],
+                                                     tmp_path: Path) -> None:
+    """The producer's librdkafka threads can busy-poll: they get a node's share of the CPU, not kafkalab's."""
+    topic = topic_factory(partitions=3, replication_factor=3)
+    producer = run_producer(cluster.bootstrap, tmp_path, {
+        "producer.topic": topic, "producer.num-rolls": "1000", "producer.wait-after-roll": "100"})
+    try:
+        wait_until(lambda: producer.stats().acked > 0, 60, 0.1, "producer sending")
+        assert producer.pid is not None and producer.pid != os.getpid()
+        child = psutil.Process(producer.pid)
+        assert child.nice() == psutil.Process().nice() + BACKGROUND_NICE
+        assert os.getsid(producer.pid) == producer.pid != os.getsid(0)
+        autogroup = Path(f"/proc/{producer.pid}/autogroup")
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == str(BACKGROUND_NICE)
+    finally:
+        producer.stop(drain=False)
+        assert producer.join(60)
+    assert producer.stats().state == "finished"
 
 
 def test_cli_missing_topic_without_auto_create_one_line_exit_2(distribution: object, tmp_path: Path) -> None:

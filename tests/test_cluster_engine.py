@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 
 from kafkalab.admin import Admin, PartitionState
 from kafkalab.cluster import Cluster, NodeState
-from kafkalab.cluster.process import NODE_NICE
+from kafkalab.priority import BACKGROUND_NICE
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -145,17 +145,17 @@ def test_node_infos_report_pid_uptime_memory_and_log_tail(cluster: Cluster) -> N
 
 
 def test_nodes_run_at_a_lower_cpu_priority_than_kafkalab(cluster: Cluster) -> None:
-    """The console and the clients get the CPU first on a busy laptop (NODE_NICE)."""
+    """The console and the clients get the CPU first on a busy laptop (BACKGROUND_NICE)."""
     own = os.getpriority(os.PRIO_PROCESS, 0)
     autogroups = Path("/proc/self/autogroup").exists()
     for info in cluster.infos():
         if info.state != NodeState.RUNNING:
             continue
         jvm = psutil.Process(info.pid)
-        assert jvm.nice() == own + NODE_NICE, info.name
-        assert all(psutil.Process(t.id).nice() == own + NODE_NICE for t in jvm.threads()[:20]), info.name
+        assert jvm.nice() == own + BACKGROUND_NICE, info.name
+        assert all(psutil.Process(t.id).nice() == own + BACKGROUND_NICE for t in jvm.threads()[:20]), info.name
         if autogroups:
-            assert Path(f"/proc/{info.pid}/autogroup").read_text().split()[-1] == str(NODE_NICE), info.name
+            assert Path(f"/proc/{info.pid}/autogroup").read_text().split()[-1] == str(BACKGROUND_NICE), info.name
 
 
 def test_admin_snapshots_keep_answering_while_the_broker_they_talk_to_is_paused(cluster: Cluster) -> None:

@@ -1,7 +1,8 @@
 """Producer and consumer workloads faithful to the course's apps, with payload logs and live stats.
 
-``Producer`` runs in a thread of the calling process; ``Consumer`` runs its loop in a child process so
-that ``crash()`` is a real process death (no close, no leave-group, no final commit), as in the course.
+Each runs its loop in a child process (``child_io`` and ``child_client`` are the two ends of the pipe):
+``Consumer`` so that ``crash()`` is a real process death (no close, no leave-group, no final commit), as in
+the course; ``Producer`` so that its librdkafka threads never take the CPU the nodes need.
 """
 
 from kafkalab.clients.consumer import Consumer

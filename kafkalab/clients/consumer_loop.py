@@ -1,27 +1,23 @@
 """The course consumer's poll loop, run as ``python -m kafkalab.clients.consumer_loop`` by ``Consumer``.
 
-Protocol: the parent writes one JSON line (the validated config's fields, log_dir) on stdin, then ``stop`` (or closes
-stdin) to ask for a clean close. The loop reports JSON lines on stdout: ``{"t": "stats", ...}`` about
-twice a second and ``{"t": "event", ...}`` for rebalances, notes and errors. The ``crash`` control word
-ends the process at once, as an uncaught exception ends the course's Java app: no close, no leave-group,
-no final commit.
+Spoken to as ``child_io`` describes: the spec is the validated config's fields and the log dir; the word
+``stop`` asks for a clean close. A ``crash`` control record ends the process at once, as an uncaught
+exception ends the course's Java app: no close, no leave-group, no final commit.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer as _RdConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from kafkalab.clients.child_io import EXIT_CRASH, Sink, event_item, serve
 from kafkalab.clients.control import CRASH, QUIT, WAIT
 from kafkalab.clients.lag_watch import LagWatch
 from kafkalab.clients.options import ConsumerConfig
@@ -31,13 +27,8 @@ from kafkalab.clients.stats import ClientState, RateMeter
 from kafkalab.logformat import CONSUMER_COLUMNS
 
 _CONTROL = frozenset((QUIT, CRASH, WAIT))
-EXIT_CRASH = 3  # the exit status of a `crash` control word
-EXIT_ORPHANED = 4  # the parent went away and the clean close did not finish in time
-_ORPHAN_CLOSE_S = 15.0
 _STATS_EVERY_S = 0.5
 _POLL_SLICE_S = 0.5  # a poll period is cut into slices so a stop request is seen quickly
-
-Sink = Callable[[dict[str, Any]], None]
 
 
 class ConsumerLoop:
@@ -67,8 +58,7 @@ class ConsumerLoop:
 
     # -- reporting --------------------------------------------------------------------------------
     def event(self, kind: str, detail: str = "", partitions: list[int] | tuple[int, ...] = ()) -> None:
-        self._sink({"t": "event", "ts": time.time(), "kind": kind, "detail": detail,
-                    "partitions": sorted(partitions)})
+        self._sink(event_item(kind, detail, partitions))
 
     def report_stats(self) -> None:
         self._meter.sample(self.processed)
@@ -162,6 +152,12 @@ class ConsumerLoop:
         self.state = ClientState.FINISHED
         self.event("finished", f"{self.processed} processed; log {path}")
         return 0
+
+    def fail(self, exc: BaseException) -> None:
+        self.state = ClientState.FAILED
+        if self._log is not None:
+            self._log.close(complete=False)
+        self.event("error", str(exc))
 
     def _poll(self, consumer: _RdConsumer) -> list[Message]:
         """Like the Java poll(): wait up to the poll period for records, return what is there."""
@@ -275,56 +271,14 @@ def _ends(batch: list[Message]) -> dict[int, int]:
     return {m.partition(): m.offset() + 1 for m in batch}  # type: ignore[misc, operator]
 
 
-def _json_sink() -> Sink:
-    lock = threading.Lock()
-    out = sys.stdout
-
-    def sink(item: dict[str, Any]) -> None:
-        line = json.dumps(item, separators=(",", ":")) + "\n"
-        with lock:
-            out.write(line)
-            out.flush()
-
-    return sink
-
-
 def main() -> int:
-    # Ctrl-C in a terminal reaches the whole process group: the parent decides how this consumer ends.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    spec = json.loads(sys.stdin.readline())
-    sink = _json_sink()
-    config = ConsumerConfig(**{**spec["config"], "notes": tuple(spec["config"]["notes"])})
-    loop = ConsumerLoop(config, Path(spec["log_dir"]), sink)
+    def make_loop(spec: dict[str, Any], sink: Sink) -> ConsumerLoop:
+        return ConsumerLoop(ConsumerConfig.from_spec(spec["config"]), Path(spec["log_dir"]), sink)
 
-    def watch_stdin() -> None:
-        for line in sys.stdin:
-            if line.strip() == "stop":
-                break
-        else:  # stdin closed without "stop": the parent is gone. Try a clean close, but not forever: with
-            # the cluster gone too, librdkafka's close can wait indefinitely, and nobody would end this process.
-            deadline = threading.Timer(_ORPHAN_CLOSE_S, os._exit, args=(EXIT_ORPHANED,))
-            deadline.daemon = True
-            deadline.start()
+    def stop(loop: ConsumerLoop) -> None:
         loop.stop_requested.set()
 
-    def report() -> None:
-        while not loop.state.ended:
-            loop.report_stats()
-            time.sleep(_STATS_EVERY_S)
-
-    signal.signal(signal.SIGINT, lambda *_: loop.stop_requested.set())
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    threading.Thread(target=report, daemon=True).start()
-    try:
-        code = loop.run()
-    except Exception as exc:
-        loop.state = ClientState.FAILED
-        if loop._log is not None:
-            loop._log.close(complete=False)
-        sink({"t": "event", "ts": time.time(), "kind": "error", "detail": str(exc), "partitions": []})
-        code = 2
-    loop.report_stats()
-    return code
+    return serve(make_loop, {"stop": stop}, orphaned="stop", stats_every=_STATS_EVERY_S)
 
 
 if __name__ == "__main__":

@@ -186,6 +186,11 @@ class ClientConfig:
                    payload_trunc=v[f"{cls.ROLE}.payload-trunc"], notes=tuple(notes), **own)
 
     @classmethod
+    def from_spec(cls, fields: Mapping[str, Any]) -> Self:
+        """A config back from its fields as JSON carried them (``dataclasses.asdict`` on the other side)."""
+        return cls(**{**fields, "notes": tuple(fields["notes"])})
+
+    @classmethod
     def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
         """The subclass's own fields from the parsed options ``v`` (``given``: those set, not defaulted)."""
         raise NotImplementedError

@@ -12,18 +12,15 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
 import psutil
 
+from kafkalab.priority import lower_autogroup_priority, nice_prefix
+
 NODE_MARKER_PROPERTY = "kafkalab.node"
-NODE_NICE = 5
-"""How much lower the nodes' CPU priority is than kafkalab's. On a laptop's two cores four busy JVMs would
-otherwise take the console's and the clients' turns (a key press waited for the CPU); niced they still
-get every cycle nobody else wants."""
 
 
 def node_marker(state_dir: Path, node_name: str) -> str:
@@ -149,30 +146,7 @@ def supervised_prefix() -> list[str]:
     setpriv = shutil.which("setpriv")
     if sys.platform.startswith("linux") and setpriv:
         prefix = [setpriv, "--pdeathsig", "KILL", "--"]
-    nice = shutil.which("nice")
-    if nice:
-        prefix += [nice, "-n", str(NODE_NICE)]
-    return prefix
-
-
-def lower_autogroup_priority(pid: int) -> None:
-    """Give a node's session the niceness its process has (Linux, best effort).
-
-    With the kernel's session autogroups (``kernel.sched_autogroup_enabled``) a node, a session leader,
-    is scheduled as a group of its own against kafkalab's, and only the group's niceness counts there.
-    Unprivileged writes are rate-limited to one per 100 ms across the machine: hence the retries.
-    """
-    path = Path(f"/proc/{pid}/autogroup")
-    if not path.exists():
-        return
-    for _ in range(3):
-        try:
-            path.write_text(str(NODE_NICE))
-            return
-        except BlockingIOError:  # EAGAIN: another write within the last 100 ms
-            time.sleep(0.11)
-        except OSError:  # the node already ended, or the kernel refuses: it runs unniced
-            return
+    return prefix + nice_prefix()
 
 
 def marked_processes(state_dir: Path) -> list[psutil.Process]:
