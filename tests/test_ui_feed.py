@@ -18,6 +18,7 @@ from kafkalab.ui.chart import columns, render_chart
 from kafkalab.ui.lab_source import sample_line
 from kafkalab.ui.logtail import shorten
 from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
+from kafkalab.ui.producer import counts_parts, flow
 from kafkalab.ui.source import LabView, Marker, NeedsReassignment, NodesFrame, ReportView, RunFrame, TimelineStep
 
 FROZEN_EPOCH = 1_700_000_000.0  # 2023-11-14, the feed's frozen wall clock
@@ -264,3 +265,18 @@ def test_the_groups_feed_gives_each_cluster_its_own_admin_client_even_on_the_sam
         assert feed._admin is not client and feed._admin is not None
     finally:
         feed.close()
+
+
+def test_producer_counts_break_only_between_their_parts() -> None:
+    running = ProducerStats(name="producer", state=ClientState.RUNNING, attempted=260_000, acked=250_000, failed={},
+                            unknown=0, in_flight=10_000, rate=12_345.0, total=500_000)
+    parts = counts_parts(running)
+    assert [p.plain for p in parts] == [" RUNNING ", "250,000/500,000 acked", "12,345/s", "ETA 20s", "in flight 10,000"]
+    whole = "  ".join(p.plain for p in parts)
+    for width in (22, 34, 50):
+        lines = flow(parts, width).plain.split("\n")
+        assert "  ".join(lines) == whole  # every line break replaced a gap: no part split across lines
+        assert len(lines) > 1 and all(len(line) <= width for line in lines)
+    assert len(flow(parts, 120).plain.split("\n")) == 1
+    finished = replace(running, state=ClientState.FINISHED, acked=500_000, attempted=500_000, in_flight=0)
+    assert [p.plain for p in counts_parts(finished)] == [" FINISHED ", "500,000/500,000 acked"]  # no rate, no ETA

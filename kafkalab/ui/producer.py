@@ -26,14 +26,34 @@ def settings_line(settings: Mapping[str, str]) -> Text:
     return line or Text("defaults", style="dim")
 
 
-def counts_line(stats: ProducerStats) -> Text:
-    remaining = max(0, stats.total - stats.acked - stats.failed_total - stats.unknown)
-    eta = duration(remaining / stats.rate) if stats.rate > 0 and remaining else "-"
-    return Text.assemble(
-        (f" {stats.state.upper()} ", "bold reverse"), " ",
-        (f"{stats.acked:,}", "bold"), ("/", "dim"), f"{stats.total:,}", (" acked  ", "dim"),
-        f"{stats.rate:,.0f}/s", ("  ETA ", "dim"), eta, ("  in flight ", "dim"), f"{stats.in_flight:,}",
-    )
+def counts_parts(stats: ProducerStats) -> list[Text]:
+    """State, acknowledged of total and, while it runs, rate, ETA (when there is one) and records in flight."""
+    parts = [Text(f" {stats.state.upper()} ", "bold reverse"),
+             Text.assemble((f"{stats.acked:,}", "bold"), ("/", "dim"), f"{stats.total:,}", (" acked", "dim"))]
+    if not stats.state.ended:
+        parts.append(Text(f"{stats.rate:,.0f}/s"))
+        remaining = max(0, stats.total - stats.acked - stats.failed_total - stats.unknown)
+        if stats.rate > 0 and remaining:
+            parts.append(Text.assemble(("ETA ", "dim"), duration(remaining / stats.rate)))
+        parts.append(Text.assemble(("in flight ", "dim"), f"{stats.in_flight:,}"))
+    return parts
+
+
+def flow(parts: list[Text], width: int, gap: str = "  ") -> Text:
+    """``parts`` joined by ``gap`` on as few lines of ``width`` cells as they fit, broken only between parts
+    (Rich's own wrapping breaks at any space, even U+00A0: "ETA" on one line, its value on the next)."""
+    out = Text()
+    used = 0
+    for part in parts:
+        if used and used + len(gap) + part.cell_len > width:
+            out.append("\n")
+            used = 0
+        elif used:
+            out.append(gap)
+            used += len(gap)
+        out.append_text(part)
+        used += part.cell_len
+    return out
 
 
 def failures_line(stats: ProducerStats) -> Text:
@@ -85,6 +105,7 @@ class ProducerPane(Vertical):
         if self.border_title != title:  # a title set repaints the pane: only on a change
             self.border_title = title
         self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)
-        self.query_one("#producer-counts", Line).show(counts_line(stats))
+        counts = self.query_one("#producer-counts", Line)
+        counts.show(flow(counts_parts(stats), counts.content_size.width or 80))
         self.query_one("#producer-failures", Line).show(failures_line(stats))
         self.query_one(Sparkline).data = throughput[-120:]
