@@ -4,7 +4,8 @@ auditing or analyzing, begins) to the verdict visible.
     .venv/bin/python benchmarks/bench_report_latency.py [--runs 5] [--parts console,cli]
 
 - console: the real console (LabConsole on a LabSource, headless under Pilot) with its warm Spark session,
-  runs started with `g` one after another: a 15k-record lab and a 100k-record run. Goal <= 3 s.
+  runs started with `g` one after another: a 15k-record lab and a 100k-record run. Goal <= 3 s. After each
+  run, in the same session, Spark's own floor: its least job, and the least job comparing the run's logs.
 - cli: `kafkalab run LAB --headless` as a subprocess, its lines timestamped as they arrive (from the
   "phase auditing" line to the "verdict:" line). Goal <= 8 s.
 
@@ -71,6 +72,25 @@ def phase_split(run_dir: Path, latency: float) -> dict[str, float]:
             "to_screen_s": round(latency - (ended - begun), 2)}
 
 
+def spark_floor(spark: WarmSession, run_dir: Path) -> dict[str, float]:
+    """In the same warm session, right after the run: the least Spark job there is (one row counted) and the
+    least job comparing this run's logs (read, grouped by message id, ids not seen twice counted), which say
+    how much of the analysis is Spark's own fixed cost."""
+    from kafkalab.analysis.job import read_log
+    from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+
+    session = spark.get()
+    started = time.monotonic()
+    session.range(1).count()
+    least = time.monotonic() - started
+    started = time.monotonic()
+    consumer_logs = sorted(run_dir.glob("consumer*.csv"))
+    ids = read_log(session, [run_dir / "producer.csv"], PRODUCER_COLUMNS).select("msg_id").unionAll(
+        read_log(session, consumer_logs, CONSUMER_COLUMNS).select("msg_id"))
+    ids.groupBy("msg_id").count().where("count != 2").count()
+    return {"spark_least_job_s": round(least, 2), "spark_floor_job_s": round(time.monotonic() - started, 2)}
+
+
 class DrainWatch:
     """Notes when the drain finished: the first phase after draining."""
 
@@ -106,7 +126,8 @@ async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path,
                 latency = await _one_run(app, pilot, session)
                 if latency is not None and session.result is not None:
                     out.setdefault(name, []).append(latency)
-                    splits.setdefault(name, []).append(phase_split(session.result.run_dir, latency))
+                    split = phase_split(session.result.run_dir, latency)
+                    splits.setdefault(name, []).append({**split, **spark_floor(spark, session.result.run_dir)})
                     print(f"console {name} run {i + 1}: {latency:.2f}s {splits[name][-1]}", flush=True)
                 else:
                     result = session.result
