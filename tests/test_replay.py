@@ -9,12 +9,16 @@ import asyncio
 import itertools
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from textual.widgets import Static
 
-from kafkalab.labs.recording import RecordedRun, read_recording
-from kafkalab.ui.controllers import ControllerPane, MetadataPanes
+from kafkalab.admin.quorum import QuorumReplica, QuorumState
+from kafkalab.clients.stats import ClientState
+from kafkalab.labs.recording import RECORDING, RecordedRun, _quorum_shape, quorum_line, quorum_of, read_recording
+from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
+from kafkalab.ui.line import Line
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.replay_app import ReplayConsole
 from kafkalab.ui.replay_source import ReplayClock, ReplaySource
@@ -149,6 +153,8 @@ def test_recording_writes_a_snapshot_only_when_something_changed() -> None:
     producer, consumers = run.clients(run.end)
     assert producer is not None and producer.acked > 0 and consumers
     assert all(c.name.startswith("consumer-") for c in consumers)
+    # states come back as states, not strings: the panes ask them (an ended producer shows no rate)
+    assert producer.state.ended and all(isinstance(c.state, ClientState) for c in consumers)
 
 
 def test_a_session_run_records_what_the_replay_shows(tmp_path: Path) -> None:
@@ -203,4 +209,61 @@ async def test_a_kraft_runs_replay_shows_its_controllers_in_their_own_panes() ->
 def test_a_replay_picks_the_metadata_panes_from_the_recorded_nodes() -> None:
     assert MetadataPanes.for_nodes(["zookeeper", "broker-1"]).controllers is None
     assert MetadataPanes.for_nodes(["controller-1", "controller-2", "broker-1"]).controllers == 2
-    assert MetadataPanes.for_nodes(["broker-1", "broker-2"]).controllers == 0  # KRaft, voters in the brokers
+    combined = MetadataPanes.for_nodes(["broker-1", "broker-2"], voters=3)  # KRaft, voters in the brokers
+    assert combined.controllers == 0 and combined.voters == 3
+
+
+def _quorum(leader: int, epoch: int, known: tuple[int, ...] = (1, 2, 3)) -> QuorumState:
+    return QuorumState(0.0, True, leader, epoch, 40, tuple(
+        QuorumReplica(n, True, 40 if n in known else None, 0 if n in known else None, 10, 10) for n in (1, 2, 3)))
+
+
+def test_quorum_lines_round_trip_and_are_written_on_what_changes_only() -> None:
+    line = quorum_line(_quorum(1, 3))
+    assert quorum_of(line, 5.0) == replace(_quorum(1, 3), taken_at=5.0)
+    moved = quorum_line(replace(_quorum(1, 3), high_watermark=90))  # lags and offsets move on every answer
+    assert _quorum_shape(moved) == _quorum_shape(line)
+    assert _quorum_shape(quorum_line(_quorum(2, 4))) != _quorum_shape(line)  # an election
+    assert _quorum_shape(quorum_line(_quorum(1, 3, known=(1, 2)))) != _quorum_shape(line)  # a voter gone quiet
+
+
+def combined_run_dir(root: Path) -> Path:
+    """A KRaft run with its voters in brokers 1..3 (combined): broker 1 active, killed at 5 s, broker 2 elected."""
+    run_dir = root / "combined"
+    run_dir.mkdir()
+    started = 1_700_000_000.0
+    (run_dir / "timeline.json").write_text(json.dumps({"lab": "combined", "started_at": started, "events": []}))
+
+    def nodes(first: str) -> dict[str, object]:
+        return {"kind": "nodes", "nodes": [[f"broker-{n}", "broker", n, 9000 + n, first if n == 1 else "running", "",
+                                             100 + n, 0] for n in (1, 2, 3)]}
+
+    lines = [{"ts": started, **nodes("running")}, {"ts": started, **quorum_line(_quorum(1, 1))},
+             {"ts": started + 5, **nodes("killed")}, {"ts": started + 6, **quorum_line(_quorum(2, 2, known=(2, 3)))},
+             {"ts": started + 8, "kind": "phase", "phase": "done"}]
+    (run_dir / RECORDING).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return run_dir
+
+
+def test_a_combined_runs_replay_shows_the_quorum_and_its_election(tmp_path: Path) -> None:
+    """Voters inside the brokers: the replay puts the quorum pane where ZooKeeper's was, and the recorded
+    quorum moves in it (broker 1 active, then broker 2 with the next epoch)."""
+    asyncio.run(_combined_replay(ReplaySource(combined_run_dir(tmp_path), speed=1.0)))
+
+
+async def _combined_replay(source: ReplaySource) -> None:
+    assert source.recorded.voters == 3
+    app = ReplayConsole(source, exit_at_end=False, poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(QuorumPane)
+        assert pane.voters == [1, 2, 3] and not app.query(ZooKeeperPane)
+        await pilot.pause(0.3)
+        assert pane.active == 1 and "ACTIVE" in str(app.query_one("#voter-1", Line).render())
+        source.clock.seek(source.clock.end)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if pane.active == 2:
+                break
+        assert pane.active == 2
+        assert "epoch 2" in str(app.query_one("#voter-2", Line).render())
+        assert "not fetching" in str(app.query_one("#voter-1", Line).render())

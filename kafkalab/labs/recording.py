@@ -6,6 +6,8 @@
 - ``snapshot``: ``reachable``, ``controller``, ``brokers``, ``partitions`` as ``[topic, partition, leader,
   replicas, isr, min_isr]``, written only when a leader, an ISR, the controller or the live brokers changed;
 - ``nodes``: ``[name, kind, broker_id, port, state, reason, pid, restarts]`` per node, when one changed;
+- ``quorum`` (KRaft): the DescribeQuorum answer as ``QuorumState.as_dict`` gives it, when it became reachable
+  or not, its active controller or epoch changed, or a voter's log end offset became known or unknown;
 - ``clients``: the producer's and consumers' stats, every ``SAMPLE_S`` while they change: the fields that
   changed only (``consumers`` by name), the first line has them all;
 - ``phase`` / ``message``: the run's phase and what it said it was doing;
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.admin.quorum import QuorumReplica, QuorumState
+from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.results import ExpectationResult, FaultStatus, RunResult
@@ -53,6 +56,24 @@ def snapshot_of(line: Line, taken_at: float) -> ClusterSnapshot:
     parts = tuple(PartitionState(topic, partition, leader, tuple(replicas), tuple(isr), None, min_isr)
                   for topic, partition, leader, replicas, isr, min_isr in line["partitions"])
     return ClusterSnapshot(taken_at, line["reachable"], line["controller"], tuple(line["brokers"]), parts)
+
+
+def quorum_line(quorum: QuorumState) -> Line:
+    return {"kind": "quorum", **quorum.as_dict()}
+
+
+def quorum_of(line: Line, taken_at: float) -> QuorumState:
+    replicas = tuple(QuorumReplica(r["node_id"], voter, r["log_end_offset"], r["lag"], r["last_fetch_ms_ago"],
+                                   r["last_caught_up_ms_ago"])
+                     for voter, key in ((True, "voters"), (False, "observers")) for r in line[key])
+    return QuorumState(taken_at, line["reachable"], line["leader"], line["epoch"], line["high_watermark"], replicas,
+                       line["error"])
+
+
+def _quorum_shape(line: Line) -> tuple[object, ...]:
+    """What makes a quorum line worth writing (lags and fetch times move on every answer)."""
+    known = tuple((r["node_id"], r["log_end_offset"] is not None) for r in (*line["voters"], *line["observers"]))
+    return line["reachable"], line["leader"], line["epoch"], known
 
 
 class RunRecorder:
@@ -115,6 +136,10 @@ class RunRecorder:
         snapshot = run.snapshot() if run is not None else None
         if snapshot is not None:
             self._changed("snapshot", snapshot_line(snapshot))
+        quorum = run.watch.last_quorum if run is not None and run.watch is not None else None
+        if quorum is not None:
+            line = quorum_line(quorum)
+            self._changed("quorum", line, _quorum_shape(line))
         cluster = self.session.cluster
         if cluster is not None:
             nodes = [[i.name, i.kind, i.broker_id, i.port, str(i.state), i.reason, i.pid, i.restarts]
@@ -140,9 +165,11 @@ class RunRecorder:
                                     if c != before_c.get(name)}}
         self._write(line)
 
-    def _changed(self, key: str, line: Line) -> None:
-        if self._last.get(key) != line:
-            self._last[key] = line
+    def _changed(self, key: str, line: Line, shape: object = None) -> None:
+        """Write ``line`` when it (or its ``shape``, when given) differs from the last of ``key``."""
+        compared = line if shape is None else shape
+        if self._last.get(key) != compared:
+            self._last[key] = compared
             self._write(line)
 
     def _write(self, line: Line) -> None:
@@ -218,6 +245,15 @@ class RecordedRun:
         line = self.at("snapshot", t)
         return snapshot_of(line, self.started_at + t) if line is not None else None
 
+    def quorum(self, t: float) -> QuorumState | None:
+        line = self.at("quorum", t)
+        return quorum_of(line, self.started_at + t) if line is not None else None
+
+    @property
+    def voters(self) -> int:
+        """How many voters the recorded quorum had (0: no quorum recorded)."""
+        return max((len(line["voters"]) for _, line in self.lines.get("quorum", [])), default=0)
+
     def nodes(self, t: float) -> list[NodeInfo]:
         """The nodes at ``t``; uptime counted from the first line naming a process (cpu and memory unknown)."""
         line = self.at("nodes", t)
@@ -229,7 +265,8 @@ class RecordedRun:
         line = self.at("clients", t)
         if line is None:
             return None, ()
-        producer = ProducerStats(**line["producer"]) if line["producer"] else None
+        fields = line["producer"]
+        producer = ProducerStats(**{**fields, "state": ClientState(fields["state"])}) if fields else None
         return producer, tuple(_consumer(c) for c in line["consumers"])
 
     def throughput(self, t: float, min_gap_s: float = 0.4) -> list[tuple[float, float]]:
@@ -276,4 +313,4 @@ class RecordedRun:
 
 def _consumer(d: dict[str, Any]) -> ConsumerStats:
     ints = {k: {int(p): v for p, v in d[k].items()} for k in ("committed", "lag")}
-    return ConsumerStats(**{**d, **ints, "assignment": tuple(d["assignment"])})
+    return ConsumerStats(**{**d, **ints, "state": ClientState(d["state"]), "assignment": tuple(d["assignment"])})

@@ -133,6 +133,7 @@ class ClusterWatch:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.last: ClusterSnapshot | None = None
+        self.last_quorum: QuorumState | None = None
         self._parts: dict[tuple[str, int], tuple[int | None, tuple[int, ...]]] = {}
         self._controller: int | None = None
         self._acked = -1
@@ -200,6 +201,7 @@ class ClusterWatch:
     def _watch_quorum(self) -> None:
         assert self._quorum is not None
         q = self._quorum()
+        self.last_quorum = q
         if q.leader is None or q.leader == self._quorum_leader:
             return
         if self._quorum_leader is not None:

@@ -89,14 +89,14 @@ class MetadataPanes:
         self._turn = 0
 
     @classmethod
-    def for_nodes(cls, names: Iterable[str]) -> MetadataPanes:
-        """The panes for a cluster known only by its nodes' names (a replay): controller-N nodes are KRaft's
-        dedicated controllers; neither them nor ZooKeeper is KRaft with the voters in the brokers."""
+    def for_nodes(cls, names: Iterable[str], voters: int = 0) -> MetadataPanes:
+        """The panes for a cluster known by its nodes' names (a replay): controller-N nodes are KRaft's
+        dedicated controllers; neither them nor ZooKeeper is KRaft with ``voters`` voters in the brokers."""
         names = list(names)
         controllers = sum(n.startswith("controller-") for n in names)
         if controllers:
             return cls(controllers)
-        return cls() if "zookeeper" in names or not names else cls(0)
+        return cls() if "zookeeper" in names or not names else cls(0, voters)
 
     def compose(self) -> Iterator[Widget]:
         if self.controllers is None:

@@ -80,13 +80,15 @@ class ReplaySource:
         self.clock = ReplayClock(self.recorded.start, end, speed)
         self._result = self.recorded.result()
         self.broker_ids = sorted(i.broker_id for i in self.recorded.nodes(end) if i.broker_id is not None)
-        self.metadata = MetadataPanes.for_nodes(i.name for i in self.recorded.nodes(end))
+        voters = self.recorded.voters or (self.lab.cluster.controllers if self.lab is not None else 0)
+        self.metadata = MetadataPanes.for_nodes((i.name for i in self.recorded.nodes(end)), voters)
 
     def boot(self, progress: Callable[[str], None]) -> None:
         progress(f"replaying {self.recorded.run_dir.name}")
 
     def nodes(self) -> NodesFrame:
-        return NodesFrame(tuple(self.recorded.nodes(self.clock.now())))
+        t = self.clock.now()
+        return NodesFrame(tuple(self.recorded.nodes(t)), quorum=self.recorded.quorum(t))
 
     def snapshot(self) -> ClusterSnapshot:
         t = self.clock.now()
