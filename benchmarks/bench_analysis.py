@@ -29,10 +29,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import loggen
-from benchmarks.benchutil import summary, write_results
+from benchmarks.benchutil import floor_job_s, summary, write_results
 from kafkalab.analysis import WarmSession, analyze
-from kafkalab.analysis.job import read_log
-from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
 
 COLD_SCRIPT = """
 import json, sys, time
@@ -59,16 +57,6 @@ def sort_diff(data: Path) -> tuple[float, int]:
     start = time.monotonic()
     out = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
     return time.monotonic() - start, int(out.strip())
-
-
-def floor_job(warm: WarmSession, gen: loggen.Generated) -> float:
-    """Seconds of the least Spark job that compares the logs: what `diff` tells, none of the why."""
-    spark = warm.get()
-    start = time.monotonic()
-    ids = read_log(spark, gen.producer_logs, PRODUCER_COLUMNS).select("msg_id").unionAll(
-        read_log(spark, gen.consumer_logs, CONSUMER_COLUMNS).select("msg_id"))
-    ids.groupBy("msg_id").count().where("count != 2").count()
-    return time.monotonic() - start
 
 
 def jvm_peak_rss_mb(warm: WarmSession) -> float:
@@ -138,7 +126,7 @@ def main() -> int:
                 warm_times.append(time.monotonic() - start)
                 progress.advance(task)
                 progress.update(task, description=f"{size:,}: floor job {i + 1}/{args.runs}")
-                floor_times.append(floor_job(warm, gen))
+                floor_times.append(floor_job_s(warm.get(), gen.producer_logs, gen.consumer_logs))
                 progress.advance(task)
             assert report is not None
             want = {k: v for k, v in gen.expected.items() if args.audit or k not in loggen.AUDIT_ONLY}

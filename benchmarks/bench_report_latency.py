@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import summary, write_results
+from benchmarks.benchutil import floor_job_s, summary, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.loader import find_lab
@@ -74,21 +74,13 @@ def phase_split(run_dir: Path, latency: float) -> dict[str, float]:
 
 def spark_floor(spark: WarmSession, run_dir: Path) -> dict[str, float]:
     """In the same warm session, right after the run: the least Spark job there is (one row counted) and the
-    least job comparing this run's logs (read, grouped by message id, ids not seen twice counted), which say
-    how much of the analysis is Spark's own fixed cost."""
-    from kafkalab.analysis.job import read_log
-    from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
-
+    least job comparing this run's logs, which say how much of the analysis is Spark's own fixed cost."""
     session = spark.get()
     started = time.monotonic()
     session.range(1).count()
     least = time.monotonic() - started
-    started = time.monotonic()
-    consumer_logs = sorted(run_dir.glob("consumer*.csv"))
-    ids = read_log(session, [run_dir / "producer.csv"], PRODUCER_COLUMNS).select("msg_id").unionAll(
-        read_log(session, consumer_logs, CONSUMER_COLUMNS).select("msg_id"))
-    ids.groupBy("msg_id").count().where("count != 2").count()
-    return {"spark_least_job_s": round(least, 2), "spark_floor_job_s": round(time.monotonic() - started, 2)}
+    floor = floor_job_s(session, [run_dir / "producer.csv"], sorted(run_dir.glob("consumer*.csv")))
+    return {"spark_least_job_s": round(least, 2), "spark_floor_job_s": round(floor, 2)}
 
 
 class DrainWatch:

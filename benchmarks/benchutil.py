@@ -8,9 +8,12 @@ import platform
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -38,3 +41,16 @@ def write_results(name: str, results: dict[str, Any]) -> Path:
     }
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path
+
+
+def floor_job_s(session: SparkSession, producer_logs: list[Path], consumer_logs: list[Path]) -> float:
+    """Seconds of the least Spark job that compares the logs (the analysis' CSV reader, rows grouped by
+    message id, ids not seen exactly twice counted): what `diff` tells, none of the why."""
+    from kafkalab.analysis.job import read_log
+    from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+
+    start = time.monotonic()
+    ids = read_log(session, producer_logs, PRODUCER_COLUMNS).select("msg_id").unionAll(
+        read_log(session, consumer_logs, CONSUMER_COLUMNS).select("msg_id"))
+    ids.groupBy("msg_id").count().where("count != 2").count()
+    return time.monotonic() - start
