@@ -16,6 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from kafkalab.cluster.process import Backend, NodeProcess
+from kafkalab.cluster.stuck_start import deaf_forwarding, stuck_reason
 from kafkalab.errors import KafkalabError
 
 STOP_BOUND_S = 30.0
@@ -23,14 +24,6 @@ TICK_S = 0.1  # how often the cluster's monitor ticks the nodes
 START_RETRIES = 10
 _NODE_EXISTS = re.compile(r"NodeExists|node already exists", re.IGNORECASE)
 _PROBLEM = re.compile(r"\] (ERROR|FATAL) |^Error|Exception in thread|OutOfMemoryError")
-# Kafka 3.9's KRaft broker loses the quorum's voter set when its metadata log is truncated at start-up (it
-# followed a leader whose first records a re-election overwrote: the voters record goes, and is never read
-# again), so it can never find the active controller and retries its registration forever. A new JVM reads
-# the voters from its log again. Seen as: a truncation, then registration requests that found no controller.
-_TRUNCATED = "Truncated to offset"
-_UNSENT_REGISTRATION = "Unable to register the broker because the RPC got timed out before it could be sent"
-LOST_VOTERS_AFTER = 8
-LOST_VOTERS_REASON = "lost the quorum's voters in a start-up re-election (a Kafka 3.9 bug): started again"
 
 
 class NodeState(StrEnum):
@@ -127,7 +120,7 @@ class Node:
         self.broker_id = broker_id
         self.node_id = node_id if node_id is not None else broker_id
         self._kraft_broker = kraft and broker_id is not None
-        self._relaunching = False
+        self._relaunch_reason = ""  # why the running JVM was killed to start a new one
         self._ready_marker = (
             f"[KafkaRaftServer nodeId={self.node_id}] Kafka Server started" if kraft
             else f"[KafkaServer id={broker_id}] started" if broker_id is not None else None
@@ -248,10 +241,10 @@ class Node:
                 return
             if self.state == NodeState.STARTING and self._ready_line_seen():
                 self._set(NodeState.RUNNING, f"ready in {now - self._started_at:.1f}s")
-            elif (self.state == NodeState.STARTING and self._kraft_broker and not self._relaunching
-                  and lost_voters(self._start_log)):
+            elif (self.state == NodeState.STARTING and self._kraft_broker and not self._relaunch_reason
+                  and (stuck := stuck_reason(self._start_log, self._ready_marker or ""))):
                 self._proc.kill()
-                self._relaunching = True
+                self._relaunch_reason = stuck
             elif self.state == NodeState.STOPPING and now > self._stop_deadline:
                 self._proc.kill()
                 self._killed_at = now
@@ -277,9 +270,10 @@ class Node:
             if self._pending_start:
                 self._pending_start = False
                 self.start()
-        elif self._relaunching and self.state == NodeState.STARTING and self._attempts < START_RETRIES:
+        elif self._relaunch_reason and self.state == NodeState.STARTING and self._attempts < START_RETRIES:
+            reason = self._relaunch_reason
             self._schedule_start(time.monotonic(), keep_attempts=True)
-            self.reason = LOST_VOTERS_REASON
+            self.reason = reason
         else:
             problem = self.last_problem()
             # the NodeExists exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception")
@@ -299,7 +293,7 @@ class Node:
 
     def _launch(self) -> None:
         self._attempts += 1
-        self._relaunching = False
+        self._relaunch_reason = ""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._stdout_offset = self.stdout_path.stat().st_size if self.stdout_path.exists() else 0
@@ -313,7 +307,8 @@ class Node:
             return True
         if self._ready_marker is not None:
             self._start_log = this_start_log(self)
-            self._ready = self._ready_marker in self._start_log
+            self._ready = self._ready_marker in self._start_log and not (
+                self._kraft_broker and deaf_forwarding(self._start_log))
         else:
             self._ready = zookeeper_answers(self.port)
         return self._ready
@@ -356,12 +351,6 @@ class Node:
         except FileNotFoundError:
             return []
         return read_since(self.log_path, max(0, size - 262144)).splitlines()[-lines:]
-
-
-def lost_voters(log: str) -> bool:
-    """A KRaft broker's start-up log shows the lost voter set (see ``_TRUNCATED``)."""
-    cut = log.rfind(_TRUNCATED)
-    return cut >= 0 and log.count(_UNSENT_REGISTRATION, cut) >= LOST_VOTERS_AFTER
 
 
 def wait_ready(nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None) -> None:
