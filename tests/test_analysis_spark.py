@@ -127,11 +127,12 @@ def test_warm_session_is_reused(spark, tmp_path: Path) -> None:
     assert analyze(written.producer_logs, written.consumer_logs, session=warm).totals["consumed_rows"] == 1
 
 
-def test_warm_session_warms_up_with_the_rows_asked_for(spark, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[object, int]] = []
-    monkeypatch.setattr("kafkalab.analysis.warmup.warm_up", lambda session, rows: seen.append((session, rows)))
-    assert WarmSession("local[2]", warmup_rows=1234).start().get(timeout=300) is spark
-    assert seen == [(spark, 1234)]
+def test_warm_session_warms_up_with_the_rows_and_shapes_asked_for(spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[object, int, tuple[bool, ...]]] = []
+    monkeypatch.setattr("kafkalab.analysis.warmup.warm_up",
+                        lambda session, rows, shapes: seen.append((session, rows, shapes)))
+    assert WarmSession("local[2]", warmup_rows=1234, warmup_shapes=(True,)).start().get(timeout=300) is spark
+    assert seen == [(spark, 1234, (True,))]
 
 
 # bad input: one clear error, before or after Spark

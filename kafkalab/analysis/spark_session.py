@@ -122,15 +122,18 @@ class WarmSession:
     the JVM has compiled the job's code paths before the first real run; local masters only, as the
     generated logs are on the driver's disk. The default size is for a
     session warming while idle (the console) before runs of any size; a session started beside a lab
-    run, whose logs are small, does better with fewer rows (its report is not held up by the warm-up).
+    run, whose logs are small, does better with fewer rows (its report is not held up by the warm-up) and
+    only the shape of query its run will ask (``warmup_shapes``: True for with an audit log).
     """
 
     def __init__(self, master: str = DEFAULT_MASTER, *, warmup: bool = True, warmup_rows: int = 100_000,
-                 extra_conf: dict[str, str] | None = None, log_path: Path | None = None) -> None:
+                 warmup_shapes: tuple[bool, ...] = (True, False), extra_conf: dict[str, str] | None = None,
+                 log_path: Path | None = None) -> None:
         self.master = master
         self.log_path = log_path
         self._warmup = warmup
         self._warmup_rows = warmup_rows
+        self._warmup_shapes = warmup_shapes
         self._extra_conf = extra_conf
         self._ready = threading.Event()
         self._session: SparkSession | None = None
@@ -152,7 +155,7 @@ class WarmSession:
             if self._warmup and is_local(self.master):
                 from kafkalab.analysis.warmup import warm_up
 
-                warm_up(session, self._warmup_rows)
+                warm_up(session, self._warmup_rows, self._warmup_shapes)
             self._session = session
         except BaseException as exc:  # reported to whoever calls get()
             self._error = exc

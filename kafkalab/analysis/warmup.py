@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def warm_up(session: SparkSession, rows: int = 100_000) -> None:
-    """Classify ``rows`` generated sends (with a loss, a duplicate and a redelivery) and throw it away."""
+def warm_up(session: SparkSession, rows: int = 100_000, shapes: tuple[bool, ...] = (True, False)) -> None:
+    """Classify ``rows`` generated sends (with a loss, a duplicate and a redelivery) and throw it away, once
+    per shape in ``shapes`` (True: with an audit log)."""
     with tempfile.TemporaryDirectory(prefix="kafkalab-warmup-") as tmp:
         root = Path(tmp)
         producer, consumer, audit = root / "p.csv", root / "c.csv", root / "a.csv"
@@ -32,6 +33,7 @@ def warm_up(session: SparkSession, rows: int = 100_000) -> None:
                 writer = csv.writer(fh, lineterminator="\n")
                 writer.writerow(columns)
                 writer.writerows(data)
-        size = sum(p.stat().st_size for p in (producer, consumer, audit))
-        classify(session, [producer], [consumer], [audit], "warm", size)
-        classify(session, [producer], [consumer], [], "warm", size - audit.stat().st_size)
+        for with_audit in shapes:
+            audits = [audit] if with_audit else []
+            size = sum(log.stat().st_size for log in (producer, consumer, *audits))
+            classify(session, [producer], [consumer], audits, "warm", size)
