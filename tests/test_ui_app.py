@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -417,6 +418,21 @@ async def test_a_starting_nodes_reason_is_shown_whole_at_100x30() -> None:
         pane = app.query_one("#node-broker-2", BrokerPane).region
         text = " ".join(row[pane.x + 1:pane.right - 1].strip() for row in rows[pane.y + 1:pane.y + 4])
         assert "STARTING launched, waiting until ready" in " ".join(text.split())
+
+
+@sync
+async def test_the_partition_status_line_names_what_is_wrong_at_100x30() -> None:
+    """The line is cut at the pane's edge: the under-replicated count comes first, the clock last."""
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "k")
+        await settle(pilot)
+        rows = svg_rows(app.export_screenshot(), 30, 100)
+        line = app.query_one("#partitions-status", Static).region
+        shown = " ".join(rows[line.y][line.x:line.right].split())
+        assert re.match(r"\d+ under-replicated  controller", shown), shown
 
 
 @sync

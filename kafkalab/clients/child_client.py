@@ -24,10 +24,12 @@ class ChildClient:
     which ends after the child has exited and its last report has been read."""
 
     MODULE: str
-    name: str
     _thread: threading.Thread | None = None
 
-    def __init__(self, on_event: EventCallback | None) -> None:
+    def __init__(self, name: str, log_dir: Path, on_event: EventCallback | None) -> None:
+        self.name = name
+        self.log_dir = Path(log_dir)
+        self.log_path = self.log_dir / f"{name}.csv"  # the payload log the child writes
         self._on_event = on_event
         self._proc: subprocess.Popen[str] | None = None
         self._stats: dict[str, Any] = {"state": ClientState.STARTING}

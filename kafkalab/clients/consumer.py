@@ -34,11 +34,8 @@ class Consumer(ChildClient):
         bootstrap: str | None = None,
         on_event: EventCallback | None = None,
     ) -> None:
-        super().__init__(on_event)
         self.config = ConsumerConfig.of(settings, bootstrap)
-        self.name = self.config.name
-        self.log_dir = Path(log_dir)
-        self.log_path = self.log_dir / f"{self.name}.csv"
+        super().__init__(self.config.name, log_dir, on_event)
         self._stats["group_state"] = "joining"
 
     def start(self) -> None:

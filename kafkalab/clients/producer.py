@@ -36,12 +36,9 @@ class Producer(ChildClient):
         on_event: EventCallback | None = None,
         seed: int | None = None,
     ) -> None:
-        super().__init__(on_event)
         self.config = ProducerConfig.of(settings, bootstrap)
-        self.name = self.config.name
+        super().__init__(self.config.name, log_dir, on_event)
         self.run_id = run_id
-        self.log_dir = Path(log_dir)
-        self.log_path = self.log_dir / f"{self.name}.csv"
         self._seed = seed
 
     def start(self) -> None:

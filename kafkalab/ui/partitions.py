@@ -203,12 +203,15 @@ class PartitionsPane(Vertical):
                                  f" brokers unreachable{since}: last known values, greyed ({snapshot.error})")
         parts = snapshot.partitions
         bad = {s: sum(1 for p in parts if p.status == s) for s in ("under-replicated", "under min ISR", "offline")}
-        line = Text.assemble(("updated ", "dim"), clock_time(snapshot.taken_at), ("  controller ", "dim"),
-                             str(snapshot.controller if snapshot.controller is not None else "?"),
-                             ("  partitions ", "dim"), str(len(parts)))
+        # what is wrong comes first, the clock last: a narrow pane cuts the end of the line
+        line = Text()
         for status, count in bad.items():
             if count:
-                line.append(f"  {count} {status}", style=STATUS_STYLE[status])
+                line.append(f"{count} {status}", style=STATUS_STYLE[status])
+                line.append("  ")
+        line.append_text(Text.assemble(
+            ("controller ", "dim"), str(snapshot.controller if snapshot.controller is not None else "?"),
+            ("  partitions ", "dim"), str(len(parts)), ("  updated ", "dim"), clock_time(snapshot.taken_at)))
         return line
 
 
