@@ -432,7 +432,7 @@ async def test_the_partition_status_line_names_what_is_wrong_at_100x30() -> None
         rows = svg_rows(app.export_screenshot(), 30, 100)
         line = app.query_one("#partitions-status", Static).region
         shown = " ".join(rows[line.y][line.x:line.right].split())
-        assert re.match(r"\d+ under-replicated  controller", shown), shown
+        assert re.match(r"\d+ under-replicated controller", shown), shown
 
 
 @sync
