@@ -271,9 +271,8 @@ class Node:
                 self._pending_start = False
                 self.start()
         elif self._relaunch_reason and self.state == NodeState.STARTING and self._attempts < START_RETRIES:
-            reason = self._relaunch_reason
             self._schedule_start(time.monotonic(), keep_attempts=True)
-            self.reason = reason
+            self.reason = self._relaunch_reason  # kept until the relaunch
         else:
             problem = self.last_problem()
             # the NodeExists exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception")
@@ -303,13 +302,10 @@ class Node:
         self.reason = "launched, waiting until ready" if self._attempts == 1 else f"{self.reason}: launched again"
 
     def _ready_line_seen(self) -> bool:
-        if self._ready:
-            return True
-        if self._ready_marker is not None:
-            self._start_log = this_start_log(self)
-            self._ready = self._ready_marker in self._start_log and not (
-                self._kraft_broker and deaf_forwarding(self._start_log))
-        else:
+        if not self._ready and self._ready_marker is not None:
+            log = self._start_log = this_start_log(self)
+            self._ready = self._ready_marker in log and not (self._kraft_broker and deaf_forwarding(log))
+        elif not self._ready:
             self._ready = zookeeper_answers(self.port)
         return self._ready
 
