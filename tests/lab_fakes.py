@@ -61,8 +61,12 @@ class FakeCluster:
         name = f"broker-{ref}" if isinstance(ref, int) else ref
         return next(n for n in self.nodes if n.name == name)
 
+    @property
+    def brokers(self) -> list[FakeNode]:
+        return self.nodes[1:]
+
     def running_brokers(self) -> list[int]:
-        return [int(n.name.split("-")[1]) for n in self.nodes[1:] if n.state == NodeState.RUNNING]
+        return [int(n.name.split("-")[1]) for n in self.brokers if n.state == NodeState.RUNNING]
 
     def infos(self) -> list[NodeInfo]:
         return []
@@ -95,7 +99,9 @@ class FakeAdmin:
         return ClusterSnapshot(time.time(), True, controller=live[0] if live else None, brokers=tuple(live),
                                partitions=tuple(parts))
 
-    def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str], timeout_s: float) -> None:
+    def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str], timeout_s: float,
+                     brokers_up: int = 0) -> None:
+        self.world.brokers_up = brokers_up
         if name in self.world.deleting:  # as ZooKeeper-mode Kafka: refused once, while the deletion ends
             self.world.deleting.discard(name)
             raise KafkalabError(f"cannot create topic {name}: Topic '{name}' is marked for deletion.")
@@ -222,6 +228,7 @@ class World:
         self.cluster_listeners: list[Callable[[Any, NodeState, str], None]] = []
         self.actions: list[tuple[str, str, float]] = []  # (action, node, producer progress then)
         self.altered: list[tuple[str, dict[str, str]]] = []
+        self.brokers_up = -1  # what the last topic creation was told of the running brokers
         self.topics: dict[str, tuple[int, int]] = {}  # what the fake cluster holds, across admin clients
         self.deleted_topics: list[str] = []
         self.deleted_groups: list[str] = []

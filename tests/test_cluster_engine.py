@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 
 from kafkalab.admin import Admin, PartitionState
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.priority import BACKGROUND_NICE
 from tests.helpers import wait_until
 
@@ -177,3 +178,16 @@ def test_admin_snapshots_keep_answering_while_the_broker_they_talk_to_is_paused(
             assert time.monotonic() - began < 2 * a.timeout_s + 1  # metadata, then describe_cluster at most
     finally:
         cluster.node(paused).resume()
+
+
+def test_a_refused_replication_factor_is_asked_again_only_up_to_the_brokers_known_to_run(admin: Admin) -> None:
+    """Just after a start the controller may count fewer brokers than run; a factor within what the caller
+    knows runs is asked again until the timeout, a factor beyond it is refused at once."""
+    started = time.monotonic()
+    with pytest.raises(KafkalabError, match="larger than available brokers"):
+        admin.create_topic("rf-too-big-at-once", 1, 4, timeout_s=3.0)
+    assert time.monotonic() - started < 2.0
+    started = time.monotonic()
+    with pytest.raises(KafkalabError, match="larger than available brokers"):
+        admin.create_topic("rf-asked-again", 1, 4, timeout_s=3.0, brokers_up=4)
+    assert time.monotonic() - started >= 3.0

@@ -146,6 +146,14 @@ def test_drain_ends_once_consumers_caught_up(tmp_path: Path) -> None:
     assert [c.stop_calls for c in world.consumers] == [1]
 
 
+def test_topic_creation_is_told_how_many_brokers_run(tmp_path: Path) -> None:
+    """So a replication factor the controller refuses while brokers still register is asked again."""
+    world = World()
+    _, result = execute(tmp_path, lab_of(tmp_path, ""), world)
+    assert result.passed
+    assert world.brokers_up == 3
+
+
 def test_drain_ends_at_its_limit_when_lag_stays(tmp_path: Path) -> None:
     lab = lab_of(tmp_path, "", drain=0.3)
     world = World()

@@ -179,7 +179,11 @@ class Admin:
         configs: dict[str, str] | None = None,
         timeout_s: float = 30.0,
         wait_leaders: bool = True,
+        brokers_up: int = 0,
     ) -> None:
+        """``brokers_up``: how many brokers the caller knows are running. Just after a start the controller
+        may not have seen them all register yet and refuses a replication factor up to that many as larger
+        than the brokers available; that refusal is asked again until ``timeout_s``, any other at once."""
         topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                          config={k: str(v) for k, v in (configs or {}).items()})
         deadline = time.monotonic() + timeout_s
@@ -193,8 +197,9 @@ class Admin:
             except KafkaException as exc:
                 # After the controller moved, librdkafka may keep asking the old one, whose NOT_CONTROLLER
                 # does not always refresh its metadata: a new client learns the controller afresh.
-                retriable = exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.NOT_CONTROLLER
-                if not retriable or time.monotonic() > deadline:
+                code = exc.args and getattr(exc.args[0], "code", lambda: None)()
+                registering = code == KafkaError.INVALID_REPLICATION_FACTOR and replication_factor <= brokers_up
+                if not (code == KafkaError.NOT_CONTROLLER or registering) or time.monotonic() > deadline:
                     raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
                 time.sleep(0.5)
                 self.renew()

@@ -73,6 +73,9 @@ def is_driven(state_dir: Path) -> bool:
 
 
 def write_pid_file(state_dir: Path, pids: dict[str, int | None]) -> None:
+    """Record the node pids (none: nothing runs); a state dir already removed has nothing to record."""
+    if not pids and not state_dir.is_dir():
+        return
     tmp = state_dir / (PID_FILE + ".tmp")
     tmp.write_text(json.dumps({"driver": os.getpid(), "nodes": pids}))
     tmp.replace(state_dir / PID_FILE)

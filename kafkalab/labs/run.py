@@ -249,7 +249,8 @@ class LabRun:
         assert self.admin is not None
         plan = next(t for t in self.lab.topics if t.name == name)
         self.say(f"creating topic {name}: {plan.partitions} partitions, replication factor {plan.replication_factor}")
-        self.admin.create_topic(name, plan.partitions, plan.replication_factor, plan.configs, timeout_s=timeout_s)
+        up = sum(b.state == NodeState.RUNNING for b in self.cluster.brokers) if self.cluster is not None else 0
+        self.admin.create_topic(name, plan.partitions, plan.replication_factor, plan.configs, timeout_s, brokers_up=up)
 
     def wait_node(self, name: str, states: tuple[NodeState, ...], timeout: float) -> None:
         assert self.cluster is not None

@@ -38,7 +38,8 @@ def ensure_demo_topic(admin: Admin, brokers: int) -> str:
     rf, min_isr = demo_topic_shape(brokers)
     if DEMO_TOPIC in admin.topics():
         return f"topic {DEMO_TOPIC} is there"
-    admin.create_topic(DEMO_TOPIC, DEMO_PARTITIONS, rf, {"min.insync.replicas": str(min_isr)}, timeout_s=30)
+    admin.create_topic(DEMO_TOPIC, DEMO_PARTITIONS, rf, {"min.insync.replicas": str(min_isr)}, timeout_s=30,
+                       brokers_up=brokers)
     return f"created {DEMO_TOPIC}: {DEMO_PARTITIONS} partitions, RF {rf}, min.insync.replicas {min_isr}"
 
 
