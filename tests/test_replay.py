@@ -195,15 +195,19 @@ async def test_a_kraft_runs_replay_shows_its_controllers_in_their_own_panes() ->
         assert [p.node_name for p in app.query(ControllerPane)] == ["controller-1", "controller-2", "controller-3"]
         assert not app.query(ZooKeeperPane)
         source.clock.seek(source.clock.end)  # the kill and the restart of the active controller both shown
+        recorded = {i.name: i.state for i in source.recorded.nodes(source.clock.end)}
+        names = ("controller-1", "controller-2", "controller-3")
+
+        def shown() -> dict[str, object]:
+            return {name: (info.state if (info := app.pane(name).info) else None) for name in names}
+
+        # the run and the nodes are polled apart: wait for both to have caught up with the seek
         for _ in range(200):
             await pilot.pause(0.05)
-            if app.run_frame.report is not None:
+            if app.run_frame.report is not None and shown() == {n: recorded[n] for n in names}:
                 break
         assert app.run_frame.report is not None
-        recorded = {i.name: i.state for i in source.recorded.nodes(source.clock.end)}
-        for name in ("controller-1", "controller-2", "controller-3"):
-            info = app.pane(name).info
-            assert info is not None and info.state == recorded[name]
+        assert shown() == {n: recorded[n] for n in names}
 
 
 def test_a_replay_picks_the_metadata_panes_from_the_recorded_nodes() -> None:
