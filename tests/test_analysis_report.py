@@ -34,6 +34,12 @@ def test_verdict_names_the_most_serious_lesson_first() -> None:
     assert verdict(no_audit).startswith("5 acknowledged records were never processed (give an audit log")
 
 
+def test_a_duplicate_verdict_names_both_ways_a_retry_escapes_deduplication() -> None:
+    line = verdict(dict.fromkeys(CLASSES, 0) | {"duplicated": 1})
+    assert line.startswith("1 messages were written more than once")
+    assert "idempotence off" in line and "new epoch" in line  # an idempotent producer's epoch bump too
+
+
 def test_verdict_names_typed_records_for_what_they_are() -> None:
     clean = dict.fromkeys(CLASSES, 0)
     assert verdict(clean, 300, typed=3) == (f"{CLEAN}; 3 records typed by hand (no message id): received, "

@@ -12,7 +12,10 @@ LESSONS = (
                             "processing"),
     ("lost", "{n} acknowledged records were never processed (give an audit log to tell broker loss from "
              "consumer skips)"),
-    ("duplicated", "{n} messages were written more than once: producer retries without idempotence"),
+    # idempotence is not the only way: librdkafka's idempotent producer can bump its epoch during a leader
+    # change and send again, as a new epoch, a record the old leader had written (librdkafka issue #4953)
+    ("duplicated", "{n} messages were written more than once: producer retries the brokers could not "
+                   "deduplicate (idempotence off, or an idempotent producer that started a new epoch)"),
     ("redelivered", "{n} records were processed again by the same group: offsets committed late or not at all"),
     ("reordered", "{n} records landed out of order: retries with max.in.flight > 1 and no idempotence"),
     ("recovered", "{n} sends reported as failed are in the topic anyway: a timeout is not proof of loss"),
