@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import time
 
-from textual.widgets import Static
+from textual.widgets import Button, Static
 
 from kafkalab.admin.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster import NodeState
 from kafkalab.ui.app import LabConsole
+from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
 from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
@@ -86,6 +87,26 @@ async def test_controller_panes_mark_the_active_one_and_show_the_election() -> N
         await settle(pilot)
         assert app.selected == "controller-1" and ("controller-1", "start") in feed.actions
         assert "follower" in facts(panes["controller-1"])
+
+
+@sync
+async def test_six_node_panes_at_160_columns_keep_every_button_whole() -> None:
+    """Three controllers and three brokers make panes of 26 columns at 160: one row of buttons cut Restart."""
+    app = LabConsole(FakeKraftSource(), [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
+                     metadata=MetadataPanes(3))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.screen.has_class("-crowded")
+        for pane in app.query(BrokerPane):
+            row = pane.query_one(".buttons")
+            for button in row.query(Button):
+                label = str(button.label)
+                assert button.region.width >= len(label) + 2, (pane.node_name, label, button.region)
+                assert row.region.contains_region(button.region), (pane.node_name, label)
+    four = LabConsole(FakeSource(), [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0)  # type: ignore[arg-type]
+    async with four.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert not four.screen.has_class("-crowded")  # four panes of 40: one row, as before
 
 
 def test_combined_voters_have_no_pane_of_their_own_and_0_picks_their_brokers() -> None:

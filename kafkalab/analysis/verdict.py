@@ -14,8 +14,8 @@ LESSONS = (
              "consumer skips)"),
     # idempotence is not the only way: librdkafka's idempotent producer can bump its epoch during a leader
     # change and send again, as a new epoch, a record the old leader had written (librdkafka issue #4953)
-    ("duplicated", "{n} messages were written more than once: producer retries the brokers could not "
-                   "deduplicate (idempotence off, or an idempotent producer that started a new epoch)"),
+    ("duplicated", "{n} messages were written more than once: producer retries without idempotence (or an "
+                   "idempotent producer's retries after it bumped its epoch)"),
     ("redelivered", "{n} records were processed again by the same group: offsets committed late or not at all"),
     ("reordered", "{n} records landed out of order: retries with max.in.flight > 1 and no idempotence"),
     ("recovered", "{n} sends reported as failed are in the topic anyway: a timeout is not proof of loss"),
