@@ -109,6 +109,28 @@ async def test_six_node_panes_at_160_columns_keep_every_button_whole() -> None:
         assert not four.screen.has_class("-crowded")  # four panes of 40: one row, as before
 
 
+@sync
+async def test_kraft_names_the_active_controller_not_the_broker_the_metadata_picks() -> None:
+    """A KRaft broker's metadata names a random broker as the controller: no broker is marked for it, and the
+    partition pane names the quorum's active controller, before and after an election."""
+    feed = FakeKraftSource()
+    app = LabConsole(feed, [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
+                     metadata=MetadataPanes(3))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.snapshot is not None and app.snapshot.controller in (1, 2, 3)  # what the metadata says
+        assert not [p.node_name for p in app.query(BrokerPane) if p.controller]
+
+        def status() -> str:
+            return str(app.query_one("#partitions-status", Static).render())
+
+        assert "active controller 101" in status()
+        await pilot.press("0", "k")
+        await settle(pilot)
+        await settle(pilot)
+        assert "active controller 102" in status()
+
+
 def test_combined_voters_have_no_pane_of_their_own_and_0_picks_their_brokers() -> None:
     combined = MetadataPanes(0, voters=3)
     assert [type(p) for p in combined.compose()] == [QuorumPane], "one quorum pane, no controller pane"

@@ -258,7 +258,8 @@ class LabConsole(App[None]):
 
     def apply_snapshot(self, snapshot: ClusterSnapshot) -> None:
         previous = self.snapshot
-        self.query_one(PartitionsPane).show(snapshot)
+        role, controller = self.metadata.controller(snapshot)
+        self.query_one(PartitionsPane).show(snapshot, role, controller)
         if not snapshot.reachable:
             for pane in self.query(BrokerPane):
                 pane.show_roles(pane.controller, *self._counts(previous, pane.broker_id), reachable=False)
@@ -266,7 +267,7 @@ class LabConsole(App[None]):
         self.snapshot = snapshot
         self.show_waiting()
         for pane in self.query(BrokerPane):
-            pane.show_roles(snapshot.controller == pane.broker_id, *self._counts(snapshot, pane.broker_id),
+            pane.show_roles(controller == pane.broker_id, *self._counts(snapshot, pane.broker_id),
                             reachable=True)
         if previous is not None and previous.reachable:
             moves = leader_moves(previous, snapshot)

@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.widget import Widget
 
 from kafkalab.admin.quorum import QuorumState
+from kafkalab.admin.snapshot import ClusterSnapshot
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
 from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import NodePane
@@ -114,6 +115,14 @@ class MetadataPanes:
             return "zookeeper"
         self._turn = self._turn % self.voters + 1
         return f"controller-{self._turn}" if self.controllers else f"broker-{self._turn}"
+
+    def controller(self, snapshot: ClusterSnapshot) -> tuple[str, int | None]:
+        """Who to name as the controller, and as what. In ZooKeeper mode the broker the metadata names. In
+        KRaft mode the metadata's controller id is only a broker picked at random to take admin requests, so
+        the quorum's active controller (a broker's own id in combined mode, none of the brokers otherwise)."""
+        if self.controllers is None:
+            return "controller", snapshot.controller
+        return "active controller", self._leader
 
     def show(self, app: App[object], frame: NodesFrame, brokers: int) -> None:
         if self.controllers is None:

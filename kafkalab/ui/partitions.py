@@ -186,14 +186,15 @@ class PartitionsPane(Vertical):
         yield Line(id="presenter-run")  # presenter mode only: the run's progress, the clients pane being hidden
         yield PartitionTable(clock=self.clock, id="partition-table")
 
-    def show(self, snapshot: ClusterSnapshot) -> None:
+    def show(self, snapshot: ClusterSnapshot, role: str, controller: int | None) -> None:
+        """``role`` and ``controller``: who is named as the controller (KRaft: the quorum's active one)."""
         self.query_one(PartitionTable).show(snapshot)
         self.set_class(not snapshot.reachable and snapshot.error not in NOT_FAILURES, "-stale")
-        self.query_one("#partitions-status", Line).show(self.status_line(snapshot))
+        self.query_one("#partitions-status", Line).show(self.status_line(snapshot, role, controller))
         if snapshot.reachable:
             self.last_ok = snapshot
 
-    def status_line(self, snapshot: ClusterSnapshot) -> Text:
+    def status_line(self, snapshot: ClusterSnapshot, role: str, controller: int | None) -> Text:
         if not snapshot.reachable and snapshot.error in NOT_FAILURES:
             return Text.assemble((f" {snapshot.error.split(':')[0].upper()} ", "bold reverse"),
                                  f" {snapshot.error.partition(': ')[2] or 'the table fills when it is up'}")
@@ -210,7 +211,7 @@ class PartitionsPane(Vertical):
                 line.append(f"{count} {status}", style=STATUS_STYLE[status])
                 line.append("  ")
         line.append_text(Text.assemble(
-            ("controller ", "dim"), str(snapshot.controller if snapshot.controller is not None else "?"),
+            (f"{role} ", "dim"), str(controller if controller is not None else "?"),
             ("  partitions ", "dim"), str(len(parts)), ("  updated ", "dim"), clock_time(snapshot.taken_at)))
         return line
 
