@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 from pathlib import Path
 
@@ -36,8 +37,34 @@ def port_holder(port: int) -> str:
     return "an unknown process"
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+FREE_PORT_SPAN = 12000  # how far below the ephemeral range free ports are looked for
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel hands out to ``bind(0)`` and outgoing connections (Linux: 32768-60999)."""
+    try:
+        low, high = (int(v) for v in EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    """A free port on loopback, below the kernel's ephemeral range.
+
+    A port from ``bind(0)`` is free only until someone else binds ``0``: Spark's driver starting beside the
+    cluster took a broker's port that way before the broker bound it (CI: "Socket server failed to bind").
+    Nothing that asks the kernel for any port can be given one outside that range.
+    """
+    low, _ = ephemeral_range()
+    if low - 1024 >= 1000:
+        start = max(1024, low - FREE_PORT_SPAN)
+        for _ in range(500):
+            port = random.randrange(start, low)
+            if port_is_free(port):
+                return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # no room below: the kernel's pick
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
