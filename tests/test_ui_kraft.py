@@ -103,10 +103,22 @@ async def test_six_node_panes_at_160_columns_keep_every_button_whole() -> None:
                 label = str(button.label)
                 assert button.region.width >= len(label) + 2, (pane.node_name, label, button.region)
                 assert row.region.contains_region(button.region), (pane.node_name, label)
+    small = LabConsole(FakeKraftSource(), [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
+                       metadata=MetadataPanes(3))
+    async with small.run_test(size=(100, 30)) as pilot:  # six panes of 16: no row holds "Restart"
+        await settle(pilot)
+        assert small.screen.has_class("-no-buttons")
+        assert all(not pane.query_one(".buttons").display for pane in small.query(BrokerPane))
+        await pilot.press("1", "k")  # the keys still act
+        await settle(pilot)
+        assert small.node_states["broker-1"] == NodeState.KILLED
     four = LabConsole(FakeSource(), [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0)  # type: ignore[arg-type]
     async with four.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         assert not four.screen.has_class("-crowded")  # four panes of 40: one row, as before
+        await pilot.resize_terminal(100, 30)
+        await settle(pilot)
+        assert not four.screen.has_class("-no-buttons")  # four panes of 25: two rows, as before
 
 
 @sync

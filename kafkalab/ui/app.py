@@ -55,6 +55,9 @@ MIN_SIZE = (100, 30)
 # A node pane narrower than this cannot hold its four buttons in one row (Restart was cut): they go in two.
 # The terminal's width alone does not say it: KRaft's three controllers make six panes of 26 at 160 columns.
 ONE_BUTTON_ROW_WIDTH = 34
+# Narrower still (six panes of 16 at 100 columns), not even two rows hold "Restart": the buttons give way
+# and the keys (s, k, p, r, named in the footer) act on the picked node, as in presenter mode.
+TWO_BUTTON_ROWS_WIDTH = 21
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
@@ -201,8 +204,9 @@ class LabConsole(App[None]):
         """Below :data:`MIN_SIZE` the panes give way to a message saying what size is needed."""
         small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
         self.screen.set_class(small, "-too-small")
-        panes = len(self.query_one("#nodes").children) or 1
-        self.screen.set_class(width // panes < ONE_BUTTON_ROW_WIDTH, "-crowded")
+        pane_width = width // (len(self.query_one("#nodes").children) or 1)
+        self.screen.set_class(pane_width < ONE_BUTTON_ROW_WIDTH, "-crowded")
+        self.screen.set_class(pane_width < TWO_BUTTON_ROWS_WIDTH, "-no-buttons")
         self.query_one(Footer).compact = width < self.HORIZONTAL_BREAKPOINTS[1][0]  # every key fits at 100
         if small:
             self.query_one("#too-small", Static).update(Text(
