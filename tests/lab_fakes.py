@@ -233,6 +233,8 @@ class World:
         self.deleted_topics: list[str] = []
         self.deleted_groups: list[str] = []
         self.deleting: set[str] = set()  # deleted topics whose next create is refused once
+        self.audits: list[int] = []  # per audit read: how many consumers had been stopped by then
+        self.during_audit: Callable[[int], None] = lambda _nth: None  # called with each read's number
 
     def progress(self) -> float:
         return self.producer.stats().acked / self.producer.total if self.producer is not None else 0.0
@@ -251,6 +253,8 @@ class World:
             return self.consumers[-1]
 
         def audit(_bootstrap: str, _topic: str, run_dir: Path) -> Path:
+            self.audits.append(sum(c.stop_calls for c in self.consumers))
+            self.during_audit(len(self.audits))
             (run_dir / "audit.csv").write_text("")
             return run_dir / "audit.csv"
 

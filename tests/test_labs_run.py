@@ -48,10 +48,12 @@ def lab_of(tmp_path: Path, extra: str, drain: float = 30) -> Lab:
     return load_lab(path)
 
 
-def execute(tmp_path: Path, lab: Lab, world: World) -> tuple[LabRun, RunResult]:
+def execute(tmp_path: Path, lab: Lab, world: World, said: list[str] | None = None) -> tuple[LabRun, RunResult]:
+    """Run ``lab`` in ``world``; the run's messages go to ``said``."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    run = LabRun(lab, run_dir, world.deps(), seed=3)
+    emit = (lambda kind, data: said.append(data) if kind == "message" else None) if said is not None else None
+    run = LabRun(lab, run_dir, world.deps(), seed=3, **({"emit": emit} if emit else {}))
     return run, run.execute()
 
 
@@ -142,8 +144,46 @@ def test_drain_ends_once_consumers_caught_up(tmp_path: Path) -> None:
     run, result = execute(tmp_path, lab, world)
     assert result.passed
     phases = {e.detail: e.t for e in kinds(run, EventKind.PHASE)}
-    assert phases["auditing"] - phases["draining"] < lab.drain_s  # ended by catching up, not by the limit
+    assert phases["analyzing"] - phases["draining"] < lab.drain_s  # ended by catching up, not by the limit
     assert [c.stop_calls for c in world.consumers] == [1]
+
+
+def test_the_audit_reads_beside_the_drain_when_every_node_runs(tmp_path: Path) -> None:
+    """The topic holds all it will once the producer is done and no node is down: the audit reads it while the
+    consumers drain, so after the drain only the analysis is left."""
+    world, said = World(), []
+    run, result = execute(tmp_path, lab_of(tmp_path, ""), world, said)
+    assert result.passed
+    assert world.audits == [0]  # one read, before any consumer was stopped
+    phases = [e.detail for e in kinds(run, EventKind.PHASE)]
+    assert "auditing" not in phases and phases.index("analyzing") == phases.index("draining") + 1
+    assert any("while the consumers drain" in m for m in said)
+
+
+def test_the_audit_waits_for_the_drain_and_the_heal_when_a_broker_is_down(tmp_path: Path) -> None:
+    lab = lab_of(tmp_path, """
+        [[fault]]
+        at = "progress 20%"
+        do = "stop"
+        on = "broker 3"
+    """)
+    world = World()
+    run, result = execute(tmp_path, lab, world)
+    assert result.passed, result.failures
+    assert world.audits == [1]  # after the consumer was stopped
+    assert [a[:2] for a in world.actions] == [("stop", "broker-3"), ("start", "broker-3")]
+    phases = [e.detail for e in kinds(run, EventKind.PHASE)]
+    assert phases.index("draining") < phases.index("auditing") < phases.index("analyzing")
+
+
+def test_a_node_changing_state_during_the_early_audit_makes_it_read_again_after_the_heal(tmp_path: Path) -> None:
+    world, said = World(), []
+    world.during_audit = lambda nth: world.cluster.node("broker-2").kill() if nth == 1 and world.cluster else None
+    _run, result = execute(tmp_path, lab_of(tmp_path, ""), world, said)
+    assert result.passed, result.failures
+    assert len(world.audits) == 2 and world.audits[1] == 1  # read again once the drain ended
+    assert [a[:2] for a in world.actions] == [("kill", "broker-2"), ("start", "broker-2")]
+    assert any("reading again" in m for m in said)
 
 
 def test_topic_creation_is_told_how_many_brokers_run(tmp_path: Path) -> None:
@@ -160,7 +200,7 @@ def test_drain_ends_at_its_limit_when_lag_stays(tmp_path: Path) -> None:
     world.lagging = True
     run, result = execute(tmp_path, lab, world)
     phases = {e.detail: e.t for e in kinds(run, EventKind.PHASE)}
-    assert phases["auditing"] - phases["draining"] >= 0.3
+    assert phases["analyzing"] - phases["draining"] >= 0.3
     assert [c.state for c in world.consumers] == ["finished"]
     assert result.passed  # a lagging consumer is not a failed run by itself
 

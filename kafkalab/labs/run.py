@@ -1,7 +1,8 @@
 """LabRun: one run of a lab, from a fresh cluster to its result, created per run by :class:`LabSession`.
 
 fresh state dir -> cluster -> topics -> consumers (assigned) -> producer -> faults in order -> producer
-finished -> consumers drained and closed -> brokers healed -> audit -> analysis -> expectations judged ->
+finished -> consumers drained and closed (the audit reading every partition back meanwhile, or after, with
+the brokers healed: :mod:`kafkalab.labs.audit_step`) -> analysis -> expectations judged ->
 teardown. Whatever happens, ``result.json`` and ``timeline.json`` are written in the run dir; the cluster,
 clients, audit and analysis come from :class:`~kafkalab.labs.run_deps.RunDeps` factories.
 """
@@ -23,6 +24,7 @@ from kafkalab.clients import ProducerStats
 from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
+from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.events import EventKind, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
@@ -160,8 +162,10 @@ class LabRun:
             self.clients.wait_producer(self.past_deadline)
             before_drain = self.clients.live_metrics()
             self.set_phase(Phase.DRAINING)
+            audit = AuditStep(self)
+            audit.start_early()
             self.clients.drain()
-            report = self._audit_and_analyze()
+            report = self._analyze(audit.logs())
             judge.judge(result, self.lab, before_drain, self.clients.live_metrics(), report, self.faults)
         except Aborted:
             result.outcome = "stopped"
@@ -283,28 +287,7 @@ class LabRun:
         if self.lab.producer.start:
             clients.start_producer()
 
-    def heal(self) -> None:
-        """Every stopped, killed or paused node running again."""
-        assert self.cluster is not None
-        for node in self.cluster.nodes:
-            if node.state == NodeState.PAUSED:
-                node.resume()
-            elif node.state in (NodeState.STOPPED, NodeState.KILLED, NodeState.FAILED):
-                node.start()
-        for node in self.cluster.nodes:
-            self.wait_node(node.name, (NodeState.RUNNING,), self.deps.timing.node_timeout_s)
-
-    def _audit_and_analyze(self) -> dict[str, Any]:
-        assert self.cluster is not None and self.admin is not None
-        audits: list[Path] = []
-        if self.lab.audit:
-            self.set_phase(Phase.AUDITING)
-            if self.lab.heal_before_audit:
-                self.say("bringing every broker back for the audit")
-                self.heal()
-                self.admin.wait_for_leaders(self.lab.topic, timeout_s=60)
-            self.say(f"reading every partition of {self.lab.topic} back")
-            audits.append(self.deps.audit(self.cluster.bootstrap, self.lab.topic, self.run_dir))
+    def _analyze(self, audits: list[Path]) -> dict[str, Any]:
         self.set_phase(Phase.ANALYZING)
         self.say("analysing the payload logs with Spark")
         leader_changes: Mapping[tuple[str, int], int] = self.timeline.leader_changes()

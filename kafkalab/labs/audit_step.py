@@ -1,0 +1,92 @@
+"""A run's audit: every partition of the lab's topic read back from the brokers, for the analysis.
+
+Once the producer has finished and every node runs, the topic holds all it ever will, so the audit reads it
+beside the consumers' drain and the report after the drain waits only for Spark. When a node is down (to be
+healed first), or any node changed state while the early audit read, it runs after the drain as before:
+brokers healed, leaders elected, then read.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafkalab.cluster import NodeState
+from kafkalab.labs.events import EventKind
+from kafkalab.labs.results import Phase
+
+if TYPE_CHECKING:
+    from kafkalab.labs.run import LabRun
+
+
+class AuditStep:
+    """``start_early`` when the drain begins; ``logs`` after it, for the analysis."""
+
+    def __init__(self, run: LabRun) -> None:
+        self.run = run
+        self._thread: threading.Thread | None = None
+        self._since = 0.0  # the timeline's clock when the early audit began
+        self._log: Path | None = None
+        self._error: BaseException | None = None
+
+    def start_early(self) -> bool:
+        """Start reading the topic back now, in a thread, if the lab audits and every node runs."""
+        run = self.run
+        if not run.lab.audit or run.cluster is None or any(n.state != NodeState.RUNNING for n in run.cluster.nodes):
+            return False
+        self._since = run.timeline.now()
+        run.say(f"reading every partition of {run.lab.topic} back while the consumers drain")
+        self._thread = threading.Thread(target=self._read, name="kafkalab-audit", daemon=True)
+        self._thread.start()
+        return True
+
+    def _read(self) -> None:
+        run = self.run
+        assert run.cluster is not None
+        try:
+            self._log = run.deps.audit(run.cluster.bootstrap, run.lab.topic, run.run_dir)
+        except BaseException as exc:  # handed to the run's thread by logs()
+            self._error = exc
+
+    def logs(self) -> list[Path]:
+        """The audit logs for the analysis: the early audit's when it still stands, else one read now."""
+        run = self.run
+        if not run.lab.audit:
+            return []
+        if self._thread is not None:
+            if self._thread.is_alive():
+                run.set_phase(Phase.AUDITING)
+                run.say(f"finishing the read of {run.lab.topic} (the audit)")
+                while self._thread.is_alive():
+                    run.sleep(run.deps.timing.tick_s)
+            if not run.timeline.events(EventKind.NODE, since=self._since):
+                if self._error is not None:
+                    raise self._error
+                assert self._log is not None
+                return [self._log]
+            run.say("a node changed state while the audit read: reading again")
+        return [self._late()]
+
+    def _late(self) -> Path:
+        run = self.run
+        assert run.cluster is not None and run.admin is not None
+        run.set_phase(Phase.AUDITING)
+        if run.lab.heal_before_audit:
+            run.say("bringing every broker back for the audit")
+            self._heal()
+            run.admin.wait_for_leaders(run.lab.topic, timeout_s=60)
+        run.say(f"reading every partition of {run.lab.topic} back")
+        return run.deps.audit(run.cluster.bootstrap, run.lab.topic, run.run_dir)
+
+    def _heal(self) -> None:
+        """Every stopped, killed or paused node running again."""
+        run = self.run
+        assert run.cluster is not None
+        for node in run.cluster.nodes:
+            if node.state == NodeState.PAUSED:
+                node.resume()
+            elif node.state in (NodeState.STOPPED, NodeState.KILLED, NodeState.FAILED):
+                node.start()
+        for node in run.cluster.nodes:
+            run.wait_node(node.name, (NodeState.RUNNING,), run.deps.timing.node_timeout_s)
