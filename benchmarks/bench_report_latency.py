@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.benchutil import floor_job_s, summary, write_results
 from kafkalab.analysis import WarmSession
+from kafkalab.analysis.warmup import IDLE_ROUNDS
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.loader import find_lab
 from kafkalab.labs.run import PortChoice
@@ -59,17 +60,21 @@ def lab_file(records: int, where: Path) -> Path:
 
 
 def phase_split(run_dir: Path, latency: float) -> dict[str, float]:
-    """Where the latency went, from the run's recording.jsonl: audit (brokers healed, every partition read
-    back), analysis (Spark), and the rest (the result reaching the screen)."""
+    """Where the latency went, from the run's recording.jsonl: audit (what of it was left after the drain),
+    analysis (Spark, and the expectations judged), teardown (clients closed, the watch stopped) and the rest
+    (the result reaching the screen)."""
     from kafkalab.labs.recording import read_recording
 
-    at = {line["phase"]: line["ts"] for line in read_recording(run_dir) if line["kind"] == "phase"}
+    lines = read_recording(run_dir)
+    at = {line["phase"]: line["ts"] for line in lines if line["kind"] == "phase"}
     begun = at.get("auditing", at.get("analyzing"))
     ended = at.get("done", at.get("error"))
     if begun is None or ended is None or "analyzing" not in at:
         return {}
-    return {"audit_s": round(at["analyzing"] - begun, 2), "analysis_s": round(ended - at["analyzing"], 2),
-            "to_screen_s": round(latency - (ended - begun), 2)}
+    teardown = next((line["ts"] for line in lines if line["kind"] == "message"
+                     and line["ts"] >= at["analyzing"] and str(line.get("message", "")).startswith("stopping")), ended)
+    return {"audit_s": round(at["analyzing"] - begun, 2), "analysis_s": round(teardown - at["analyzing"], 2),
+            "teardown_s": round(ended - teardown, 2), "to_screen_s": round(latency - (ended - begun), 2)}
 
 
 def spark_floor(spark: WarmSession, run_dir: Path) -> dict[str, float]:
@@ -103,7 +108,7 @@ async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path,
     with the console's setting change): drain finished -> the verdict in the results pane. A run that ends
     without a report (its cluster would not start...) is said and not counted."""
     out: dict[str, list[float]] = {}
-    spark = WarmSession()
+    spark = WarmSession(warmup_rounds=IDLE_ROUNDS)  # as `kafkalab console` makes it
     first = load_lab(next(iter(labs.values())))
     ports = PortChoice.picked(first)
     session = LabSession(first, runs_root, spark=spark, zk_port=ports.zk_port, broker_ports=list(ports.broker_ports))

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kafkalab.analysis import WarmSession, analyze
-from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, classify
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
 from tests.analysis_fixtures import spark_fixture  # noqa: F401 - the shared `spark` fixture
@@ -128,11 +128,29 @@ def test_warm_session_is_reused(spark, tmp_path: Path) -> None:
 
 
 def test_warm_session_warms_up_with_the_rows_and_shapes_asked_for(spark, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[object, int, tuple[bool, ...]]] = []
+    seen: list[tuple[object, ...]] = []
     monkeypatch.setattr("kafkalab.analysis.warmup.warm_up",
-                        lambda session, rows, shapes: seen.append((session, rows, shapes)))
-    assert WarmSession("local[2]", warmup_rows=1234, warmup_shapes=(True,)).start().get(timeout=300) is spark
-    assert seen == [(spark, 1234, (True,))]
+                        lambda session, rows, shapes, rounds, go_on: seen.append((session, rows, shapes, rounds,
+                                                                                   go_on())))
+    warm = WarmSession("local[2]", warmup_rows=1234, warmup_shapes=(True,), warmup_rounds=3)
+    assert warm.start(go_on=lambda: False).get(timeout=300) is spark
+    assert seen == [(spark, 1234, (True,), 3, False)]
+
+
+def test_warm_up_runs_rounds_after_the_first_only_while_allowed(spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its generated logs are a real run's shape: the job finds exactly the losses (one by the brokers, one
+    missed by the consumer), the duplicate and the redelivery planted, and no malformed line."""
+    from kafkalab.analysis import warmup
+
+    results = []
+    monkeypatch.setattr(warmup, "classify", lambda *args: results.append(classify(*args)))
+    allowed = iter([True, False])
+    warmup.warm_up(spark, rows=300, shapes=(True, False), rounds=3, go_on=lambda: next(allowed))
+    assert len(results) == 3  # the first round's two passes, then one more before go_on said no
+    for result in results:
+        totals = {k: sum(p.counts[k] for p in result.partitions) for k in ("lost", "duplicated", "redelivered")}
+        assert totals == {"lost": 2, "duplicated": 1, "redelivered": 1}, totals  # lost by brokers, and missed
+        assert not any(result.malformed.values()) and not result.foreign_runs
 
 
 # bad input: one clear error, before or after Spark

@@ -16,9 +16,10 @@ from kafkalab.errors import KafkalabError
 from kafkalab.ui.app import parse_topic_request
 from kafkalab.ui.chart import columns, render_chart
 from kafkalab.ui.lab_source import sample_line
+from kafkalab.ui.line import flow
 from kafkalab.ui.logtail import shorten
 from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
-from kafkalab.ui.producer import counts_parts, flow
+from kafkalab.ui.producer import counts_parts
 from kafkalab.ui.source import LabView, Marker, NeedsReassignment, NodesFrame, ReportView, RunFrame, TimelineStep
 
 FROZEN_EPOCH = 1_700_000_000.0  # 2023-11-14, the feed's frozen wall clock

@@ -3,6 +3,7 @@ active one marked with its epoch, the node keys on controllers, an election anno
 
 from __future__ import annotations
 
+import re
 import time
 
 from textual.widgets import Button, Static
@@ -68,8 +69,9 @@ async def test_controller_panes_mark_the_active_one_and_show_the_election() -> N
         panes = {p.node_name: p for p in app.query(ControllerPane)}
         assert list(panes) == ["controller-1", "controller-2", "controller-3"]
         assert "ACTIVE" in facts(panes["controller-1"]) and "epoch 5" in facts(panes["controller-1"])
-        assert "follower · lag 0" in facts(panes["controller-2"])
-        assert panes["controller-1"].border_title == "[0] controller-1 · node 101"
+        assert "follower  lag 0" in facts(panes["controller-2"])
+        assert panes["controller-1"].border_title == "[0] controller-1"
+        assert panes["controller-1"].border_subtitle == "node 101"
 
         await pilot.press("0")  # 0 picks the controllers in turn
         assert app.selected == "controller-1" and panes["controller-1"].has_class("-selected")
@@ -103,6 +105,13 @@ async def test_six_node_panes_at_160_columns_keep_every_button_whole() -> None:
                 label = str(button.label)
                 assert button.region.width >= len(label) + 2, (pane.node_name, label, button.region)
                 assert row.region.contains_region(button.region), (pane.node_name, label)
+        for pane in app.query(ControllerPane):  # the quorum role flows onto two rows, no part cut
+            line = pane.query_one(".facts-line", Static)
+            rows = str(line.render()).split("\n")
+            assert all(len(r) <= line.content_size.width for r in rows), rows
+            assert len(str(pane.border_title)) + 4 <= pane.region.width
+        active = next(p for p in app.query(ControllerPane) if p.active)
+        assert "ACTIVE" in facts(active) and "epoch 5" in facts(active) and re.search(r"hw \d+", facts(active))
     small = LabConsole(FakeKraftSource(), [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,  # type: ignore[arg-type]
                        metadata=MetadataPanes(3))
     async with small.run_test(size=(100, 30)) as pilot:  # six panes of 16: no row holds "Restart"
@@ -174,7 +183,8 @@ class FakeCombinedSource(FakeSource):
 
 
 def voter_line(app: LabConsole, broker: int) -> str:
-    return str(app.query_one(f"#voter-{broker}", Static).render())
+    """A voter's line, its two rows (a narrow pane breaks between parts) joined as one."""
+    return str(app.query_one(f"#voter-{broker}", Static).render()).replace("\n", "  ")
 
 
 @sync
@@ -187,8 +197,8 @@ async def test_combined_voters_show_their_quorum_role_in_a_quorum_pane() -> None
         assert not app.query(ZooKeeperPane) and not app.query(ControllerPane)
         pane = app.query_one(QuorumPane)
         assert pane.border_title == "[0] quorum · voters in brokers 1..3"
-        assert "broker-1  ACTIVE   epoch 3 · hw 500" in voter_line(app, 1)
-        assert "broker-2 follower · lag 2 · fetched 0.3s ago" in voter_line(app, 2)
+        assert "broker-1   ACTIVE   epoch 3  hw 500" in voter_line(app, 1)
+        assert "broker-2  follower  lag 2  fetched 0.3s ago" in voter_line(app, 2)
 
         await pilot.press("0")  # 0 picks the voters' brokers
         assert app.selected == "broker-1"
@@ -196,6 +206,6 @@ async def test_combined_voters_show_their_quorum_role_in_a_quorum_pane() -> None
         await settle(pilot)
         assert ("broker-1", "kill") in feed.actions
         assert pane.active == 2 and "ACTIVE   epoch 4" in voter_line(app, 2)
-        assert "broker-1 follower · not fetching" in voter_line(app, 1)
+        assert "broker-1  follower  not fetching" in voter_line(app, 1)
         shown = [n.message for n in app._notifications]
         assert any("election: active controller 1 -> 2 (epoch 4)" in m for m in shown), shown

@@ -123,17 +123,21 @@ class WarmSession:
     generated logs are on the driver's disk. The default size is for a
     session warming while idle (the console) before runs of any size; a session started beside a lab
     run, whose logs are small, does better with fewer rows (its report is not held up by the warm-up) and
-    only the shape of query its run will ask (``warmup_shapes``: True for with an audit log).
+    only the shape of query its run will ask (``warmup_shapes``: True for with an audit log). An idle
+    session's warm-up goes on for ``warmup_rounds`` (Spark's optimising compiler keeps improving the job over
+    several passes) while the ``go_on`` given to :meth:`start` allows.
     """
 
     def __init__(self, master: str = DEFAULT_MASTER, *, warmup: bool = True, warmup_rows: int = 100_000,
-                 warmup_shapes: tuple[bool, ...] = (True, False), extra_conf: dict[str, str] | None = None,
-                 log_path: Path | None = None) -> None:
+                 warmup_shapes: tuple[bool, ...] = (True, False), warmup_rounds: int = 1,
+                 extra_conf: dict[str, str] | None = None, log_path: Path | None = None) -> None:
         self.master = master
         self.log_path = log_path
         self._warmup = warmup
         self._warmup_rows = warmup_rows
         self._warmup_shapes = warmup_shapes
+        self._warmup_rounds = warmup_rounds
+        self._go_on: Callable[[], bool] = lambda: True
         self._extra_conf = extra_conf
         self._ready = threading.Event()
         self._session: SparkSession | None = None
@@ -141,9 +145,12 @@ class WarmSession:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def start(self) -> WarmSession:
-        """Begin starting Spark in the background (idempotent); returns self for chaining."""
+    def start(self, go_on: Callable[[], bool] | None = None) -> WarmSession:
+        """Begin starting Spark in the background (idempotent); returns self for chaining. ``go_on``: whether
+        the warm-up may go on with its rounds after the first (see :func:`~kafkalab.analysis.warmup.warm_up`)."""
         with self._lock:
+            if go_on is not None:
+                self._go_on = go_on
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="kafkalab-spark", daemon=True)
                 self._thread.start()
@@ -155,7 +162,7 @@ class WarmSession:
             if self._warmup and is_local(self.master):
                 from kafkalab.analysis.warmup import warm_up
 
-                warm_up(session, self._warmup_rows, self._warmup_shapes)
+                warm_up(session, self._warmup_rows, self._warmup_shapes, self._warmup_rounds, self._go_on)
             self._session = session
         except BaseException as exc:  # reported to whoever calls get()
             self._error = exc

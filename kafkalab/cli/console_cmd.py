@@ -111,6 +111,7 @@ def _record(args: argparse.Namespace) -> int:
 
 def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
     from kafkalab.analysis import WarmSession
+    from kafkalab.analysis.warmup import IDLE_ROUNDS
     from kafkalab.cli.lab_cmds import with_mode
     from kafkalab.labs.loader import catalog, find_lab, load_lab
     from kafkalab.labs.run_deps import lab_distribution
@@ -125,7 +126,8 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPa
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
     lab = with_mode(load_lab(find_lab(ref)), args.mode)
     lab_distribution(lab.cluster.kafka_version)  # its Kafka fetched, or one line saying how
-    spark = None if args.no_spark_warmup else WarmSession(log_path=args.runs_dir / "spark.log")
+    spark = None if args.no_spark_warmup else WarmSession(warmup_rounds=IDLE_ROUNDS,
+                                                          log_path=args.runs_dir / "spark.log")
     session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True, keep_cluster=True)
     plan = lab.cluster
     return LabSource(session, spark), list(range(1, plan.brokers + 1)), metadata_panes(

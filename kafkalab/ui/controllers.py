@@ -16,7 +16,7 @@ from textual.widget import Widget
 from kafkalab.admin.quorum import QuorumState
 from kafkalab.admin.snapshot import ClusterSnapshot
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
-from kafkalab.ui.line import Line
+from kafkalab.ui.line import Line, flow
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
@@ -24,20 +24,21 @@ from kafkalab.ui.zookeeper import ZooKeeperPane
 ACTIVE_STYLE = "bold black on magenta"
 
 
-def quorum_role(quorum: QuorumState | None, node_id: int) -> Text:
-    """One voter's place in the quorum: ACTIVE with the epoch and high watermark, or follower with its lag."""
+def quorum_role(quorum: QuorumState | None, node_id: int) -> list[Text]:
+    """One voter's place in the quorum, in parts a narrow pane breaks between (:func:`flow`): ACTIVE, its epoch
+    and high watermark; or follower, its lag and last fetch."""
     if quorum is None or not quorum.reachable:
         why = quorum.error if quorum is not None else "not asked yet"
-        return Text(f"quorum: unknown ({why[:60]})", style="dim")
+        return [Text("quorum: unknown", style="dim"), Text(f"({why[:60]})", style="dim")]
     if quorum.leader == node_id:
-        return Text.assemble((" ACTIVE ", ACTIVE_STYLE), ("  epoch ", "dim"), str(quorum.epoch),
-                             (" · hw ", "dim"), str(quorum.high_watermark))
+        return [Text(" ACTIVE ", ACTIVE_STYLE), Text.assemble(("epoch ", "dim"), str(quorum.epoch)),
+                Text.assemble(("hw ", "dim"), str(quorum.high_watermark))]
     me = quorum.replica(node_id)
     if me is None or me.lag is None:
-        return Text.assemble(("follower", "dim"), (" · not fetching", "yellow"))
+        return [Text("follower", "dim"), Text("not fetching", "yellow")]
     fetched = f"{me.last_fetch_ms_ago / 1000:.1f}s ago" if me.last_fetch_ms_ago is not None else "never"
-    return Text.assemble(("follower · lag ", "dim"), (str(me.lag), "bold" if me.lag else ""),
-                         (" · fetched ", "dim"), fetched)
+    return [Text("follower", "dim"), Text.assemble(("lag ", "dim"), (str(me.lag), "bold" if me.lag else "")),
+            Text.assemble(("fetched ", "dim"), fetched)]
 
 
 class ControllerPane(NodePane):
@@ -46,13 +47,16 @@ class ControllerPane(NodePane):
     def __init__(self, index: int) -> None:
         self.node_id = CONTROLLER_ID_BASE + index
         super().__init__(f"controller-{index}", "0", id=f"node-controller-{index}")
-        self.border_title = f"[0] controller-{index} · node {self.node_id}"
+        self.add_class("controller-pane")
+        self.border_title = f"[0] controller-{index}"
+        self.border_subtitle = f"node {self.node_id}"
         self.active = False
 
     def show_quorum(self, quorum: QuorumState | None) -> None:
         self.active = quorum is not None and quorum.reachable and quorum.leader == self.node_id
         self.set_class(self.active, "-active-controller")
-        self.show_facts(quorum_role(quorum, self.node_id))
+        facts = self.query_one(".facts-line", Line)
+        facts.show(flow(quorum_role(quorum, self.node_id), facts.content_size.width or 80))
 
 
 class QuorumPane(Vertical):
@@ -72,8 +76,9 @@ class QuorumPane(Vertical):
     def show_quorum(self, quorum: QuorumState | None) -> None:
         self.active = quorum.leader if quorum is not None and quorum.reachable else None
         for voter in self.voters:
-            role = Text.assemble((f"broker-{voter} ", "bold"), quorum_role(quorum, voter))
-            self.query_one(f"#voter-{voter}", Line).show(role)
+            line = self.query_one(f"#voter-{voter}", Line)
+            parts = [Text(f"broker-{voter}", "bold"), *quorum_role(quorum, voter)]
+            line.show(flow(parts, line.content_size.width or 80))
 
 
 class MetadataPanes:

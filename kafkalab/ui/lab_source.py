@@ -63,9 +63,10 @@ class LabSource:
         return self.session.lab
 
     def boot(self, progress: Callable[[str], None]) -> None:
-        """Warm Spark in the background so the first report comes quickly; the cluster starts with a run."""
+        """Warm Spark in the background so the first report comes quickly; the cluster starts with a run. Its
+        warm-up rounds after the first stop when a run starts: the cluster's start needs the cores."""
         if self.spark is not None:
-            self.spark.start()
+            self.spark.start(go_on=lambda: not self.session.running)
         progress("press g to start a run")
 
     # ---- cluster tracking ------------------------------------------------------------------------

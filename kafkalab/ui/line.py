@@ -1,4 +1,5 @@
-"""A text line that repaints only when its text changed, and without a relayout when its height is fixed."""
+"""A text line that repaints only when its text changed, and without a relayout when its height is fixed; and
+:func:`flow`, which lays parts of a line out on as few lines as a width allows."""
 
 from __future__ import annotations
 
@@ -24,3 +25,20 @@ class Line(Static):
         self._shown = content
         height = self.styles.height
         self.update(content, layout=height is None or not height.is_cells)
+
+
+def flow(parts: list[Text], width: int, gap: str = "  ") -> Text:
+    """``parts`` joined by ``gap`` on as few lines of ``width`` cells as they fit, broken only between parts
+    (Rich's own wrapping breaks at any space, even U+00A0: "ETA" on one line, its value on the next)."""
+    out = Text()
+    used = 0
+    for part in parts:
+        if used and used + len(gap) + part.cell_len > width:
+            out.append("\n")
+            used = 0
+        elif used:
+            out.append(gap)
+            used += len(gap)
+        out.append_text(part)
+        used += part.cell_len
+    return out

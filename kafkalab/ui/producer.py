@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import ProgressBar, Sparkline
 
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
-from kafkalab.ui.line import Line
+from kafkalab.ui.line import Line, flow
 from kafkalab.ui.nodepane import duration
 
 # course option name -> how the pane labels it
@@ -37,23 +37,6 @@ def counts_parts(stats: ProducerStats) -> list[Text]:
             parts.append(Text.assemble(("ETA ", "dim"), duration(remaining / stats.rate)))
         parts.append(Text.assemble(("in flight ", "dim"), f"{stats.in_flight:,}"))
     return parts
-
-
-def flow(parts: list[Text], width: int, gap: str = "  ") -> Text:
-    """``parts`` joined by ``gap`` on as few lines of ``width`` cells as they fit, broken only between parts
-    (Rich's own wrapping breaks at any space, even U+00A0: "ETA" on one line, its value on the next)."""
-    out = Text()
-    used = 0
-    for part in parts:
-        if used and used + len(gap) + part.cell_len > width:
-            out.append("\n")
-            used = 0
-        elif used:
-            out.append(gap)
-            used += len(gap)
-        out.append_text(part)
-        used += part.cell_len
-    return out
 
 
 def failures_line(stats: ProducerStats) -> Text:
