@@ -53,8 +53,11 @@ class FakeCluster:
         self.world.cluster_listeners.append(listener)
 
     def start(self, timeout: float, progress: Callable[[str], None]) -> None:
+        time.sleep(self.world.start_s)
         for node in self.nodes:
             node.state = NodeState.RUNNING
+            for listener in self.world.cluster_listeners:
+                listener(node, node.state, "ready")
         progress("fake cluster up")
 
     def node(self, ref: int | str) -> FakeNode:
@@ -221,6 +224,7 @@ class World:
         self.stuck = False
         self.lagging = False
         self.assign_after_s = 0.0
+        self.start_s = 0.0  # how long the fake cluster takes to start
         self.report: dict[str, Any] = {"verdict": "nothing lost", "lost": 0, "duplicated": 0}
         self.cluster: FakeCluster | None = None
         self.producer: FakeProducer | None = None
