@@ -65,7 +65,7 @@ def phase_split(run_dir: Path, latency: float) -> dict[str, float]:
     (the result reaching the screen)."""
     from kafkalab.labs.recording import read_recording
 
-    lines = read_recording(run_dir)
+    lines = list(read_recording(run_dir))
     at = {line["phase"]: line["ts"] for line in lines if line["kind"] == "phase"}
     begun = at.get("auditing", at.get("analyzing"))
     ended = at.get("done", at.get("error"))
