@@ -27,6 +27,7 @@ from kafkalab.labs.session import LabSession
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.lab_source import LabSource
+from kafkalab.ui.logtail import LogTail
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen
 from kafkalab.ui.port_clash import PortClashSource
 from kafkalab.ui.source import ClusterSource, NeedsReassignment, alter_topic, reassign_topic
@@ -205,6 +206,8 @@ def test_g_again_in_a_lab_console_reuses_the_kept_cluster_and_the_run_reads_only
             await until(lambda: session.result is not None and not session.running, 240, "the first run's end")
             first = session.cluster
             assert first is not None
+            await until(lambda: all(app.pane(n.name).query_one(LogTail).line_count for n in first.nodes), 10,
+                        "every node pane's log tail showing its log")
             pids = {n.name: n.pid for n in first.nodes}
             await pilot.press("g")
             await until(lambda: "reusing the running cluster" in said, 30, "the reuse said on screen")

@@ -281,3 +281,25 @@ def test_producer_counts_break_only_between_their_parts() -> None:
     assert len(flow(parts, 120).plain.split("\n")) == 1
     finished = replace(running, state=ClientState.FINISHED, acked=500_000, attempted=500_000, in_flight=0)
     assert [p.plain for p in counts_parts(finished)] == [" FINISHED ", "500,000/500,000 acked"]  # no rate, no ETA
+
+
+def test_node_logs_follow_nodes_a_cluster_builds_after_the_console_first_looked(tmp_path) -> None:
+    """A cluster builds its nodes in start() (KRaft: after formatting its storage): a console that first saw
+    none still tails every node's log once they exist (their panes stayed blank for the whole run)."""
+    from types import SimpleNamespace
+
+    from kafkalab.ui.source import NodeLogs
+
+    cluster = SimpleNamespace(nodes=[])
+    logs = NodeLogs()
+    assert logs.new_lines(cluster) == {}  # type: ignore[arg-type]
+    paths = {name: tmp_path / name / "server.log" for name in ("controller-1", "broker-1")}
+    for name, path in paths.items():
+        path.parent.mkdir()
+        path.write_text(f"[2023-11-14 22:13:20,000] INFO {name} starting\n")
+    cluster.nodes = [SimpleNamespace(name=name, log_path=path) for name, path in paths.items()]
+    assert logs.new_lines(cluster) == {  # type: ignore[arg-type]
+        name: (f"[2023-11-14 22:13:20,000] INFO {name} starting",) for name in paths}
+    with paths["broker-1"].open("a") as fh:
+        fh.write("[2023-11-14 22:13:21,000] INFO broker-1 started\n")
+    assert logs.new_lines(cluster) == {"broker-1": ("[2023-11-14 22:13:21,000] INFO broker-1 started",)}  # type: ignore[arg-type]

@@ -27,8 +27,8 @@ from kafkalab.ui.source import (
     RUN_ACTIONS,
     SNAPSHOT_WAIT_S,
     LabView,
-    LogFollower,
     Marker,
+    NodeLogs,
     NodesFrame,
     ReportView,
     RunFrame,
@@ -52,7 +52,7 @@ class LabSource:
         self._cluster: Cluster | None = None
         self._admin: Admin | None = None
         self._server: ControlServer | None = None
-        self._followers: dict[str, LogFollower] = {}
+        self._logs = NodeLogs()
         self._down = threading.Event()
         self._lock = threading.Lock()
         self._throughput: list[tuple[float, float]] = []
@@ -77,7 +77,7 @@ class LabSource:
             if cluster is not self._cluster:
                 self._close_server()
                 self._cluster, self._admin = cluster, None
-                self._followers = {n.name: LogFollower(n.log_path) for n in cluster.nodes} if cluster else {}
+                self._logs = NodeLogs()
             if cluster is not None and self._admin is None and any(
                     b.state == NodeState.RUNNING for b in cluster.brokers):
                 self._admin = Admin(cluster.bootstrap)
@@ -100,10 +100,9 @@ class LabSource:
         cluster = self._track()
         if cluster is None or not cluster.nodes:
             return NodesFrame(())
-        logs = {name: f.new_lines() for name, f in self._followers.items()}
+        logs = self._logs.new_lines(cluster)
         conns, quorum = metadata_facts(cluster)
-        return NodesFrame(tuple(cluster.infos()), {k: v for k, v in logs.items() if v}, conns, self._down.is_set(),
-                          quorum)
+        return NodesFrame(tuple(cluster.infos()), logs, conns, self._down.is_set(), quorum)
 
     def snapshot(self) -> ClusterSnapshot:
         self._track()

@@ -146,6 +146,23 @@ class LogFollower:
         return tuple(lines[-LOG_LINES_KEPT:])
 
 
+class NodeLogs:
+    """A follower per node log of a cluster, made as its nodes appear: a cluster builds its nodes in
+    ``start()`` (in KRaft mode after formatting the storage, seconds later), so the nodes a console first sees
+    may be none."""
+
+    def __init__(self) -> None:
+        self._followers: dict[str, LogFollower] = {}
+
+    def new_lines(self, cluster: Cluster) -> dict[str, tuple[str, ...]]:
+        """Each node's new lines, for the nodes that have some."""
+        for node in cluster.nodes:
+            if node.name not in self._followers:
+                self._followers[node.name] = LogFollower(node.log_path)
+        lines = {name: follower.new_lines() for name, follower in self._followers.items()}
+        return {name: new for name, new in lines.items() if new}
+
+
 QUORUM_WAIT_S = 1.0  # while the active controller is dead, the quorum answers late or not at all
 ZK_ASK_EVERY_S = 5.0  # each `cons` writes a line to ZooKeeper's log: ask rarely
 _zk_asked: dict[int, tuple[float, int | None]] = {}
@@ -194,7 +211,7 @@ class ClusterSource:
         self._admin: Admin | None = None
         self._server: ControlServer | None = None
         self._down = threading.Event()
-        self._followers = {n.name: LogFollower(n.log_path) for n in cluster.nodes} if cluster.nodes else {}
+        self._logs = NodeLogs()
         self._closed = False
 
     def boot(self, progress: Callable[[str], None]) -> None:
@@ -204,7 +221,6 @@ class ClusterSource:
             self.cluster.start(progress=progress)
             write_cluster_file(self.cluster)
             self._server = ControlServer(self.cluster, self._down)
-        self._followers = {n.name: LogFollower(n.log_path) for n in self.cluster.nodes}
         admin = Admin(self.cluster.bootstrap, timeout_s=5.0)
         from kafkalab.ui.workload import DEMO_TOPIC, ensure_demo_topic
 
@@ -215,10 +231,9 @@ class ClusterSource:
     def nodes(self) -> NodesFrame:
         if not self.cluster.nodes:
             return NodesFrame(())
-        logs = {name: follower.new_lines() for name, follower in self._followers.items()}
+        logs = self._logs.new_lines(self.cluster)
         conns, quorum = metadata_facts(self.cluster)
-        return NodesFrame(tuple(self.cluster.infos()), {k: v for k, v in logs.items() if v}, conns,
-                          self._down.is_set(), quorum)
+        return NodesFrame(tuple(self.cluster.infos()), logs, conns, self._down.is_set(), quorum)
 
     def snapshot(self) -> ClusterSnapshot:
         if self._admin is None:
