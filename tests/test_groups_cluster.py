@@ -224,3 +224,41 @@ def test_bad_input_is_one_line_and_exit_2(cluster: Cluster, topic_factory: Calla
     topic = topic_factory(partitions=2, replication_factor=1)
     result = kafkalab(cluster, *[a.replace("TOPIC", topic) for a in args], stdin="")
     assert_one_line_error(result, *words)
+
+
+def test_the_group_helper_dying_mid_answer_costs_that_answer_not_the_console(cluster: Cluster,
+                                                                             tmp_path: Path) -> None:
+    """librdkafka aborts or segfaults its process when a group's coordinator moves under an admin request; the
+    console's group view asks in a helper process, so such a crash is one error and the next poll answers."""
+    import signal
+    import threading
+
+    from kafkalab.admin.group_helper import GroupHelper
+    from kafkalab.cluster.ports import free_port
+    from kafkalab.errors import KafkalabError
+
+    helper = GroupHelper(tmp_path / "helper.log")
+    try:
+        failure: list[BaseException] = []
+
+        def ask_nobody() -> None:  # nothing listens there: the helper waits, then is killed mid-request
+            try:
+                helper.describe_all(f"127.0.0.1:{free_port()}", "nobody", 2.0, 5.0)
+            except BaseException as exc:
+                failure.append(exc)
+
+        asking = threading.Thread(target=ask_nobody)
+        asking.start()
+        wait_until(lambda: helper._proc is not None, 10, what="the helper started")
+        time.sleep(1.0)
+        crashed = helper._proc
+        assert crashed is not None
+        os.kill(crashed.pid, signal.SIGSEGV)  # as librdkafka's crash ends it
+        asking.join(30)
+        assert len(failure) == 1 and isinstance(failure[0], KafkalabError), failure
+        assert "SIGSEGV" in str(failure[0]) and str(tmp_path / "helper.log") in str(failure[0])
+        groups = helper.describe_all(cluster.bootstrap, cluster, 2.0, 5.0)  # a new helper answers
+        assert isinstance(groups, tuple) and helper._proc is not None and helper._proc.pid != crashed.pid
+    finally:
+        helper.close()
+    assert helper._proc is None and crashed.poll() is not None

@@ -311,3 +311,6 @@ class _SilentLogger:
 
     def log(self, *_args: object, **_kwargs: object) -> None:
         pass
+
+
+SilentLogger = _SilentLogger  # for the group module's consumer handles

@@ -17,6 +17,7 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Ka
 from confluent_kafka.admin import OffsetSpec
 
 from kafkalab.admin.client import Admin, short_error
+from kafkalab.admin.committed import committed_offsets
 from kafkalab.errors import KafkalabError
 
 # States in which Kafka lets a group's offsets be reset: no member holds a partition.
@@ -191,24 +192,27 @@ class Groups:
                        for g in result.valid), key=lambda g: g.group_id)
 
     def describe(self, group: str, wait_s: float | None = None) -> GroupDescription:
-        """The group as it is now; an unreachable cluster or coordinator is a description saying so."""
+        """The group as it is now; an unreachable cluster or coordinator is a description saying so.
+
+        Its committed offsets come from :mod:`kafkalab.admin.committed`, not the admin API (which can take
+        the whole process down while the group's coordinator moves)."""
         deadline = time.monotonic() + (self._wait_s if wait_s is None else wait_s)
         try:
             desc_future = self.admin.client.describe_consumer_groups(
                 [group], request_timeout=self.admin.timeout_s)[group]
-            offsets_future = self.admin.client.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=self.admin.timeout_s)[group]
+            topics = self.admin.client.list_topics(timeout=_left(deadline)).topics
             desc = desc_future.result(timeout=_left(deadline))
-            committed_tps = offsets_future.result(timeout=_left(deadline)).topic_partitions or []
+            members = tuple(sorted(
+                (Member(m.member_id, m.client_id, m.host,
+                        tuple(sorted((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or []))),
+                        m.group_instance_id)
+                 for m in desc.members), key=lambda m: (m.partitions[:1], m.member_id)))
+            holder = {tp: m for m in members for tp in m.partitions}
+            asked = sorted({(name, p) for name, t in topics.items() if not name.startswith("__")
+                            for p in t.partitions} | set(holder))
+            committed = committed_offsets(self.admin).read(group, asked, _left(deadline))
         except Exception as exc:
             return GroupDescription(group, "Unknown", reachable=False, error=_text(exc))
-        members = tuple(sorted(
-            (Member(m.member_id, m.client_id, m.host,
-                    tuple(sorted((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or []))),
-                    m.group_instance_id)
-             for m in desc.members), key=lambda m: (m.partitions[:1], m.member_id)))
-        holder = {tp: m for m in members for tp in m.partitions}
-        committed = {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else None for tp in committed_tps}
         keys = sorted(set(committed) | set(holder))
         ends = self.admin.end_offsets(keys, _left(deadline))
         node = desc.coordinator

@@ -8,16 +8,18 @@ event loop; an unreachable cluster is a frame that says so.
 
 from __future__ import annotations
 
+import os
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafkalab.admin import Admin, GroupDescription, Groups, OffsetMove, ResetTarget
+from kafkalab.admin.group_helper import GroupHelper
 from kafkalab.clients.records import Outcome, Record, RecordTail, RecordTyper
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import state_root
 
 LAG_POINTS = 60  # the sparkline's width in polls
 RECORDS_KEPT = 200
@@ -93,26 +95,31 @@ class AdminGroupsFeed:
         self._records: deque[Record] = deque(maxlen=RECORDS_KEPT)
         self._typer: RecordTyper | None = None
         self._typer_for: tuple[HasBootstrap, str] | None = None
+        self._helper = GroupHelper(state_root() / "helpers" / f"groups-{os.getpid()}.log")
 
-    def _groups(self) -> Groups:
+    def _current(self) -> HasBootstrap:
+        """The cluster now; a new one gets a new admin client and lag history."""
         cluster = self._cluster()
         if cluster is None:
             raise KafkalabError("no cluster yet")
         if self._admin is None or self._admin_of is not cluster:
             self._admin, self._admin_of = Admin(cluster.bootstrap, timeout_s=self._timeout_s), cluster
             self._lags.clear()
+        return cluster
+
+    def _groups(self) -> Groups:
+        self._current()
+        assert self._admin is not None
         return Groups(self._admin)
 
     # ---- groups ----------------------------------------------------------------------------------
     def groups(self) -> GroupsFrame:
+        """Every group described, in the helper process (:mod:`kafkalab.admin.group_helper`)."""
         try:
-            groups = self._groups()
-            listing = groups.list()
+            cluster = self._current()
+            described = self._helper.describe_all(cluster.bootstrap, cluster, self._timeout_s, GROUPS_WAIT_S)
         except KafkalabError as exc:
             return GroupsFrame(error=str(exc), lag_history=self._history())
-        deadline = time.monotonic() + GROUPS_WAIT_S
-        described = tuple(groups.describe(g.group_id, wait_s=max(0.2, deadline - time.monotonic()))
-                          for g in listing)
         for desc in described:
             if desc.total_lag is not None:
                 self._lags.setdefault(desc.group_id, deque(maxlen=LAG_POINTS)).append(desc.total_lag)
@@ -180,6 +187,7 @@ class AdminGroupsFeed:
         self._records.clear()
 
     def close(self) -> None:
+        self._helper.close()
         self._close_tail()
         if self._typer is not None:
             self._typer.close()

@@ -1,0 +1,61 @@
+"""A consumer group's committed offsets, read the way its own consumers read them.
+
+Not through the admin API's ListConsumerGroupOffsets: librdkafka 2.16 answers a coordinator error in an
+OffsetFetch response (NOT_COORDINATOR while the group's coordinator moves, as brokers stop, start or hand
+leadership back) by queueing a coordinator query on the client's own consumer group, which an admin client
+does not have, and the whole process dies (SIGSEGV in ``rd_kafka_cgrp_op``, called with no group by
+``rd_kafka_handle_OffsetFetch``: two leader-failover consoles died so mid-run). A consumer handle that
+carries the group's id has that group state and retries as every consumer does; it never subscribes, so it
+never joins the group.
+"""
+
+from __future__ import annotations
+
+import threading
+from weakref import WeakKeyDictionary
+
+from confluent_kafka import Consumer, TopicPartition
+
+from kafkalab.admin.client import Admin, SilentLogger
+
+TopicPartitionKey = tuple[str, int]
+
+
+class CommittedOffsets:
+    """One consumer handle per group asked about, on one cluster, kept for the next reads."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self._consumers: dict[str, Consumer] = {}
+        self._lock = threading.Lock()
+
+    def read(self, group: str, partitions: list[TopicPartitionKey], timeout_s: float) -> dict[TopicPartitionKey, int]:
+        """The committed offset of each of ``partitions`` that has one; KafkaException when the group's
+        coordinator does not answer within ``timeout_s``."""
+        if not partitions:
+            return {}
+        answered = self._consumer(group).committed([TopicPartition(t, p) for t, p in partitions],
+                                                   timeout=max(0.1, timeout_s))
+        return {(tp.topic, tp.partition): tp.offset for tp in answered if tp.error is None and tp.offset >= 0}
+
+    def _consumer(self, group: str) -> Consumer:
+        with self._lock:
+            if group not in self._consumers:
+                self._consumers[group] = Consumer({
+                    "bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+                    "client.id": "kafkalab-offsets", "log_level": 0, "logger": SilentLogger(),
+                })
+            return self._consumers[group]
+
+
+_READERS: WeakKeyDictionary[Admin, CommittedOffsets] = WeakKeyDictionary()
+_READERS_LOCK = threading.Lock()
+
+
+def committed_offsets(admin: Admin) -> CommittedOffsets:
+    """The reader that lives as long as ``admin`` (one cluster's client), made on first use."""
+    with _READERS_LOCK:
+        reader = _READERS.get(admin)
+        if reader is None:
+            reader = _READERS[admin] = CommittedOffsets(admin.bootstrap)
+        return reader
