@@ -226,6 +226,15 @@ def test_bad_input_is_one_line_and_exit_2(cluster: Cluster, topic_factory: Calla
     assert_one_line_error(result, *words)
 
 
+def test_group_list_of_a_cluster_nobody_answers_for_is_one_line_not_an_empty_list() -> None:
+    from kafkalab.cluster.ports import free_port
+
+    port = free_port()
+    result = subprocess.run([sys.executable, "-m", "kafkalab", "group", "list", "--bootstrap", f"127.0.0.1:{port}"],
+                            capture_output=True, text=True, timeout=60)
+    assert_one_line_error(result, "cannot list consumer groups", f"127.0.0.1:{port}", "cluster up")
+
+
 def test_the_group_helper_dying_mid_answer_costs_that_answer_not_the_console(cluster: Cluster,
                                                                              tmp_path: Path) -> None:
     """librdkafka aborts or segfaults its process when a group's coordinator moves under an admin request; the

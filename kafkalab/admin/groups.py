@@ -188,6 +188,11 @@ class Groups:
                 timeout=self._wait_s)
         except Exception as exc:
             raise KafkalabError(f"cannot list consumer groups at {self.admin.bootstrap}: {_text(exc)}") from None
+        if result.errors and not result.valid:  # no broker answered: not "no groups"
+            err = result.errors[0]
+            why = f"{err.name()}: {err.str()}" if hasattr(err, "str") else _text(err)
+            raise KafkalabError(f"cannot list consumer groups at {self.admin.bootstrap}: {why}: is the cluster up "
+                                "(`kafkalab cluster status`)?")
         return sorted((GroupListing(g.group_id, _state(g.state), bool(g.is_simple_consumer_group))
                        for g in result.valid), key=lambda g: g.group_id)
 
