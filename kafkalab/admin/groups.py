@@ -205,7 +205,7 @@ class Groups:
         try:
             desc_future = self.admin.client.describe_consumer_groups(
                 [group], request_timeout=self.admin.timeout_s)[group]
-            topics = self.admin.client.list_topics(timeout=_left(deadline)).topics
+            topics = self.admin.client.list_topics(timeout=max(0.2, _left(deadline))).topics
             desc = desc_future.result(timeout=_left(deadline))
             members = tuple(sorted(
                 (Member(m.member_id, m.client_id, m.host,

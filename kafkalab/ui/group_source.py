@@ -1,9 +1,10 @@
 """What the console's consumer-group and records panes show, fetched in thread workers.
 
-:class:`AdminGroupsFeed` describes every group of the cluster (keeping each group's total lag over time
-for the sparkline), plans and applies offset resets, follows the records of one topic/partition and
-sends typed records. Every method may block briefly and is called from a thread worker, never from the
-event loop; an unreachable cluster is a frame that says so.
+:class:`AdminGroupsFeed` describes every group of the cluster (in a helper process, which a librdkafka
+crash may end without ending the console; each group's total lag is kept over time for the sparkline),
+plans and applies offset resets, follows the records of one topic/partition and sends typed records.
+Every method may block briefly and is called from a thread worker, never from the event loop; an
+unreachable cluster is a frame that says so.
 """
 
 from __future__ import annotations
