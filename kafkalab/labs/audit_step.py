@@ -9,7 +9,6 @@ brokers healed, leaders elected, then read.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +26,7 @@ class AuditStep:
     def __init__(self, run: LabRun) -> None:
         self.run = run
         self._thread: threading.Thread | None = None
-        self._since = 0.0  # epoch seconds when the early audit began (the timeline's clock restarts with the clients)
+        self._nodes_seen = 0  # node events on the timeline when the early audit began
         self._log: Path | None = None
         self._error: BaseException | None = None
 
@@ -36,7 +35,7 @@ class AuditStep:
         run = self.run
         if not run.lab.audit or run.cluster is None or any(n.state != NodeState.RUNNING for n in run.cluster.nodes):
             return False
-        self._since = time.time()
+        self._nodes_seen = len(run.timeline.events(EventKind.NODE))
         run.say(f"reading every partition of {run.lab.topic} back while the consumers drain")
         self._thread = threading.Thread(target=self._read, name="kafkalab-audit", daemon=True)
         self._thread.start()
@@ -61,7 +60,7 @@ class AuditStep:
                 run.say(f"finishing the read of {run.lab.topic} (the audit)")
                 while self._thread.is_alive():
                     run.sleep(run.deps.timing.tick_s)
-            if not any(e.ts >= self._since for e in run.timeline.events(EventKind.NODE)):
+            if len(run.timeline.events(EventKind.NODE)) == self._nodes_seen:  # no node changed state meanwhile
                 if self._error is not None:
                     raise self._error
                 assert self._log is not None
