@@ -26,6 +26,11 @@ from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescri
 from kafkalab.errors import KafkalabError
 
 REQUEST_TIMEOUT_S = 1.0
+# A topic creation unanswered this long (no controller took it, as in a KRaft quorum without a majority, or
+# librdkafka asked a broker that never answers for it), or answered NOT_CONTROLLER (after the controller moved
+# librdkafka may keep asking the old one), is asked again through a new client, which learns the controller.
+CREATE_ATTEMPT_S = 15.0
+TIMED_OUT = KafkaError._TIMED_OUT
 
 
 def _admin_client(bootstrap: str) -> AdminClient:
@@ -181,28 +186,29 @@ class Admin:
         wait_leaders: bool = True,
         brokers_up: int = 0,
     ) -> None:
-        """``brokers_up``: how many brokers the caller knows are running. Just after a start the controller
-        may not have seen them all register yet and refuses a replication factor up to that many as larger
-        than the brokers available; that refusal is asked again until ``timeout_s``, any other at once."""
+        """``brokers_up``: the brokers the caller knows run. Just after a start the controller may refuse a
+        replication factor up to that many (not all registered yet): asked again until ``timeout_s``, as are
+        no answer and NOT_CONTROLLER (``CREATE_ATTEMPT_S``); any other refusal is raised at once."""
         topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                          config={k: str(v) for k, v in (configs or {}).items()})
         deadline = time.monotonic() + timeout_s
+        unanswered = False  # an attempt got no answer: it may have created the topic all the same
         while True:
-            fut = self._client.create_topics([topic], request_timeout=timeout_s)[name]
+            attempt_s = max(1.0, min(CREATE_ATTEMPT_S, deadline - time.monotonic()))
             try:
-                fut.result(timeout=timeout_s)
+                self._client.create_topics([topic], request_timeout=attempt_s)[name].result(timeout=attempt_s + 1)
                 break
-            except TimeoutError:  # no controller took it (e.g. a KRaft quorum without a majority)
-                raise KafkalabError(f"cannot create topic {name}: no answer within {timeout_s:.0f}s") from None
-            except KafkaException as exc:
-                # After the controller moved, librdkafka may keep asking the old one, whose NOT_CONTROLLER
-                # does not always refresh its metadata: a new client learns the controller afresh.
-                code = exc.args and getattr(exc.args[0], "code", lambda: None)()
-                registering = code == KafkaError.INVALID_REPLICATION_FACTOR and replication_factor <= brokers_up
-                if not (code == KafkaError.NOT_CONTROLLER or registering) or time.monotonic() > deadline:
-                    raise KafkalabError(f"cannot create topic {name}: {_short(exc)}") from None
-                time.sleep(0.5)
-                self.renew()
+            except (TimeoutError, KafkaException) as exc:
+                code, why = _error_code(exc), _short(exc)
+            if code == KafkaError.TOPIC_ALREADY_EXISTS and unanswered:
+                break
+            unanswered |= code == TIMED_OUT
+            registering = code == KafkaError.INVALID_REPLICATION_FACTOR and replication_factor <= brokers_up
+            if time.monotonic() > deadline or not (registering or code in (KafkaError.NOT_CONTROLLER, TIMED_OUT)):
+                raise KafkalabError(f"cannot create topic {name}: " + (
+                    f"no answer within {timeout_s:.0f}s" if code == TIMED_OUT else why))
+            time.sleep(0.5)
+            self.renew()
         if wait_leaders:
             self.wait_for_leaders(name, partitions, timeout_s)
 
@@ -295,6 +301,13 @@ class _Entry:
 
 def _with_end(p: PartitionState, end: int | None) -> PartitionState:
     return PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, end, p.min_isr, p.leader_epoch)
+
+
+def _error_code(exc: BaseException) -> Any:
+    """A Kafka error's code; a future's own timeout counts as librdkafka's _TIMED_OUT."""
+    if isinstance(exc, KafkaException) and exc.args and hasattr(exc.args[0], "code"):
+        return exc.args[0].code()
+    return TIMED_OUT
 
 
 def _short(exc: BaseException) -> str:
