@@ -30,16 +30,15 @@ class AuditStep:
         self._log: Path | None = None
         self._error: BaseException | None = None
 
-    def start_early(self) -> bool:
+    def start_early(self) -> None:
         """Start reading the topic back now, in a thread, if the lab audits and every node runs."""
         run = self.run
         if not run.lab.audit or run.cluster is None or any(n.state != NodeState.RUNNING for n in run.cluster.nodes):
-            return False
+            return
         self._nodes_seen = len(run.timeline.events(EventKind.NODE))
         run.say(f"reading every partition of {run.lab.topic} back while the consumers drain")
         self._thread = threading.Thread(target=self._read, name="kafkalab-audit", daemon=True)
         self._thread.start()
-        return True
 
     def _read(self) -> None:
         run = self.run

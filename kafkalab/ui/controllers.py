@@ -16,7 +16,7 @@ from textual.widget import Widget
 from kafkalab.admin.quorum import QuorumState
 from kafkalab.admin.snapshot import ClusterSnapshot
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
-from kafkalab.ui.line import Line, flow
+from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
@@ -25,8 +25,8 @@ ACTIVE_STYLE = "bold black on magenta"
 
 
 def quorum_role(quorum: QuorumState | None, node_id: int) -> list[Text]:
-    """One voter's place in the quorum, in parts a narrow pane breaks between (:func:`flow`): ACTIVE, its epoch
-    and high watermark; or follower, its lag and last fetch."""
+    """One voter's place in the quorum, in parts a narrow pane breaks between (:meth:`Line.show_parts`):
+    ACTIVE, its epoch and high watermark; or follower, its lag and last fetch."""
     if quorum is None or not quorum.reachable:
         why = quorum.error if quorum is not None else "not asked yet"
         return [Text("quorum: unknown", style="dim"), Text(f"({why[:60]})", style="dim")]
@@ -55,8 +55,7 @@ class ControllerPane(NodePane):
     def show_quorum(self, quorum: QuorumState | None) -> None:
         self.active = quorum is not None and quorum.reachable and quorum.leader == self.node_id
         self.set_class(self.active, "-active-controller")
-        facts = self.query_one(".facts-line", Line)
-        facts.show(flow(quorum_role(quorum, self.node_id), facts.content_size.width or 80))
+        self.query_one(".facts-line", Line).show_parts(quorum_role(quorum, self.node_id))
 
 
 class QuorumPane(Vertical):
@@ -76,9 +75,8 @@ class QuorumPane(Vertical):
     def show_quorum(self, quorum: QuorumState | None) -> None:
         self.active = quorum.leader if quorum is not None and quorum.reachable else None
         for voter in self.voters:
-            line = self.query_one(f"#voter-{voter}", Line)
-            parts = [Text(f"broker-{voter}", "bold"), *quorum_role(quorum, voter)]
-            line.show(flow(parts, line.content_size.width or 80))
+            self.query_one(f"#voter-{voter}", Line).show_parts([Text(f"broker-{voter}", "bold"),
+                                                                *quorum_role(quorum, voter)])
 
 
 class MetadataPanes:

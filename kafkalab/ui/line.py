@@ -26,6 +26,10 @@ class Line(Static):
         height = self.styles.height
         self.update(content, layout=height is None or not height.is_cells)
 
+    def show_parts(self, parts: list[Text]) -> None:
+        """``parts`` :func:`flow`-ed to this line's width (80 before its first layout)."""
+        self.show(flow(parts, self.content_size.width or 80))
+
 
 def flow(parts: list[Text], width: int, gap: str = "  ") -> Text:
     """``parts`` joined by ``gap`` on as few lines of ``width`` cells as they fit, broken only between parts

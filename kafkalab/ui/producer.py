@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import ProgressBar, Sparkline
 
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
-from kafkalab.ui.line import Line, flow
+from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import duration
 
 # course option name -> how the pane labels it
@@ -88,7 +88,6 @@ class ProducerPane(Vertical):
         if self.border_title != title:  # a title set repaints the pane: only on a change
             self.border_title = title
         self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)
-        counts = self.query_one("#producer-counts", Line)
-        counts.show(flow(counts_parts(stats), counts.content_size.width or 80))
+        self.query_one("#producer-counts", Line).show_parts(counts_parts(stats))
         self.query_one("#producer-failures", Line).show(failures_line(stats))
         self.query_one(Sparkline).data = throughput[-120:]
