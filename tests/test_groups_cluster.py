@@ -271,3 +271,22 @@ def test_the_group_helper_dying_mid_answer_costs_that_answer_not_the_console(clu
     finally:
         helper.close()
     assert helper._proc is None and crashed.poll() is not None
+
+
+def test_a_helper_whose_pipe_closes_before_it_is_reaped_is_named_by_its_signal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel closes a dying process's pipes before its exit code can be read: the helper's end must wait
+    for it, not call a crashed helper one that "gave no answer in time" (a CI run saw exactly that)."""
+    from kafkalab.admin import group_helper
+    from kafkalab.errors import KafkalabError
+
+    dies_slowly = ("import os, signal, sys, time; sys.stdin.buffer.read(1); os.close(1); time.sleep(0.5); "
+                   "os.kill(os.getpid(), signal.SIGSEGV)")
+    monkeypatch.setattr(group_helper, "HELPER_COMMAND", (sys.executable, "-c", dies_slowly))
+    helper = group_helper.GroupHelper(tmp_path / "helper.log")
+    try:
+        with pytest.raises(KafkalabError, match="died of SIGSEGV"):
+            helper.describe_all("127.0.0.1:1", "nobody", 1.0, 1.0)
+    finally:
+        helper.close()
+    assert helper._proc is None

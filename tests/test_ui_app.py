@@ -671,3 +671,34 @@ async def test_presenter_mode_at_100x30_shows_the_runs_progress_and_goes_back_fr
         await pilot.press("P")  # out of presenter mode: the clients pane says it
         await pilot.pause()
         assert not line.display
+
+
+@sync
+async def test_a_group_card_picked_before_it_has_mounted_shows_its_rows_once_it_has() -> None:
+    """The shared cluster's groups appear while `]` cycles through them: picking a card mounted this very
+    frame (no columns yet) must not add rows to a table without columns (a CI run died so)."""
+    from textual.app import App
+    from textual.widgets import DataTable
+
+    from kafkalab.admin.groups import GroupDescription, PartitionLag
+    from kafkalab.ui.group_source import GroupsFrame
+    from kafkalab.ui.groups import GroupsPane
+
+    def group(name: str) -> GroupDescription:
+        return GroupDescription(name, "Stable", partitions=(PartitionLag("t", 0, 5, 9), PartitionLag("t", 1, 1, 2)))
+
+    class Host(App[None]):
+        def compose(self) -> Any:
+            yield GroupsPane()
+
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(GroupsPane)
+        pane.show(GroupsFrame((group("a"),)))
+        await pilot.pause()
+        pane.show(GroupsFrame((group("a"), group("b"))))
+        assert pane.select_next() == "b"  # card b mounts in this frame
+        await pilot.pause()
+        table = pane.cards["b"].query_one(DataTable)
+        assert table.row_count == 2 and table.get_cell("t/0", "lag") == "4"
+        assert pane.cards["b"].has_class("-selected") and not pane.cards["a"].has_class("-selected")

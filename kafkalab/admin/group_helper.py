@@ -25,6 +25,8 @@ from kafkalab.admin.groups import GroupDescription, Groups
 from kafkalab.errors import KafkalabError
 
 ANSWER_GRACE_S = 20.0  # beyond the describes' own wait: the helper's start, a loaded machine
+EXIT_WAIT_S = 5.0  # from a helper's pipe closing to its exit code
+HELPER_COMMAND = (sys.executable, "-m", "kafkalab.admin.group_helper")
 
 
 def describe_every_group(groups: Groups, wait_s: float) -> tuple[GroupDescription, ...]:
@@ -70,15 +72,16 @@ class GroupHelper:
         ports); KafkalabError when the cluster does not answer or the helper died answering."""
         with self._lock:
             to, back = self._connection()
+            closed = False
             try:
                 to.send((bootstrap, id(key), timeout_s, wait_s))
                 answered = back.poll(wait_s + ANSWER_GRACE_S)
                 if answered:
                     ok, answer = back.recv()
             except (EOFError, OSError):
-                answered = False
+                answered, closed = False, True
             if not answered:
-                why = _why(self._end())
+                why = _why(self._end(exiting=closed))
                 raise KafkalabError(f"the group helper process {why} describing the groups: the next poll starts a "
                                     f"new one (its log: {self.log_path})")
         if not ok:
@@ -90,7 +93,7 @@ class GroupHelper:
             self._end()
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "ab") as log:
-                self._proc = subprocess.Popen([sys.executable, "-m", "kafkalab.admin.group_helper"],
+                self._proc = subprocess.Popen(HELPER_COMMAND,
                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                               start_new_session=True)
             assert self._proc.stdin is not None and self._proc.stdout is not None
@@ -100,8 +103,11 @@ class GroupHelper:
             self._proc.stdout.close()
         return self._to, self._from
 
-    def _end(self) -> int | None:
-        """Kill the helper (if any) and forget it; its exit code, None if it was alive (no answer in time)."""
+    def _end(self, exiting: bool = False) -> int | None:
+        """Kill the helper (if any) and forget it; its exit code, None if it was alive (no answer in time).
+
+        ``exiting``: its pipe closed, so it is dying; the kernel closes a process's pipes before it reaps it,
+        so wait a moment for the exit code (the signal that ended it) before calling it alive."""
         proc, self._proc = self._proc, None
         for conn in (self._to, self._from):
             if conn is not None:
@@ -109,7 +115,10 @@ class GroupHelper:
         self._to = self._from = None
         if proc is None:
             return None
-        code = proc.poll()
+        try:
+            code = proc.wait(EXIT_WAIT_S) if exiting else proc.poll()
+        except subprocess.TimeoutExpired:
+            code = None
         if code is None:
             proc.kill()
         proc.wait(5)

@@ -63,6 +63,8 @@ class GroupCard(Vertical):
         self.group_id = group_id
         self.desc: GroupDescription | None = None
         self.rows: list[tuple[str, ...]] = []
+        self._pending: tuple[GroupDescription, tuple[int, ...], bool] | None = None
+        self._ready = False  # mounted, columns added
 
     def compose(self) -> ComposeResult:
         yield Static(classes="group-header")
@@ -75,9 +77,17 @@ class GroupCard(Vertical):
         table = self.query_one(DataTable)
         for key, label in LAG_COLUMNS:
             table.add_column(label, key=key)
+        self._ready = True
+        if self._pending is not None:
+            self.show(*self._pending)
 
     def show(self, desc: GroupDescription, lags: tuple[int, ...], selected: bool) -> None:
+        """Show the group's facts; a card not mounted yet (no widgets, no columns) keeps them for its mount."""
         self.desc = desc
+        if not self._ready:
+            self._pending = (desc, lags, selected)
+            return
+        self._pending = None
         self.set_class(selected, "-selected")
         self.query_one(".group-header", Static).update(header_text(desc, selected))
         self.query_one(".group-members", Static).update(member_text(desc))
@@ -121,9 +131,7 @@ class GroupsPane(VerticalScroll):
             if card is None:
                 card = self.cards[desc.group_id] = GroupCard(desc.group_id, f"group-card-{index}-{len(self.cards)}")
                 self.mount(card)
-                card.call_after_refresh(self._show_card, card, desc, frame)
-            else:
-                self._show_card(card, desc, frame)
+            self._show_card(card, desc, frame)
 
     def _show_card(self, card: GroupCard, desc: GroupDescription, frame: GroupsFrame) -> None:
         card.show(desc, frame.lag_history.get(desc.group_id, ()), desc.group_id == self.selected)
