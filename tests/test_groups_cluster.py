@@ -290,3 +290,36 @@ def test_a_helper_whose_pipe_closes_before_it_is_reaped_is_named_by_its_signal(
     finally:
         helper.close()
     assert helper._proc is None
+
+
+def test_the_helper_asks_through_a_new_client_after_a_coordinator_gave_no_answer() -> None:
+    """A long-lived admin client said NOT_COORDINATOR for good once a killed coordinator was back (the Groups tab
+    read `Unknown` while `kafkalab group describe` answered): an unanswered group costs the client."""
+    from kafkalab.admin.group_helper import Answerer
+    from kafkalab.admin.groups import GroupDescription, GroupListing
+
+    class Client:
+        def __init__(self, answers: bool) -> None:
+            self.answers = answers
+
+        def list(self) -> list[GroupListing]:
+            return [GroupListing("app", "Empty", False)]
+
+        def describe(self, group: str, wait_s: float) -> GroupDescription:
+            if self.answers:
+                return GroupDescription(group, "Empty")
+            return GroupDescription(group, "Unknown", reachable=False, error="NOT_COORDINATOR")
+
+    made: list[Client] = []
+
+    def make(bootstrap: str, timeout_s: float) -> Client:
+        made.append(Client(answers=len(made) != 0))  # the first client is the stuck one
+        return made[-1]
+
+    answerer = Answerer(make)  # type: ignore[arg-type]
+    ok, stuck = answerer.answer("127.0.0.1:1", "cluster", 1.0, 1.0)
+    assert ok and [d.state for d in stuck] == ["Unknown"]  # type: ignore[attr-defined]
+    ok, fresh = answerer.answer("127.0.0.1:1", "cluster", 1.0, 1.0)
+    assert ok and [d.state for d in fresh] == ["Empty"] and len(made) == 2  # type: ignore[attr-defined]
+    answerer.answer("127.0.0.1:1", "cluster", 1.0, 1.0)
+    assert len(made) == 2, "a client that answers is kept"

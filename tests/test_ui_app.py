@@ -702,3 +702,28 @@ async def test_a_group_card_picked_before_it_has_mounted_shows_its_rows_once_it_
         table = pane.cards["b"].query_one(DataTable)
         assert table.row_count == 2 and table.get_cell("t/0", "lag") == "4"
         assert pane.cards["b"].has_class("-selected") and not pane.cards["a"].has_class("-selected")
+
+
+@sync
+async def test_at_100x30_the_keys_scroll_the_results_down_to_the_chart() -> None:
+    """At the smallest supported size the report's chart lies below its table: the Results tab takes the focus,
+    so PgDn / End reach the chart without a mouse (they did nothing before)."""
+    from kafkalab.ui.chart import ThroughputChart
+    from kafkalab.ui.results import ResultsPane
+
+    feed = FakeSource()
+    app = console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "x")
+        await settle(pilot)
+        results = app.query_one(ResultsPane)
+        chart = app.query_one(ThroughputChart)
+        assert app.focused is results and results.scroll_y == 0
+        assert chart.region.y >= results.region.bottom, "the chart starts below the fold"
+        await pilot.press("end")
+        await settle(pilot)
+        assert results.scroll_y > 0 and chart.region.y < results.region.bottom
+        await pilot.press("o")  # groups take the whole row on a narrow screen, as the results do
+        await settle(pilot)
+        assert not app.query_one("#partitions").display and app.query_one("#side").region.width > 90

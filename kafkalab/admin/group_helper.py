@@ -16,9 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 from kafkalab.admin.client import Admin
 from kafkalab.admin.groups import GroupDescription, Groups
@@ -36,24 +36,43 @@ def describe_every_group(groups: Groups, wait_s: float) -> tuple[GroupDescriptio
     return tuple(groups.describe(g.group_id, wait_s=max(0.2, deadline - time.monotonic())) for g in listing)
 
 
+class Answerer:
+    """The helper's side: one :class:`Groups` per cluster (a new one when the key changes), and a new one after
+    an answer in which a group's coordinator did not answer. librdkafka's admin client can hold on to a
+    coordinator that moved: once a killed coordinator was back, every DescribeConsumerGroups of that client
+    said NOT_COORDINATOR for good, while a new client answered at once."""
+
+    def __init__(self, make: Callable[[str, float], Groups] | None = None) -> None:
+        self._make = make or (lambda bootstrap, timeout_s: Groups(Admin(bootstrap, timeout_s=timeout_s)))
+        self._current: tuple[object, Groups] | None = None
+
+    def answer(self, bootstrap: str, key: object, timeout_s: float, wait_s: float) -> tuple[bool, object]:
+        """(True, every group described) or (False, the error's one line)."""
+        if self._current is None or self._current[0] != key:
+            self._current = (key, self._make(bootstrap, timeout_s))
+        try:
+            described = describe_every_group(self._current[1], wait_s)
+        except KafkalabError as exc:
+            self._current = None
+            return False, str(exc)
+        if not all(desc.reachable for desc in described):
+            self._current = None
+        return True, described
+
+
 def serve() -> None:
     """The helper (``python -m kafkalab.admin.group_helper``, stderr to its log): requests on stdin, answers on
-    stdout, until the console's end closes; one admin client per cluster (a new one when its key changes)."""
+    stdout, until the console's end closes."""
     answers = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # nothing but answers on the pipe: a stray print goes to the log
     conn_in = Connection(os.dup(0), writable=False)
-    current: tuple[Any, Groups] | None = None
+    answerer = Answerer()
     while True:
         try:
-            bootstrap, key, timeout_s, wait_s = conn_in.recv()
+            request = conn_in.recv()
         except (EOFError, OSError):
             return
-        if current is None or current[0] != key:
-            current = (key, Groups(Admin(bootstrap, timeout_s=timeout_s)))
-        try:
-            answers.send((True, describe_every_group(current[1], wait_s)))
-        except KafkalabError as exc:
-            answers.send((False, str(exc)))
+        answers.send(answerer.answer(*request))
 
 
 class GroupHelper:

@@ -63,6 +63,8 @@ STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeSta
 
 
 TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
+WIDE_TABS = ("tab-results", "tab-groups", "tab-records")  # on a narrow screen: the whole row, no partition table
+SCROLLING_TABS = {"tab-results": "#results", "tab-lab": "#lab", "tab-groups": "#groups"}  # focused when shown
 CONTRAST = Theme(
     name="kafkalab-contrast", primary="#ffff00", secondary="#00ffff", accent="#ff00ff", warning="#ffaf00",
     error="#ff3030", success="#00ff00", foreground="#ffffff", background="#000000", surface="#000000",
@@ -492,9 +494,15 @@ class LabConsole(App[None]):
 
     # ---- views -----------------------------------------------------------------------------------
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """The results need more width than the clients: on a narrow screen their tab takes the whole row.
-        (A tab activated as the console closes comes after its widgets went: nothing to widen then.)"""
+        """The results, groups and records need more width than the clients: on a narrow screen their tab
+        takes the whole row. A tab that scrolls takes the focus, so the arrow and page keys scroll it (at
+        100x30 the chart lies below the report's table). (A tab activated as the console closes comes after
+        its widgets went: nothing to widen then.)"""
         self.query("#main").set_class(event.pane.id == "tab-results", "-results")
+        self.query("#main").set_class(event.pane.id in WIDE_TABS, "-wide")
+        scroller = SCROLLING_TABS.get(event.pane.id or "")
+        if scroller and self.query(scroller):
+            self.query_one(scroller).focus(scroll_visible=False)
 
     def action_show_tab(self, name: str) -> None:
         """Presenter mode hides the side pane, except for the results: the room must see the report. Any other

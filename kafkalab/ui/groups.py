@@ -40,6 +40,9 @@ def header_text(desc: GroupDescription, selected: bool) -> Text:
 
 
 def member_text(desc: GroupDescription) -> Text:
+    if not desc.reachable:
+        return Text(f"no answer: {desc.error or 'the group coordinator did not answer'} (the next poll asks again)",
+                    style="red")
     if not desc.members:
         return Text("no active member", style="dim")
     out = Text()

@@ -106,7 +106,8 @@ class HelpScreen(ModalScreen[None]):
             yield Label(Text("Keys (change them in the keymap file by id)", style="bold"))
             table: DataTable[str] = DataTable(cursor_type="row", id="help-table")
             yield table
-            yield Static(Text("esc closes · ctrl+p searches every action", style="dim"))
+            yield Static(Text("esc closes · ctrl+p searches every action · ↑ ↓ PgUp PgDn Home End scroll the open tab",
+                              style="dim"))
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
