@@ -58,7 +58,7 @@ def one_run(root: Path, overrides: dict[str, str], measure_start: bool) -> dict[
         out["cold_start_s"] = time.monotonic() - t0
         if measure_start:
             time.sleep(5)  # let the JVMs settle before reading their memory
-            out["idle_rss_mb"] = sum(i.rss_bytes for i in cluster.infos()) / 2**20
+            out["idle_rss_mb"] = sum(i.rss_bytes or 0 for i in cluster.infos()) / 2**20
         leader = admin.snapshot().partition("bench", 0).leader
         cluster.node(leader).kill()
         out["sigkill_failover_s"] = new_leader(admin, "bench", [0], leader)

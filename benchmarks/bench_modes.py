@@ -80,7 +80,7 @@ def one_run(state_dir: Path, mode: str) -> dict[str, float]:
         if "formatting" in marks:  # KRaft's first start formats every node's storage (StorageTool JVMs)
             out["format_s"] = marks["starting"] - marks["formatting"]
         time.sleep(5)  # let the JVMs settle before reading their memory
-        out["idle_rss_mb"] = sum(i.rss_bytes for i in cluster.infos()) / 2**20
+        out["idle_rss_mb"] = sum(i.rss_bytes or 0 for i in cluster.infos()) / 2**20
         if cluster.spec.kraft:
             wait_for(lambda: cluster.quorum().reachable)
             helper = cluster.quorum_helper_pid

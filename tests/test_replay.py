@@ -130,6 +130,9 @@ async def test_keys_set_speed_pause_and_scrub() -> None:
         assert not any(b.display for b in app.query(".buttons"))
         assert [str(c.label).strip() for c in app.query_one(PartitionTable).columns.values()] == [
             "partition", "leader", "replicas", "ISR", "status"]
+        # nor a usage it never recorded: no "cpu 0% · mem 0M" under a running node
+        usage = [str(line.render()) for line in app.query(".usage-line")]
+        assert any("pid " in u for u in usage) and all("cpu, mem not recorded" in u for u in usage if "pid " in u)
 
 
 def test_clock_stays_within_the_run_and_moves_at_its_speed() -> None:

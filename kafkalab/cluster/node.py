@@ -84,8 +84,8 @@ class NodeInfo:
     reason: str
     pid: int | None
     uptime_s: float
-    cpu_percent: float
-    rss_bytes: int
+    cpu_percent: float | None  # None: not known (a replay, which records no usage)
+    rss_bytes: int | None
     restarts: int
     node_id: int | None = None  # Kafka's broker.id / node.id (a controller's too); None for ZooKeeper
 
@@ -93,7 +93,8 @@ class NodeInfo:
         return {
             "name": self.name, "kind": self.kind, "broker_id": self.broker_id, "port": self.port,
             "state": str(self.state), "reason": self.reason, "pid": self.pid,
-            "uptime_s": round(self.uptime_s, 1), "cpu_percent": round(self.cpu_percent, 1),
+            "uptime_s": round(self.uptime_s, 1),
+            "cpu_percent": None if self.cpu_percent is None else round(self.cpu_percent, 1),
             "rss_bytes": self.rss_bytes, "restarts": self.restarts,
             "node_id": self.node_id,
         }

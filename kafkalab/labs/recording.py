@@ -258,7 +258,7 @@ class RecordedRun:
         """The nodes at ``t``; uptime counted from the first line naming a process (cpu and memory unknown)."""
         line = self.at("nodes", t)
         return [NodeInfo(name, kind, broker_id, port, NodeState(state), reason, pid,
-                         round(t - self._pid_since.get((name, pid), t), 1) if pid else 0.0, 0.0, 0, restarts)
+                         round(t - self._pid_since.get((name, pid), t), 1) if pid else 0.0, None, None, restarts)
                 for name, kind, broker_id, port, state, reason, pid, restarts in (line or {}).get("nodes", [])]
 
     def clients(self, t: float) -> tuple[ProducerStats | None, tuple[ConsumerStats, ...]]:
