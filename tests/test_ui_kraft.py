@@ -209,3 +209,17 @@ async def test_combined_voters_show_their_quorum_role_in_a_quorum_pane() -> None
         assert "broker-1  follower  not fetching" in voter_line(app, 1)
         shown = [n.message for n in app._notifications]
         assert any("election: active controller 1 -> 2 (epoch 4)" in m for m in shown), shown
+
+
+def test_a_quorum_without_an_answer_says_why_in_words_not_java_package_names() -> None:
+    """While the active controller was killed, the panes read `(org.apache.kafka.common.` and no more."""
+    from kafkalab.admin.quorum import parse_answer
+    from kafkalab.ui.controllers import quorum_role
+
+    timeout = parse_answer({"ok": False, "error": "org.apache.kafka.common.errors.TimeoutException: Call(callName="
+                                                  "describeMetadataQuorum, deadlineMs=1) timed out"}, 0.0)
+    assert " ".join(t.plain for t in quorum_role(timeout, 101)) == (
+        "quorum: unknown (no answer in time: an election under way?)")
+    other = parse_answer({"ok": False, "error": "org.apache.kafka.common.errors.NotLeaderOrFollowerException: "
+                                                "for partition __cluster_metadata-0"}, 0.0)
+    assert other.error == "NotLeaderOrFollowerException: for partition __cluster_metadata-0"

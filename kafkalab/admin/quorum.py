@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import queue
+import re
 import subprocess
 import threading
 import time
@@ -74,10 +75,22 @@ class QuorumState:
                 "voters": [r.as_dict() for r in self.voters], "observers": [r.as_dict() for r in self.observers]}
 
 
+JAVA_CLASS = re.compile(r"\b(?:[a-z_]\w*\.)+([A-Z]\w*)")
+
+
+def java_error_text(error: str) -> str:
+    """A Java exception's text in words a pane can hold: a timeout says so, other classes lose their package
+    ("org.apache.kafka.common.errors.TimeoutException: Call(callName=describeMetadataQuorum, ...) timed out"
+    filled a controller pane with the package name)."""
+    if "TimeoutException" in error:
+        return "no answer in time: an election under way?"
+    return JAVA_CLASS.sub(r"\1", error)
+
+
 def parse_answer(answer: dict[str, Any], taken_at: float) -> QuorumState:
     """A QuorumWatch reply as a QuorumState."""
     if not answer.get("ok"):
-        return QuorumState(taken_at, False, error=str(answer.get("error", "no answer")))
+        return QuorumState(taken_at, False, error=java_error_text(str(answer.get("error", "no answer"))))
     hw = int(answer["high_watermark"])
 
     def replicas(items: list[dict[str, Any]], voter: bool) -> list[QuorumReplica]:
