@@ -345,3 +345,22 @@ def test_a_group_deletion_nobody_answers_is_a_timed_out_error_the_reuse_waits_on
     with pytest.raises(KafkalabError, match=r"cannot delete consumer group test-app: .*Timed out") as refused:
         admin.delete_groups(["test-app"], timeout_s=1.0)
     assert any(key in str(refused.value) for key in GROUP_WAITS)
+
+
+@pytest.mark.parametrize("argv", [["acks-0"], ["--presenter", "leader-failover"], ["labs/x.toml"]])
+def test_a_lab_named_where_a_command_goes_gets_the_command_that_opens_it(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`kafkalab --presenter acks-0` listed every command of the CLI; the fix is one word away."""
+    from kafkalab.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"open it with `kafkalab console {' '.join(argv)}`" in err[0], err
+
+
+def test_a_word_that_is_neither_command_nor_lab_keeps_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from kafkalab.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bogus"])
+    assert exit_.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err

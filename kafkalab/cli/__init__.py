@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from kafkalab import __version__
 from kafkalab.errors import KafkalabError
@@ -41,8 +42,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def lab_given_as_command(argv: Sequence[str], commands: Collection[str]) -> str | None:
+    """The lab a person named where a command goes (`kafkalab acks-0`, `kafkalab --presenter acks-0`): argparse
+    would list every command; the fix is one word away."""
+    words = [a for a in argv if not a.startswith("-")]
+    if not words or words[0] in commands:
+        return None
+    from kafkalab.labs.loader import catalog
+
+    ids = {re.sub(r"^\d+-", "", p.stem) for p in catalog()}
+    return words[0] if words[0] in ids or words[0].endswith(".toml") else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    commands = next(a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if lab := lab_given_as_command(argv, commands):
+        print(f"kafkalab: error: {lab} is a lab, not a command: open it with `kafkalab console {' '.join(argv)}` "
+              f"(or run it headless: `kafkalab run {lab} --headless`)", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:  # no command: the console on the default lab
