@@ -404,6 +404,8 @@ async def test_lab_console_before_its_first_run_says_no_cluster_yet_not_unreacha
         assert "UNREACHABLE" not in status and not app.query_one("#partitions").has_class("-stale")
         topbar = str(app.query_one("#topbar", Static).render())
         assert "fake cluster ready" in topbar and "» cluster ready" not in topbar
+        facts = [str(line.render()).strip() for line in app.query(".facts-line")]
+        assert facts == ["not started yet"] * 4, facts  # not 'not registered' / 'clients: unknown': no fault
 
 
 @sync

@@ -42,6 +42,9 @@ def usage_lines(info: NodeInfo) -> Text:
     return Text.assemble(("pid ", "dim"), str(info.pid), (" · up ", "dim"), duration(info.uptime_s), "\n", *usage)
 
 
+NOT_STARTED = Text("not started yet", style="dim")
+
+
 class NodePane(Vertical):
     """A bordered pane for one node; subclasses add their own facts line."""
 
@@ -84,7 +87,9 @@ class NodePane(Vertical):
         self.app.stylesheet.apply(self)
 
     def show_facts(self, facts: Text) -> None:
-        self.query_one(".facts-line", Line).show(facts)
+        """The pane's own facts; before its node exists (a lab's cluster starts with its first run) only that,
+        not 'not registered' or 'clients: unknown', which read as faults on a screen nobody has touched."""
+        self.query_one(".facts-line", Line).show(facts if self.info is not None else NOT_STARTED)
 
     def add_log(self, lines: tuple[str, ...]) -> None:
         self.query_one(LogTail).add(lines)
