@@ -51,10 +51,10 @@ def console(source: FakeSource, **kwargs: object) -> LabConsole:
 
 
 @contextlib.asynccontextmanager
-async def running(feed: FakeSource) -> AsyncIterator[tuple[LabConsole, Pilot[None]]]:
+async def running(feed: FakeSource, size: tuple[int, int] = SIZE) -> AsyncIterator[tuple[LabConsole, Pilot[None]]]:
     """The console on ``feed``, its first frames applied."""
     app = console(feed)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settle(pilot)
         yield app, pilot
 
@@ -425,10 +425,7 @@ async def test_a_starting_nodes_reason_is_shown_whole_at_100x30() -> None:
 @sync
 async def test_the_partition_status_line_names_what_is_wrong_at_100x30() -> None:
     """The line is cut at the pane's edge: the under-replicated count comes first, the clock last."""
-    feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with running(FakeSource(), size=(100, 30)) as (app, pilot):
         await pilot.press("2", "k")
         await settle(pilot)
         rows = svg_rows(app.export_screenshot(), 30, 100)
@@ -713,10 +710,7 @@ async def test_at_100x30_the_keys_scroll_the_results_down_to_the_chart() -> None
     from kafkalab.ui.chart import ThroughputChart
     from kafkalab.ui.results import ResultsPane
 
-    feed = FakeSource()
-    app = console(feed)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with running(FakeSource(), size=(100, 30)) as (app, pilot):
         await pilot.press("g", "x")
         await settle(pilot)
         results = app.query_one(ResultsPane)

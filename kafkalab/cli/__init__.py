@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 import sys
 from collections.abc import Collection, Sequence
 
@@ -48,10 +47,9 @@ def lab_given_as_command(argv: Sequence[str], commands: Collection[str]) -> str 
     words = [a for a in argv if not a.startswith("-")]
     if not words or words[0] in commands:
         return None
-    from kafkalab.labs.loader import catalog
+    from kafkalab.labs.loader import catalog, lab_id_of
 
-    ids = {re.sub(r"^\d+-", "", p.stem) for p in catalog()}
-    return words[0] if words[0] in ids or words[0].endswith(".toml") else None
+    return words[0] if words[0].endswith(".toml") or words[0] in map(lab_id_of, catalog()) else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -162,7 +162,7 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     if producer.config.topic not in {t.name for t in topics}:
         raise r.fail("producer", 0, "producer.topic", "names no [[topic]] of this lab: add the topic")
     # last: a copied lab's first error must be its real one, not the name it has not been given yet
-    if path is not None and re.sub(r"^\d+-", "", path.stem) != lab_id:
+    if path is not None and lab_id_of(path) != lab_id:
         raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
     return Lab(
         id=lab_id,
@@ -342,6 +342,11 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
     return tuple(faults)
 
 
+def lab_id_of(path: Path) -> str:
+    """The lab id a file name carries: its stem less the catalog number (``03-acks-0.toml`` -> ``acks-0``)."""
+    return re.sub(r"^\d+-", "", path.stem)
+
+
 def catalog() -> list[Path]:
     """Every lab file of the catalog, in catalog order (the file names start with their number)."""
     return sorted(labs_dir().glob("*.toml"))
@@ -356,6 +361,6 @@ def find_lab(ref: str) -> Path:
         return candidate
     files = catalog()
     for number, p in enumerate(files, start=1):
-        if ref in (p.stem, str(number), re.sub(r"^\d+-", "", p.stem)):
+        if ref in (p.stem, str(number), lab_id_of(p)):
             return p
     raise KafkalabError(f"no lab {ref!r}: `kafkalab labs` lists the catalog, or give a .toml path")

@@ -500,9 +500,9 @@ class LabConsole(App[None]):
         its widgets went: nothing to widen then.)"""
         self.query("#main").set_class(event.pane.id == "tab-results", "-results")
         self.query("#main").set_class(event.pane.id in WIDE_TABS, "-wide")
-        scroller = SCROLLING_TABS.get(event.pane.id or "")
-        if scroller and self.query(scroller):
-            self.query_one(scroller).focus(scroll_visible=False)
+        if scroller := SCROLLING_TABS.get(event.pane.id or ""):
+            for widget in self.query(scroller):
+                widget.focus(scroll_visible=False)
 
     def action_show_tab(self, name: str) -> None:
         """Presenter mode hides the side pane, except for the results: the room must see the report. Any other

@@ -37,9 +37,12 @@ def duration(seconds: float) -> str:
 def usage_lines(info: NodeInfo) -> Text:
     if info.pid is None:
         return Text("no process\n", style="dim")
-    usage = (("cpu ", "dim"), f"{info.cpu_percent:.0f}%", (" · mem ", "dim"), f"{info.rss_bytes / 2**20:.0f}M") \
-        if info.cpu_percent is not None and info.rss_bytes is not None else (("cpu, mem not recorded", "dim"),)
-    return Text.assemble(("pid ", "dim"), str(info.pid), (" · up ", "dim"), duration(info.uptime_s), "\n", *usage)
+    if info.cpu_percent is None or info.rss_bytes is None:
+        usage = Text("cpu, mem not recorded", style="dim")
+    else:
+        usage = Text.assemble(("cpu ", "dim"), f"{info.cpu_percent:.0f}%", (" · mem ", "dim"),
+                              f"{info.rss_bytes / 2**20:.0f}M")
+    return Text.assemble(("pid ", "dim"), str(info.pid), (" · up ", "dim"), duration(info.uptime_s), "\n", usage)
 
 
 NOT_STARTED = Text("not started yet", style="dim")
