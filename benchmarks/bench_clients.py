@@ -34,7 +34,7 @@ from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import Producer as RdProducer
 
 from benchmarks.benchutil import summary, write_results
-from kafkalab import KAFKA_VERSION, dist
+from kafkalab import KAFKA_VERSION, kafka_install
 from kafkalab.admin import Admin
 from kafkalab.clients.consumer_loop import ConsumerLoop
 from kafkalab.clients.corpus import ValuePicker
@@ -66,7 +66,7 @@ def tools_classpath() -> str:
 
 
 def run_java(classpath: str, main: str, args: list[str]) -> str:
-    out = subprocess.run([dist.java_binary(), "-Xmx512m", "-cp", classpath, main, *args],
+    out = subprocess.run([kafka_install.java_binary(), "-Xmx512m", "-cp", classpath, main, *args],
                          capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"{main} failed: {out.stderr[-2000:]}")
@@ -202,7 +202,7 @@ def main() -> int:
     samples: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
     try:
-        with Cluster(spec, dist.locate()) as cluster:
+        with Cluster(spec, kafka_install.locate()) as cluster:
             cluster.start(timeout=180, progress=lambda m: print(m, flush=True))
             admin = Admin(cluster.bootstrap, timeout_s=10)
             bootstrap, records = cluster.bootstrap, args.records

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.benchutil import summary, write_results
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.cluster.ports import free_port
@@ -51,7 +51,7 @@ def new_leader(admin: Admin, topic: str, partitions: list[int], old: int, timeou
 def one_run(root: Path, overrides: dict[str, str], measure_start: bool) -> dict[str, float]:
     out: dict[str, float] = {}
     t0 = time.monotonic()
-    with Cluster(spec(root, overrides), dist.locate()) as cluster:
+    with Cluster(spec(root, overrides), kafka_install.locate()) as cluster:
         cluster.start(timeout=180)
         admin = Admin(cluster.bootstrap, timeout_s=1.0)
         admin.create_topic("bench", partitions=6, replication_factor=3, configs={"min.insync.replicas": "2"})

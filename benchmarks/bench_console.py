@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.control import read_cluster_file
@@ -109,7 +109,7 @@ def summary(ms: list[float]) -> dict[str, float]:
 def cluster_own_start(root: Path) -> float:
     spec = ClusterSpec(state_dir=root / "plain", brokers=3, free_ports=True)
     started = time.monotonic()
-    with Cluster(spec, dist.locate()) as cluster:
+    with Cluster(spec, kafka_install.locate()) as cluster:
         cluster.start()
         return time.monotonic() - started
 

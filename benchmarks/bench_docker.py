@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import bench_cluster, bench_modes
 from benchmarks.bench_cluster import new_leader
 from benchmarks.benchutil import summary, write_results
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.docker_backend import DockerBackend, connect_engine
@@ -40,7 +40,7 @@ def one_run(root: Path, backend: Backend, kraft: bool) -> dict[str, float]:
     load = os.getloadavg()[0]
     t0 = time.monotonic()
     spec = bench_modes.spec(root, "kraft") if kraft else bench_cluster.spec(root, {})
-    with Cluster(spec, dist.locate(), backend=backend) as cluster:
+    with Cluster(spec, kafka_install.locate(), backend=backend) as cluster:
         cluster.start(timeout=300)
         admin = Admin(cluster.bootstrap, timeout_s=1.0)
         admin.create_topic("bench", partitions=6, replication_factor=3, configs={"min.insync.replicas": "2"})

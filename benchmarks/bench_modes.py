@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_cluster import new_leader
 from benchmarks.benchutil import summary, write_results
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.cluster.ports import free_port
@@ -69,7 +69,7 @@ def one_run(state_dir: Path, mode: str) -> dict[str, float]:
 
     t0 = time.monotonic()
     waited_cpu = children_cpu_s()
-    with Cluster(spec(state_dir, mode), dist.locate()) as cluster:
+    with Cluster(spec(state_dir, mode), kafka_install.locate()) as cluster:
         cluster.start(timeout=300, progress=progress)
         admin = Admin(cluster.bootstrap, timeout_s=1.0)
         admin.create_topic("bench", partitions=6, replication_factor=3, configs={"min.insync.replicas": "2"})

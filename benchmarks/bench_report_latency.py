@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.benchutil import floor_job_s, summary, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.analysis.warmup import IDLE_ROUNDS
+from kafkalab.feeds.lab_source import LabSource
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.loader import find_lab
 from kafkalab.labs.run import PortChoice
 from kafkalab.ui.app import LabConsole
-from kafkalab.ui.lab_source import LabSource
 
 CONSOLE_GOAL_S = 3.0
 CLI_GOAL_S = 8.0

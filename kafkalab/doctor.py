@@ -15,13 +15,13 @@ from pathlib import Path
 
 import psutil
 
-from kafkalab import KAFKA_VERSION, __version__, dist
+from kafkalab import KAFKA_VERSION, __version__, kafka_install
 from kafkalab.cluster.ports import port_holder, port_is_free
 from kafkalab.cluster.spec import DEFAULT_BROKER_PORTS, DEFAULT_ZK_PORT
-from kafkalab.dist.artifacts import load_artifacts
-from kafkalab.dist.distribution import has_kraft_only
-from kafkalab.dist.download import CENTRAL
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.artifacts import load_artifacts
+from kafkalab.kafka_install.distribution import has_kraft_only
+from kafkalab.kafka_install.download import CENTRAL
 from kafkalab.paths import cache_root, state_root
 
 MIN_JAVA = 17
@@ -72,10 +72,10 @@ def run_checks(
 
 def _java() -> Check:
     try:
-        java = dist.java_binary()
+        java = kafka_install.java_binary()
     except KafkalabError as exc:
         return Check("java", False, str(exc))
-    major = dist.java_major_version(java)
+    major = kafka_install.java_major_version(java)
     if major < MIN_JAVA:
         return Check("java", False, f"{java} is Java {major}: install JDK {MIN_JAVA}+ and put it first on PATH")
     return Check("java", True, f"{java} (Java {major})")
@@ -111,7 +111,7 @@ def _repository(version: str, repo: str) -> Check:
 
 def _distribution(kafka_home: str | None, version: str) -> Check:
     try:
-        found = dist.locate(kafka_home, version=version)
+        found = kafka_install.locate(kafka_home, version=version)
     except KafkalabError as exc:
         return Check("kafka", False, str(exc))
     return Check("kafka", True, f"Kafka {found.version()} in {found.libs} ({found.source})")

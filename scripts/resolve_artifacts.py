@@ -5,7 +5,7 @@
 
 mvn resolves the runtime closure of assets/pom.xml (the same command `kafkalab fetch` runs) into the local
 Maven repository, which checks each download against Central's .sha1; this script hashes the resolved jars,
-cross-checks the .sha1 files Maven kept beside them, and writes kafkalab/dist/checksums/kafka-VERSION.txt.
+cross-checks the .sha1 files Maven kept beside them, and writes kafkalab/kafka_install/checksums/kafka-VERSION.txt.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kafkalab.dist.artifacts import Artifact, file_digests, list_path, shipped_versions, write_list
+from kafkalab.kafka_install.artifacts import Artifact, file_digests, list_path, shipped_versions, write_list
 from kafkalab.paths import assets_dir
 
 

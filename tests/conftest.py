@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.ports import free_port
@@ -41,14 +41,14 @@ def make_spec(name: str, brokers: int = 3, **kwargs: object) -> ClusterSpec:
 
 
 @pytest.fixture(scope="session")
-def distribution() -> dist.Distribution:
+def distribution() -> kafka_install.Distribution:
     try:
-        return dist.locate()
+        return kafka_install.locate()
     except KafkalabError as exc:
         pytest.fail(f"{exc} (make test fetches it)")
 
 
-def started(spec: ClusterSpec, distribution: dist.Distribution, timeout: float) -> Iterator[Cluster]:
+def started(spec: ClusterSpec, distribution: kafka_install.Distribution, timeout: float) -> Iterator[Cluster]:
     """A started cluster, ended (SIGKILL) when the fixture using it is torn down."""
     c = Cluster(spec, distribution)
     c.start(timeout=timeout)
@@ -59,7 +59,7 @@ def started(spec: ClusterSpec, distribution: dist.Distribution, timeout: float) 
 
 
 @pytest.fixture(scope="session")
-def cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
+def cluster(distribution: kafka_install.Distribution) -> Iterator[Cluster]:
     """ZooKeeper + 3 brokers, shared by every test; each test uses its own topic."""
     yield from started(make_spec("shared"), distribution, 180)
 
@@ -70,7 +70,7 @@ def admin(cluster: Cluster) -> Admin:
 
 
 @pytest.fixture(scope="session")
-def kraft_cluster(distribution: dist.Distribution) -> Iterator[Cluster]:
+def kraft_cluster(distribution: kafka_install.Distribution) -> Iterator[Cluster]:
     """KRaft mode: 3 dedicated controllers + 3 brokers, shared by the tests of both modes."""
     yield from started(make_spec("kraft", mode="kraft", controllers=3), distribution, 240)
 

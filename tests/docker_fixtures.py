@@ -14,7 +14,7 @@ import docker
 import pytest
 from requests.exceptions import RequestException
 
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.docker_backend import LABEL_STATE_DIR, DockerBackend, connect_engine
@@ -44,7 +44,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
 
 
 @pytest.fixture(scope="session")
-def docker_cluster(distribution: dist.Distribution, docker_client: docker.DockerClient) -> Iterator[Cluster]:
+def docker_cluster(distribution: kafka_install.Distribution, docker_client: docker.DockerClient) -> Iterator[Cluster]:
     """ZooKeeper + 3 brokers in containers, shared by the docker tests; each test uses its own topic."""
     c = Cluster(make_spec("docker"), distribution, backend=DockerBackend(DOCKER_IMAGE))
     c.start(timeout=240)
@@ -55,7 +55,8 @@ def docker_cluster(distribution: dist.Distribution, docker_client: docker.Docker
 
 
 @pytest.fixture(scope="session")
-def docker_kraft_cluster(distribution: dist.Distribution, docker_client: docker.DockerClient) -> Iterator[Cluster]:
+def docker_kraft_cluster(distribution: kafka_install.Distribution,
+                         docker_client: docker.DockerClient) -> Iterator[Cluster]:
     """KRaft mode in containers: 3 dedicated controllers + 3 brokers, shared by the docker KRaft tests."""
     spec = make_spec("docker-kraft", mode="kraft", controllers=3)
     c = Cluster(spec, distribution, backend=DockerBackend(DOCKER_IMAGE))

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.admin.quorum import QuorumState
 from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
 from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
 from kafkalab.cluster.node import ActionNode, NodeAction
+from kafkalab.cluster.quorum import QuorumState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 from kafkalab.labs.run_deps import RunDeps, RunTiming

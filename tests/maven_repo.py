@@ -13,7 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kafkalab.dist.artifacts import Artifact
+from kafkalab.kafka_install.artifacts import Artifact
 from kafkalab.paths import dist_dir
 
 M2 = Path.home() / ".m2" / "repository"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import KAFKA_VERSION, dist
-from kafkalab.dist.artifacts import file_digests, load_artifacts, matches
-from kafkalab.dist.bundle import write_bundle
+from kafkalab import KAFKA_VERSION, kafka_install
+from kafkalab.kafka_install.artifacts import file_digests, load_artifacts, matches
+from kafkalab.kafka_install.bundle import write_bundle
 
 KAFKALAB = [sys.executable, "-m", "kafkalab"]
 
@@ -24,7 +24,7 @@ def kafkalab(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory, distribution: dist.Distribution) -> Path:
+def bundle(tmp_path_factory: pytest.TempPathFactory, distribution: kafka_install.Distribution) -> Path:
     """A bundle of the suite's jars and a stand-in image tarball."""
     root = tmp_path_factory.mktemp("bundle")
     image = root / "kafkalab_jre17_bookworm.rootfs.tar"
@@ -53,7 +53,7 @@ def rewrite(bundle: Path, out: Path, change: dict[str, bytes | None]) -> Path:
 def test_a_bundle_installs_verified_jars_and_the_image(bundle: Path, tmp_path: Path) -> None:
     done = kafkalab("fetch", "--from", str(bundle), cache=tmp_path)
     assert done.returncode == 0, done.stderr
-    found = dist.locate(kafka_home="", cache=tmp_path)
+    found = kafka_install.locate(kafka_home="", cache=tmp_path)
     assert all(matches(found.libs / a.filename, a) for a in load_artifacts(KAFKA_VERSION))
     assert len(list(found.libs.iterdir())) == len(load_artifacts(KAFKA_VERSION))
     image = tmp_path / "images" / "kafkalab_jre17_bookworm.rootfs.tar"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.cluster import NodeAction
 from kafkalab.cluster.configs import write_node_configs
 from kafkalab.cluster.ports import resolve_ports
@@ -77,13 +77,13 @@ def test_one_driver_per_state_dir(tmp_path: Path) -> None:
 
 def test_kafka_home_without_libs_is_refused(tmp_path: Path) -> None:
     with pytest.raises(KafkalabError, match="not a Kafka install"):
-        dist.locate(kafka_home=tmp_path)
+        kafka_install.locate(kafka_home=tmp_path)
 
 
 def test_kafka_home_with_libs_is_used(tmp_path: Path) -> None:
-    cached = dist.locate(kafka_home="")
+    cached = kafka_install.locate(kafka_home="")
     (tmp_path / "libs").symlink_to(cached.libs)
-    found = dist.locate(kafka_home=tmp_path)
+    found = kafka_install.locate(kafka_home=tmp_path)
     assert found.source == "kafka-home" and found.version() == cached.version()
 
 
@@ -91,7 +91,7 @@ def test_fetch_is_idempotent_and_fast_when_present() -> None:
     import time
 
     started = time.monotonic()
-    found = dist.fetch()
+    found = kafka_install.fetch()
     assert time.monotonic() - started < 2 and not found.missing_jars()
 
 
@@ -114,7 +114,7 @@ def test_node_zero_is_zookeeper_as_in_the_console(tmp_path: Path) -> None:
     from kafkalab.cluster import Cluster
     from kafkalab.errors import KafkalabError
 
-    cluster = Cluster(ClusterSpec(state_dir=tmp_path), dist.locate())
+    cluster = Cluster(ClusterSpec(state_dir=tmp_path), kafka_install.locate())
     cluster._build_nodes()  # the nodes as start() makes them, without starting anything
     assert cluster.node("0").name == cluster.node(0).name == "zookeeper"
     assert cluster.node("2").name == "broker-2"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import KAFKA_VERSION, dist
-from kafkalab.dist.artifacts import load_artifacts, matches, shipped_versions, version_key
-from kafkalab.dist.distribution import MARKER
+from kafkalab import KAFKA_VERSION, kafka_install
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.artifacts import load_artifacts, matches, shipped_versions, version_key
+from kafkalab.kafka_install.distribution import MARKER
 from tests.maven_repo import build_repo, serve_repo
 
 KAFKA_4 = max((v for v in shipped_versions() if v.startswith("4.")), key=version_key)
@@ -32,8 +32,8 @@ def fake_dist(cache: Path, version: str, zookeeper: bool = True) -> None:
 def test_zookeeper_mode_exists_before_kafka_4_only(tmp_path: Path) -> None:
     fake_dist(tmp_path, KAFKA_VERSION)
     fake_dist(tmp_path, KAFKA_4, zookeeper=False)
-    old = dist.locate(kafka_home="", cache=tmp_path)
-    new = dist.locate(kafka_home="", cache=tmp_path, version=KAFKA_4)
+    old = kafka_install.locate(kafka_home="", cache=tmp_path)
+    new = kafka_install.locate(kafka_home="", cache=tmp_path, version=KAFKA_4)
     assert (old.version(), old.zookeeper_available) == (KAFKA_VERSION, True)
     assert (new.version(), new.zookeeper_available) == (KAFKA_4, False)
     assert not new.missing_jars(), "4.x needs no ZooKeeper jar"
@@ -44,10 +44,10 @@ def test_zookeeper_mode_exists_before_kafka_4_only(tmp_path: Path) -> None:
 def test_locate_takes_the_default_version_unless_asked(tmp_path: Path) -> None:
     fake_dist(tmp_path, KAFKA_4, zookeeper=False)
     with pytest.raises(KafkalabError, match=re.escape(f"Kafka {KAFKA_VERSION} jars not found")):
-        dist.locate(kafka_home="", cache=tmp_path)
+        kafka_install.locate(kafka_home="", cache=tmp_path)
     with pytest.raises(KafkalabError, match=re.escape("run `kafkalab fetch --kafka-version 4.0.0` first")):
-        dist.locate(kafka_home="", cache=tmp_path, version="4.0.0")
-    assert dist.locate(kafka_home="", cache=tmp_path, version=KAFKA_4).libs.parent.name == f"kafka-{KAFKA_4}"
+        kafka_install.locate(kafka_home="", cache=tmp_path, version="4.0.0")
+    assert kafka_install.locate(kafka_home="", cache=tmp_path, version=KAFKA_4).libs.parent.name == f"kafka-{KAFKA_4}"
 
 
 def test_kafka_4_downloads_into_its_own_dir_and_its_broker_loads(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_kafka_4_downloads_into_its_own_dir_and_its_broker_loads(tmp_path: Path)
              "--cache-dir", str(tmp_path / "cache")],
             capture_output=True, text=True, timeout=600, env={**os.environ, "NO_PROXY": "127.0.0.1"})
     assert done.returncode == 0, done.stderr
-    found = dist.locate(kafka_home="", cache=tmp_path / "cache", version=KAFKA_4)
+    found = kafka_install.locate(kafka_home="", cache=tmp_path / "cache", version=KAFKA_4)
     assert found.libs == tmp_path / "cache" / f"kafka-{KAFKA_4}" / "libs" and not found.zookeeper_available
     assert all(matches(found.libs / a.filename, a) for a in artifacts)
     assert not (tmp_path / "cache" / f"kafka-{KAFKA_VERSION}").exists()

@@ -16,7 +16,6 @@ import psutil
 import pytest
 
 from kafkalab.admin import Admin
-from kafkalab.admin.quorum import QuorumState
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR
 from kafkalab.cluster.control import read_cluster_file
@@ -32,6 +31,7 @@ from kafkalab.cluster.docker_backend import (
 )
 from kafkalab.cluster.docker_image import mmdebstrap_command
 from kafkalab.cluster.process import marked_processes, node_marker
+from kafkalab.cluster.quorum import QuorumState
 from kafkalab.cluster.supervision import is_driven
 from kafkalab.errors import KafkalabError
 from tests import test_cluster_engine as engine_tests  # the engine's failover tests, run here in containers

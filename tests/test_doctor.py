@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import KAFKA_VERSION, dist, doctor
+from kafkalab import KAFKA_VERSION, doctor, kafka_install
 from kafkalab.cluster.ports import free_port
 from kafkalab.cluster.spec import DEFAULT_BROKER_PORTS, DEFAULT_ZK_PORT
-from kafkalab.dist.artifacts import load_artifacts
+from kafkalab.kafka_install.artifacts import load_artifacts
 from tests.maven_repo import build_repo, serve_repo
 
 
@@ -29,7 +29,7 @@ def test_without_jars_mvn_or_network_doctor_says_what_is_missing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = tmp_path / "bin"  # a PATH with java only
     bin_dir.mkdir()
-    (bin_dir / "java").symlink_to(dist.java_binary())
+    (bin_dir / "java").symlink_to(kafka_install.java_binary())
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("KAFKALAB_CACHE", str(tmp_path / "cache"))
@@ -43,7 +43,7 @@ def test_without_jars_mvn_or_network_doctor_says_what_is_missing(
     assert checks["cache disk"].ok
 
 
-def test_with_the_jars_cached_a_failing_way_is_not_a_problem(distribution: dist.Distribution) -> None:
+def test_with_the_jars_cached_a_failing_way_is_not_a_problem(distribution: kafka_install.Distribution) -> None:
     checks = by_name(doctor.run_checks(kafka_home="", repo=f"http://127.0.0.1:{free_port()}/"))
     assert checks["kafka"].ok and not checks["fetch without mvn"].ok and not checks["fetch without mvn"].needed
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import KAFKA_VERSION, dist
-from kafkalab.dist.artifacts import Artifact, file_digests, load_artifacts, matches
-from kafkalab.dist.download import Progress, download_all
+from kafkalab import KAFKA_VERSION, kafka_install
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.artifacts import Artifact, file_digests, load_artifacts, matches
+from kafkalab.kafka_install.download import Progress, download_all
 from tests.maven_repo import RepoServer, serve_artifacts
 
 KAFKALAB = [sys.executable, "-m", "kafkalab"]
@@ -55,10 +55,10 @@ def test_no_maven_fetch_verifies_every_jar_and_gives_the_mvn_set(repo: RepoServe
     assert sorted(p.name for p in libs.iterdir()) == sorted(a.filename for a in ARTIFACTS)
     assert all(matches(libs / a.filename, a) for a in ARTIFACTS)
     assert all(repo.gets(a) == [None] for a in ARTIFACTS), "each jar fetched exactly once"
-    assert dist.locate(kafka_home="", cache=tmp_path / "http").version() == KAFKA_VERSION
+    assert kafka_install.locate(kafka_home="", cache=tmp_path / "http").version() == KAFKA_VERSION
     if shutil.which("mvn") is None:
         pytest.skip("mvn not on PATH: the comparison with the mvn-resolved set needs it")
-    by_mvn = dist.fetch(dist.FetchOptions(cache=tmp_path / "mvn")).libs
+    by_mvn = kafka_install.fetch(kafka_install.FetchOptions(cache=tmp_path / "mvn")).libs
     assert {p.name: file_digests(p) for p in by_mvn.iterdir()} == {p.name: file_digests(p) for p in libs.iterdir()}
 
 

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from kafkalab import KAFKA_VERSION
-from kafkalab.dist.artifacts import load_artifacts, matches
+from kafkalab.kafka_install.artifacts import load_artifacts, matches
 from tests.maven_repo import RepoServer, serve_artifacts
 from tests.test_labs_cluster import finish
 
@@ -149,10 +149,10 @@ def test_setup_check_runs_on_the_fetched_jars(installed: Installed, fetched: Pat
 PILOT = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
-    from kafkalab import dist
+    from kafkalab import kafka_install
     from kafkalab.cluster import Cluster, ClusterSpec
     from kafkalab.ui.app import LabConsole
-    from kafkalab.ui.source import ClusterSource
+    from kafkalab.feeds.cluster_source import ClusterSource
 
     async def main() -> None:
         spec = ClusterSpec(state_dir=Path(sys.argv[1]), brokers=1, free_ports=True)

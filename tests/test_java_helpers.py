@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.dist import Distribution, java_binary, java_helper_argv, java_helpers, locate
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install import Distribution, java_binary, java_helper_argv, java_helpers, locate
 
 HELLO = ('public class Hello { public static void main(String[] a) {'
          ' System.out.println("hello " + org.apache.kafka.common.Uuid.ZERO_UUID); } }')

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from kafkalab.admin.quorum import QuorumState
 from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster.quorum import QuorumState
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.cluster

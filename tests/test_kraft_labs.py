@@ -8,8 +8,8 @@ import time
 import pytest
 
 from kafkalab.admin import ClusterSnapshot
-from kafkalab.admin.quorum import QuorumState
 from kafkalab.cli import main
+from kafkalab.cluster.quorum import QuorumState
 from kafkalab.labs import load_lab
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.expectations import is_metric

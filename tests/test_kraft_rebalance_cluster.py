@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import find_lab, load_lab
 from tests.test_labs_cluster import run_headless
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.cluster
 def test_new_rebalance_protocol_runs_headless_and_shows_its_lesson(tmp_path: Path) -> None:
     version = load_lab(find_lab("new-rebalance-protocol")).cluster.kafka_version
     try:
-        dist.locate(version=version)
+        kafka_install.locate(version=version)
     except KafkalabError as exc:
         pytest.fail(f"{exc} (make setup fetches it)")
     result, out = run_headless("new-rebalance-protocol", tmp_path, 900)

@@ -16,8 +16,8 @@ from kafkalab.cluster.configs import write_node_configs
 from kafkalab.cluster.kraft_storage import QuorumRecord, pin_recorded_ports, random_uuid, read_record
 from kafkalab.cluster.ports import resolve_ports
 from kafkalab.cluster.spec import KRAFT_DEMO_SETTINGS
-from kafkalab.dist import Distribution
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install import Distribution
 from tests.test_cluster_spec import read_props
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from kafkalab.admin.quorum import QuorumReplica, QuorumState
 from kafkalab.clients.stats import ClientState
+from kafkalab.cluster.quorum import QuorumReplica, QuorumState
+from kafkalab.feeds.replay_source import ReplayClock, ReplaySource
 from kafkalab.labs.recording import RECORDING, RecordedRun, _quorum_shape, quorum_line, quorum_of, read_recording
 from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
 from kafkalab.ui.line import Line
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.replay_app import ReplayConsole
-from kafkalab.ui.replay_source import ReplayClock, ReplaySource
 from kafkalab.ui.zookeeper import ZooKeeperPane
 from tests.test_ui_app import sync
 
@@ -163,8 +163,8 @@ def test_recording_writes_a_snapshot_only_when_something_changed() -> None:
 def test_a_session_run_records_what_the_replay_shows(tmp_path: Path) -> None:
     """A LabSession run on the fake world (tests/lab_fakes.py): its run dir's recording gives a replay whose
     last frame has the live source's markers, lab steps and verdict."""
+    from kafkalab.feeds.lab_source import LabSource
     from kafkalab.labs import LabSession
-    from kafkalab.ui.lab_source import LabSource
     from tests.lab_fakes import World
     from tests.test_labs_run import lab_of
 

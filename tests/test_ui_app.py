@@ -21,14 +21,17 @@ from textual.widgets import Label, Static
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
+from kafkalab.feeds.cluster_source import ClusterSource
+from kafkalab.feeds.frames import NO_CLUSTER_YET, NodesFrame, ReportView, RunFrame
+from kafkalab.feeds.source import CLOSING
+from kafkalab.feeds.workload import waiting_for
+from kafkalab.labs.results import Phase
 from kafkalab.ui.app import LabConsole, fit_topbar
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
-from kafkalab.ui.source import CLOSING, NO_CLUSTER_YET, ClusterSource, NodesFrame, ReportView, RunFrame
-from kafkalab.ui.workload import waiting_for
 from tests.screen_text import svg_rows
 from tests.test_ui_feed import TOPIC, FakeSource, sample_run
 
@@ -240,7 +243,7 @@ async def test_the_top_bar_follows_the_run_and_ends_on_its_outcome_not_on_run_st
         feed.run_frame = replace(feed.run_frame, message="creating topic test-topic: 6 partitions")
         await settle(pilot)
         assert "» creating topic test-topic" in topbar_text(app)
-        feed.run_frame = replace(sample_run(), live=False, phase="done")  # the run ends by itself
+        feed.run_frame = replace(sample_run(), live=False, phase=Phase.DONE)  # the run ends by itself
         await settle(pilot)
         assert "run started" not in topbar_text(app)
         assert "run: done" in topbar_text(app) and "report in Results (v)" in topbar_text(app)
@@ -360,7 +363,7 @@ async def test_consumers_table_shows_every_column_at_160_columns_and_titles_are_
 @sync
 async def test_bare_console_offers_only_keys_that_act_and_brokers_that_exist() -> None:
     feed = FakeSource()
-    feed.offers = ClusterSource.offers  # type: ignore[attr-defined]
+    feed.offers = ClusterSource.offers
     app = console(feed)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
@@ -537,7 +540,7 @@ async def test_the_top_bar_says_its_state_whole_at_100_columns() -> None:
     app = console(feed)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        app.apply_run(replace(feed.run_frame, live=True, phase="running", report=None))
+        app.apply_run(replace(feed.run_frame, live=True, phase=Phase.RUNNING, report=None))
         app.apply_run(feed.run_frame)  # the run ends
         await pilot.pause()
         topbar = topbar_text(app)
@@ -567,8 +570,8 @@ FAILED = ReportView("cluster did not start: broker-2 exited with 1 (see broker-2
 async def test_a_failed_run_says_why_and_no_report_never_report_ready() -> None:
     feed = FakeSource()
     async with running(feed) as (app, pilot):
-        app.apply_run(RunFrame(live=True, phase="starting"))
-        app.apply_run(RunFrame(live=False, phase="error", report=FAILED))
+        app.apply_run(RunFrame(live=True, phase=Phase.STARTING))
+        app.apply_run(RunFrame(live=False, phase=Phase.ERROR, report=FAILED))
         await pilot.pause()
         topbar = topbar_text(app)
         assert "run failed, no report: cluster did not start" in topbar and "report in" not in topbar
@@ -585,8 +588,8 @@ async def test_a_failed_run_says_why_and_no_report_never_report_ready() -> None:
 
 
 def test_a_run_that_ended_before_its_analysis_has_no_report_view() -> None:
+    from kafkalab.feeds.lab_source import report_view
     from kafkalab.labs.results import RunResult
-    from kafkalab.ui.lab_source import report_view
 
     failed = RunResult("setup-check", Path("run"), "error", error="cluster did not start: port 9092 is taken")
     view = report_view(failed)
@@ -601,7 +604,7 @@ def test_a_run_that_ended_before_its_analysis_has_no_report_view() -> None:
 @sync
 async def test_a_bare_console_explains_its_lab_and_results_tabs() -> None:
     feed = FakeSource()
-    feed.reports = False  # type: ignore[attr-defined]  # as ClusterSource: the default workload is not analysed
+    feed.reports = False  # as ClusterSource: the default workload is not analysed
     app = console(feed)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -630,10 +633,12 @@ def test_an_attached_console_says_on_quit_that_the_cluster_keeps_running_and_how
 
 @sync
 async def test_quitting_an_attached_console_says_the_cluster_keeps_running() -> None:
-    feed = FakeSource()
-    feed.closing = "closing the console (its workload only): the attached cluster keeps running ..."  # type: ignore[attr-defined]
-    feed.after_quit = "the cluster in /x keeps running: ..."  # type: ignore[attr-defined]
-    feed.run_frame = replace(sample_run(), live=True, phase="running")
+    class AttachedFake(FakeSource):
+        closing = "closing the console (its workload only): the attached cluster keeps running ..."
+        after_quit = "the cluster in /x keeps running: ..."
+
+    feed = AttachedFake()
+    feed.run_frame = replace(sample_run(), live=True, phase=Phase.RUNNING)
     async with running(feed) as (app, pilot):
         await pilot.press("ctrl+q")
         await pilot.pause()
@@ -680,7 +685,7 @@ async def test_a_group_card_picked_before_it_has_mounted_shows_its_rows_once_it_
     from textual.widgets import DataTable
 
     from kafkalab.admin.groups import GroupDescription, PartitionLag
-    from kafkalab.ui.group_source import GroupsFrame
+    from kafkalab.feeds.groups_feed import GroupsFrame
     from kafkalab.ui.groups import GroupsPane
 
     def group(name: str) -> GroupDescription:

@@ -15,23 +15,25 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button
 
-from kafkalab import dist
+from kafkalab import kafka_install
 from kafkalab.admin import Admin, PartitionState
 from kafkalab.cluster import Cluster, ClusterSpec, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.cluster_source import ClusterSource
+from kafkalab.feeds.lab_source import LabSource
+from kafkalab.feeds.port_clash import PortClashSource
+from kafkalab.feeds.topic_ops import NeedsReassignment, alter_topic, reassign_topic
+from kafkalab.feeds.workload import DEMO_TOPIC
 from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.results import Phase
 from kafkalab.labs.run_deps import real_deps
 from kafkalab.labs.session import LabSession
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
-from kafkalab.ui.lab_source import LabSource
 from kafkalab.ui.logtail import LogTail
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen
-from kafkalab.ui.port_clash import PortClashSource
-from kafkalab.ui.source import ClusterSource, NeedsReassignment, alter_topic, reassign_topic
-from kafkalab.ui.workload import DEMO_TOPIC
 from tests.helpers import wait_until
 from tests.test_ui_app import leader_cell, sync
 
@@ -107,11 +109,11 @@ def test_bare_console_opens_with_the_demo_topic_and_g_x_run_the_default_workload
                 break
             time.sleep(0.5)
         frame = source.run()
-        assert frame.live and frame.phase == "running"
+        assert frame.live and frame.phase == Phase.RUNNING
         assert frame.consumers and frame.consumers[0].processed > 0, "the consumer processed nothing in 120 s"
         source.stop_run()
         frame = source.run()
-        assert not frame.live and frame.phase == "stopped"
+        assert not frame.live and frame.phase == Phase.STOPPED
     finally:
         source.close()
 
@@ -134,7 +136,7 @@ def test_topic_prompt_on_the_cluster_refuses_too_large_rf_and_reassigns_an_rf_ch
 
 
 def test_a_bare_console_on_ports_a_kafkalab_cluster_holds_attaches_to_it_and_drives_it(
-        cluster: Cluster, admin: Admin, distribution: dist.Distribution, tmp_path: Path) -> None:
+        cluster: Cluster, admin: Admin, distribution: kafka_install.Distribution, tmp_path: Path) -> None:
     """The clash's way out: the modal offers free ports / attach / quit; attached, the node keys act on the
     owner's nodes through its control socket, the table comes from its bootstrap, and quitting leaves it up."""
     wait_until(lambda: len(admin.snapshot(offsets=False).brokers) == 3, 120, what="3 brokers (a test killed one)")
@@ -187,7 +189,7 @@ def test_console_attach_to_a_state_dir_nobody_runs_is_a_one_line_error(tmp_path:
 
 
 def test_g_again_in_a_lab_console_reuses_the_kept_cluster_and_the_run_reads_only_its_own_records(
-        distribution: dist.Distribution, tmp_path: Path) -> None:
+        distribution: kafka_install.Distribution, tmp_path: Path) -> None:
     """Real cluster, clients and audit; the Spark analysis is left out (this test claims the reuse, not the
     report): the second run keeps every node's process, and its topic holds only its own records."""
     deps = replace(real_deps(distribution), analyze=lambda _d, _a, _l: {"verdict": "not analysed here", "lost": 0,

@@ -11,16 +11,19 @@ import pytest
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
-from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.cluster import NodeAction, NodeInfo, NodeState
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.frames import LabView, Marker, MarkerKind, NodesFrame, ReportView, RunFrame, TimelineStep
+from kafkalab.feeds.lab_source import sample_line
+from kafkalab.feeds.source import ConsoleAction, Source
+from kafkalab.feeds.topic_ops import NeedsReassignment
+from kafkalab.labs.results import Phase
 from kafkalab.ui.app import parse_topic_request
 from kafkalab.ui.chart import columns, render_chart
-from kafkalab.ui.lab_source import sample_line
 from kafkalab.ui.line import flow
 from kafkalab.ui.logtail import shorten
 from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
 from kafkalab.ui.producer import counts_parts
-from kafkalab.ui.source import LabView, Marker, NeedsReassignment, NodesFrame, ReportView, RunFrame, TimelineStep
 
 FROZEN_EPOCH = 1_700_000_000.0  # 2023-11-14, the feed's frozen wall clock
 TOPIC = "test-topic"
@@ -36,11 +39,12 @@ def node_info(name: str, state: NodeState = NodeState.RUNNING, broker_id: int | 
                     cpu_percent=3.0 if alive else 0.0, rss_bytes=(300 << 20) if alive else 0, restarts=0)
 
 
-class FakeSource:
+class FakeSource(Source):
     """A deterministic feed: 3 brokers, one 6-partition RF=3 topic; node actions change it like Kafka would
     (a killed broker leaves every ISR and its leaderships move to the next in-sync replica)."""
 
     title = "kafkalab (fake feed)"
+    offers = frozenset(ConsoleAction)
 
     def __init__(self, with_run: bool = False) -> None:
         self.lock = threading.Lock()
@@ -80,7 +84,7 @@ class FakeSource:
     def run(self) -> RunFrame:
         return self.run_frame
 
-    def node_action(self, node: str, action: str) -> None:
+    def node_action(self, node: str, action: NodeAction | str) -> None:
         with self.lock:
             self.actions.append((node, action))
             if action in ("kill", "stop"):
@@ -96,10 +100,10 @@ class FakeSource:
         self.partitions = [fail_over(p, gone) for p in self.partitions]
 
     def start_run(self) -> None:
-        self.run_frame = replace(sample_run(), live=True, phase="running", report=None)
+        self.run_frame = replace(sample_run(), live=True, phase=Phase.RUNNING, report=None)
 
     def stop_run(self) -> None:
-        self.run_frame = replace(sample_run(), live=False, phase="done")
+        self.run_frame = replace(sample_run(), live=False, phase=Phase.DONE)
 
     def reset(self) -> None:
         self.run_frame = RunFrame()
@@ -150,10 +154,10 @@ def sample_run() -> RunFrame:
                         {p: {"attempted": 83_334, "acknowledged": 83_133, "consumed_rows": 83_133, "recovered": 2,
                              "leader_changes": 1 if p in (1, 4) else 0} for p in range(6)},
                         {"recovered": ("run1-producer-17",)})
-    markers = (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", "leader"),
-               *(Marker(9.6, f"leader __consumer_offsets/{p} 2->3", "leader") for p in range(5)),
-               Marker(14.0, "start broker 2"), Marker(19.0, "leader t/1 3->2", "leader"))
-    return RunFrame(False, "done", producer, (consumer,), series, markers, lab, report,
+    markers = (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", MarkerKind.LEADER),
+               *(Marker(9.6, f"leader __consumer_offsets/{p} 2->3", MarkerKind.LEADER) for p in range(5)),
+               Marker(14.0, "start broker 2"), Marker(19.0, "leader t/1 3->2", MarkerKind.LEADER))
+    return RunFrame(False, Phase.DONE, producer, (consumer,), series, markers, lab, report,
                     {"producer.acks": "all", "producer.idempotent": "true", "producer.max-inflight": "5",
                      "producer.linger": "0"})
 
@@ -165,7 +169,7 @@ def test_diff_rows_reports_added_removed_and_changed_cells() -> None:
     diff = diff_rows(old, new)
     assert diff.added == ["t/2"]
     assert diff.removed == ["t/1"]
-    assert sorted(diff.changed) == [("t/0", "isr"), ("t/0", "leader")]
+    assert sorted(diff.changed) == [("t/0", "isr"), ("t/0", MarkerKind.LEADER)]
 
 
 def test_leader_moves_names_partition_and_both_leaders() -> None:
@@ -204,9 +208,9 @@ def test_chart_marks_faults_on_their_column() -> None:
 
 def test_chart_legend_wraps_within_the_width_and_names_every_marker_symbol() -> None:
     series = [(float(t), 100.0) for t in range(30)]
-    markers = [Marker(9.0, "kill broker-1"), *(Marker(14.0, f"leader __consumer_offsets/{p} 1 -> 2", "leader")
+    markers = [Marker(9.0, "kill broker-1"), *(Marker(14.0, f"leader __consumer_offsets/{p} 1 -> 2", MarkerKind.LEADER)
                                               for p in range(4)),
-               Marker(20.0, "leader test-topic/3 1 -> 3", "leader"), Marker(25.0, "start broker-1")]
+               Marker(20.0, "leader test-topic/3 1 -> 3", MarkerKind.LEADER), Marker(25.0, "start broker-1")]
     width, height = 40, 12
     rows = render_chart(series, markers, width=width, height=height).plain.splitlines()
     assert len(rows) == height
@@ -248,7 +252,7 @@ def test_a_sample_names_its_partition_and_offset_then_its_message_id() -> None:
 def test_the_groups_feed_gives_each_cluster_its_own_admin_client_even_on_the_same_ports() -> None:
     """The next run's cluster listens where the last one did; one client crossing from one to the next
     aborted the console inside librdkafka, so a new cluster object means a new client."""
-    from kafkalab.ui.group_source import AdminGroupsFeed
+    from kafkalab.feeds.groups_feed import AdminGroupsFeed
 
     class Cluster:
         bootstrap = "127.0.0.1:1"  # nothing listens: the frames say unreachable, no wait beyond the timeout
@@ -288,7 +292,7 @@ def test_node_logs_follow_nodes_a_cluster_builds_after_the_console_first_looked(
     none still tails every node's log once they exist (their panes stayed blank for the whole run)."""
     from types import SimpleNamespace
 
-    from kafkalab.ui.source import NodeLogs
+    from kafkalab.feeds.node_logs import NodeLogs
 
     cluster = SimpleNamespace(nodes=[])
     logs = NodeLogs()

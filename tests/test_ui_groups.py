@@ -17,8 +17,8 @@ from textual.widgets import Button, DataTable, Input, Select
 
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster
+from kafkalab.feeds.groups_feed import AdminGroupsFeed
 from kafkalab.ui.app import LabConsole
-from kafkalab.ui.group_source import AdminGroupsFeed
 from kafkalab.ui.groups import GroupCard, GroupsPane, ResetScreen
 from kafkalab.ui.records import RecordsPane
 from tests.test_ui_app import SIZE, sync

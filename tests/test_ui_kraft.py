@@ -8,12 +8,12 @@ import time
 
 from textual.widgets import Button, Static
 
-from kafkalab.admin.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster import NodeState
+from kafkalab.cluster.quorum import QuorumReplica, QuorumState
+from kafkalab.feeds.frames import NodesFrame
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
-from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
 from tests.test_ui_app import SIZE, settle, sync
 from tests.test_ui_feed import FakeSource, node_info
@@ -213,7 +213,7 @@ async def test_combined_voters_show_their_quorum_role_in_a_quorum_pane() -> None
 
 def test_a_quorum_without_an_answer_says_why_in_words_not_java_package_names() -> None:
     """While the active controller was killed, the panes read `(org.apache.kafka.common.` and no more."""
-    from kafkalab.admin.quorum import parse_answer
+    from kafkalab.cluster.quorum import parse_answer
     from kafkalab.ui.controllers import quorum_role
 
     timeout = parse_answer({"ok": False, "error": "org.apache.kafka.common.errors.TimeoutException: Call(callName="

@@ -14,8 +14,8 @@ from textual.pilot import Pilot
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
+from kafkalab.feeds.frames import NO_CLUSTER_YET
 from kafkalab.ui.app import LabConsole
-from kafkalab.ui.source import NO_CLUSTER_YET
 from tests.test_ui_app import settle
 from tests.test_ui_feed import FakeSource
 

@@ -11,8 +11,8 @@ import subprocess
 from collections.abc import Sequence
 
 from kafkalab.admin.snapshot import PartitionState
-from kafkalab.dist import Distribution, java_binary, java_helper_argv
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install import Distribution, java_binary, java_helper_argv
 from kafkalab.paths import package_file
 
 REASSIGN_SOURCE = package_file("kafkalab.admin", "Reassign.java")

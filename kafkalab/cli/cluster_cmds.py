@@ -21,7 +21,7 @@ from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingCo
 from rich.progress import Progress as ProgressBar
 from rich.table import Table
 
-from kafkalab import KAFKA_VERSION, dist, doctor
+from kafkalab import KAFKA_VERSION, doctor, kafka_install
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.cli.common import (
     add_mode_args,
@@ -45,11 +45,11 @@ from kafkalab.cluster.control import (
 from kafkalab.cluster.docker_image import rootfs_path
 from kafkalab.cluster.spec import MAX_BROKERS
 from kafkalab.cluster.supervision import is_driven
-from kafkalab.dist.artifacts import shipped_versions
-from kafkalab.dist.bundle import install_bundle, write_bundle
-from kafkalab.dist.download import CENTRAL
-from kafkalab.dist.fetch import cached
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.artifacts import shipped_versions
+from kafkalab.kafka_install.bundle import install_bundle, write_bundle
+from kafkalab.kafka_install.download import CENTRAL
+from kafkalab.kafka_install.fetch import cached
 
 console = Console(stderr=False, highlight=False)
 
@@ -153,11 +153,11 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    options = dist.FetchOptions(version=args.kafka_version, cache=args.cache_dir, force=args.force,
+    options = kafka_install.FetchOptions(version=args.kafka_version, cache=args.cache_dir, force=args.force,
                                 maven=not args.no_maven, repo=args.maven_repo, checksums=args.checksums)
     with progress_bar(f"fetching Kafka {args.kafka_version} ...") as progress:
         found = (install_bundle(args.bundle, args.cache_dir, progress) if args.bundle
-                 else [dist.fetch(options, progress)])
+                 else [kafka_install.fetch(options, progress)])
     for d in found:
         console.print(f"Kafka {d.version()} jars in {d.libs}")
     return 0
@@ -177,13 +177,13 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def progress_bar(first: str) -> Iterator[dist.Progress]:
+def progress_bar(first: str) -> Iterator[kafka_install.Progress]:
     """A byte progress bar with the total size, its line the latest status."""
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                TimeRemainingColumn())
     with ProgressBar(*columns, console=console, transient=True) as bar:
         task = bar.add_task(first, total=None)
-        yield dist.Progress(
+        yield kafka_install.Progress(
             line=lambda m: bar.update(task, description=m[:60]),
             total=lambda n: bar.update(task, total=n),
             advance=lambda n: bar.advance(task, n),
@@ -201,9 +201,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
-    found = dist.locate(args.kafka_home)
+    found = kafka_install.locate(args.kafka_home)
     if args.backend == "local" or spec.kraft:  # KRaft formats storage and runs the quorum view on the host
-        dist.java_binary()
+        kafka_install.java_binary()
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: `kafkalab cluster status`, or `cluster down`")
     if args.detach and not args.daemon:

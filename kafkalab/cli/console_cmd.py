@@ -20,6 +20,7 @@ from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
 
 if TYPE_CHECKING:
+    from kafkalab.feeds.source import Source
     from kafkalab.ui.controllers import MetadataPanes
 
 DEFAULT_LAB = "leader-failover"
@@ -80,16 +81,13 @@ def cmd_console(args: argparse.Namespace) -> int:
 
         console_class = with_key_captions(LabConsole)
     app = console_class(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
-    from kafkalab.ui.source import CLOSING
-
     try:
         app.run()
     finally:
-        with Console(stderr=True).status(getattr(source, "closing", CLOSING)):
+        with Console(stderr=True).status(source.closing):
             source.close()  # idempotent: the app closed it on quit; this covers a crash
-    after_quit = getattr(source, "after_quit", "")
-    if after_quit:  # an attached cluster: say it still runs, and how to stop it
-        print(f"kafkalab: {after_quit}")
+    if source.after_quit:  # an attached cluster: say it still runs, and how to stop it
+        print(f"kafkalab: {source.after_quit}")
     return 0
 
 
@@ -109,14 +107,14 @@ def _record(args: argparse.Namespace) -> int:
     return code
 
 
-def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
+def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPanes]:
     from kafkalab.analysis import WarmSession
     from kafkalab.analysis.warmup import IDLE_ROUNDS
     from kafkalab.cli.lab_cmds import with_mode
+    from kafkalab.feeds.lab_source import LabSource
     from kafkalab.labs.loader import catalog, find_lab, load_lab
     from kafkalab.labs.run_deps import lab_distribution
     from kafkalab.labs.session import LabSession
-    from kafkalab.ui.lab_source import LabSource
 
     ref = args.lab
     if ref is None:
@@ -134,13 +132,13 @@ def _lab_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPa
         plan.mode == "kraft", plan.controllers, plan.combined)
 
 
-def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
-    from kafkalab import dist
+def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPanes]:
+    from kafkalab import kafka_install
     from kafkalab.cli.common import target_state_dir
     from kafkalab.cluster import Cluster
     from kafkalab.cluster.spec import MAX_BROKERS
     from kafkalab.cluster.supervision import is_driven
-    from kafkalab.ui.source import ClusterSource
+    from kafkalab.feeds.cluster_source import ClusterSource
 
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
@@ -154,14 +152,14 @@ def _bare_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataP
     if taken:  # another cluster holds the defaults: this one takes free ports (or attaches to a kafkalab one)
         spec = replace(spec, free_ports=True)
         note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
-    found = dist.locate()
-    dist.java_binary()
-    source: object = ClusterSource(Cluster(spec, found), note=note)
+    found = kafka_install.locate()
+    kafka_install.java_binary()
+    source: Source = ClusterSource(Cluster(spec, found), note=note)
     owner = owner_of_ports(taken) if taken else None
     if owner is not None:
-        from kafkalab.ui.port_clash import PortClashSource
+        from kafkalab.feeds.port_clash import PortClashSource
 
-        source = PortClashSource(source, owner, taken)  # type: ignore[arg-type]
+        source = PortClashSource(source, owner, taken)
     return source, spec.broker_ids, metadata_panes(spec.kraft, spec.controllers, spec.combined)
 
 
@@ -172,10 +170,10 @@ def taken_default_ports(spec: ClusterSpec) -> list[int]:
     return [port for port in (*metadata_ports, *map(spec.broker_port, spec.broker_ids)) if not port_is_free(port)]
 
 
-def _attached_source(args: argparse.Namespace) -> tuple[object, list[int], MetadataPanes]:
+def _attached_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPanes]:
     """`--attach [STATE_DIR]`: the console on a cluster another kafkalab process owns."""
     from kafkalab.cluster.supervision import running_state_dirs
-    from kafkalab.ui.port_clash import attached_source
+    from kafkalab.feeds.port_clash import attached_source
 
     if args.lab is not None or args.no_lab:
         raise KafkalabError("--attach shows a running cluster as it is: drop the lab and --no-lab")

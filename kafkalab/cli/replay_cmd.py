@@ -23,9 +23,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise KafkalabError(f"--speed {args.speed:g}: give a positive speed, e.g. 1, 2 or 4")
     if not args.run_dir.is_dir():
         raise KafkalabError(f"{args.run_dir} is not a directory: give a run's dir, e.g. kafkalab-runs/LAB-TIMESTAMP")
+    from kafkalab.feeds.replay_source import ReplaySource
     from kafkalab.ui.bindings import load_keymap
     from kafkalab.ui.replay_app import ReplayConsole
-    from kafkalab.ui.replay_source import ReplaySource
 
     source = ReplaySource(args.run_dir, speed=args.speed)
     app = ReplayConsole(source, exit_at_end=args.exit_at_end, keymap=load_keymap(), presenter=args.presenter)

@@ -9,16 +9,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kafkalab.admin.quorum import QuorumState, QuorumWatch, quorum_watch_argv
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR, write_node_configs
 from kafkalab.cluster.kraft_storage import LOST_BOOTSTRAP_NOTE, format_storage, lost_bootstrap, pin_recorded_ports
 from kafkalab.cluster.node import TICK_S, Node, NodeInfo, NodeState, end_and_wait, wait_ready
 from kafkalab.cluster.ports import resolve_and_claim_ports
 from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
+from kafkalab.cluster.quorum import QuorumState, QuorumWatch, quorum_watch_argv
 from kafkalab.cluster.spec import JVM_FLAGS, ClusterSpec
 from kafkalab.cluster.supervision import StateDirLock, write_pid_file
-from kafkalab.dist import BROKER_MAIN, ZOOKEEPER_MAIN, Distribution, java_binary
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install import BROKER_MAIN, ZOOKEEPER_MAIN, Distribution, java_binary
 
 StateListener = Callable[[Node, NodeState, str], None]
 

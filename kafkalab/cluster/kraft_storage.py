@@ -20,8 +20,8 @@ from pathlib import Path
 
 from kafkalab.cluster.node import Node, this_start_log
 from kafkalab.cluster.spec import ClusterSpec
-from kafkalab.dist import Distribution, java_binary, java_helper_argv
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install import Distribution, java_binary, java_helper_argv
 from kafkalab.paths import package_file
 
 RECORD_FILE = "kraft.json"

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafkalab import dist as kdist
-from kafkalab.admin.quorum import QuorumReplica, QuorumState
+from kafkalab import kafka_install as kdist
 from kafkalab.cluster.control import read_cluster_file, request
 from kafkalab.cluster.node import ActionNode, NodeAction, NodeInfo, NodeState
+from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError

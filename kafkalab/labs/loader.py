@@ -15,8 +15,8 @@ from typing import Any
 
 from kafkalab import KAFKA_VERSION
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
-from kafkalab.dist.distribution import has_kraft_only
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, make_fault
 from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, TopicPlan

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.admin.quorum import QuorumReplica, QuorumState
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.results import ExpectationResult, FaultStatus, RunResult
 

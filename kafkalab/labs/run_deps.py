@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab import KAFKA_VERSION
-from kafkalab import dist as kdist
+from kafkalab import kafka_install as kdist
 from kafkalab.admin import Admin
 from kafkalab.clients import Consumer, Producer
 from kafkalab.clients.stats import EventCallback

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kafkalab import dist as kdist
+from kafkalab import kafka_install as kdist
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.clients import ConsumerStats, ProducerStats
 from kafkalab.cluster import Cluster, NodeInfo

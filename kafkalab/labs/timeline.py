@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
-from kafkalab.admin.quorum import QuorumState
 from kafkalab.clients.stats import ClientEvent, ClientState, ProducerStats
+from kafkalab.cluster.quorum import QuorumState
 from kafkalab.labs.events import (
     ClientRecord,
     ControllerChange,

@@ -24,11 +24,16 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.feeds.frames import NodesFrame, RunFrame
+from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
+from kafkalab.feeds.source import ConsoleAction, NotOffered, Source
+from kafkalab.feeds.topic_ops import NeedsReassignment
+from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
+from kafkalab.labs.results import Phase
 from kafkalab.ui import bindings, repaint_fix
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
-from kafkalab.ui.group_source import AdminGroupsFeed, GroupsFeed, source_cluster
 from kafkalab.ui.groups import GroupsPane, open_reset
 from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
@@ -38,9 +43,7 @@ from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane, presenter_line
 from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
-from kafkalab.ui.source import CLOSING, RUN_ACTIONS, NeedsReassignment, NodesFrame, RunFrame, Source
 from kafkalab.ui.workers import Poller
-from kafkalab.ui.workload import DEMO_TOPIC, waiting_for
 
 NODE_POLL_S = 0.5
 ADMIN_POLL_S = 1.0
@@ -112,7 +115,7 @@ class LabConsole(App[None]):
             Poller(self, "admin", source.snapshot, self.apply_snapshot, poll_s or ADMIN_POLL_S, self.show_error),
             Poller(self, "run", source.run, self.apply_run, poll_s or RUN_POLL_S, self.show_error),
         ]
-        self.groups_feed = groups_feed or AdminGroupsFeed(source_cluster(source))
+        self.groups_feed = groups_feed or AdminGroupsFeed(source.cluster_now)
         self.pollers += [
             Poller(self, "groups", self.groups_feed.groups, lambda f: self.query_one(GroupsPane).show(f),
                    poll_s or GROUPS_POLL_S, self.show_error),
@@ -122,11 +125,12 @@ class LabConsole(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that cannot act here are not offered: brokers the cluster lacks, what the source cannot do."""
-        if action == "select_node" and parameters:
-            return parameters[0] == 0 or parameters[0] in self.broker_ids
-        if action in RUN_ACTIONS:
-            return action in getattr(self.source, "offers", RUN_ACTIONS)
-        if action == "node":  # no nodes yet (a lab's cluster starts with its run): nothing to act on
+        if action == "select_node":
+            return ConsoleAction.NODE in self.source.offers and (
+                not parameters or parameters[0] == 0 or parameters[0] in self.broker_ids)
+        if action in ConsoleAction.__members__.values() and action not in self.source.offers:
+            return False
+        if action == ConsoleAction.NODE:  # no nodes yet (a lab's cluster starts with its run): nothing to act on
             return bool(self.node_states)
         return True
 
@@ -147,7 +151,7 @@ class LabConsole(App[None]):
                 with TabPane("Lab", id="tab-lab"):
                     yield LabPane(id="lab")
                 with TabPane("Results", id="tab-results"):
-                    yield ResultsPane(getattr(self.source, "reports", True), id="results")
+                    yield ResultsPane(self.source.reports, id="results")
                 with TabPane("Groups", id="tab-groups"):
                     yield GroupsPane()
                 with TabPane("Records", id="tab-records"):
@@ -171,14 +175,13 @@ class LabConsole(App[None]):
     def ask_source(self) -> None:
         """A source with a question (its ports are another cluster's: free ports, attach, quit) is answered
         before it boots; its answer is carried out off the event loop (attaching asks the other cluster)."""
-        question = getattr(self.source, "question", None)
+        question = self.source.question()
         if question is None:
             return
-        title, detail, choices = question()
 
         def work(choice: str) -> None:
             try:
-                self.source.choose(choice)  # type: ignore[attr-defined]
+                self.source.choose(choice)
             except Exception as exc:
                 self.call_from_thread(self.ask_source)
                 self.call_from_thread(self.show_error, choice, exc)
@@ -191,7 +194,7 @@ class LabConsole(App[None]):
             elif choice:
                 self.run_worker(lambda: work(choice), name="choose", thread=True, exit_on_error=False)
 
-        self.push_screen(ChoiceScreen(title, detail, choices), answer)
+        self.push_screen(ChoiceScreen(question), answer)
 
     def _source_chosen(self) -> None:
         self.title = self.source.title
@@ -327,7 +330,7 @@ class LabConsole(App[None]):
 
     def update_topbar(self) -> None:
         frame = self.run_frame
-        lab = frame.lab.lab_id if frame.lab else getattr(self.source, "label", "no lab")
+        lab = frame.lab.lab_id if frame.lab else self.source.label
         phase_style = "bold black on green" if frame.live else "bold reverse"
         hint = Text()
         if not self.waiting:  # what the run waits for needs the room more (the picked pane is outlined anyway)
@@ -346,7 +349,7 @@ class LabConsole(App[None]):
     def show_error(self, where: str, exc: BaseException) -> None:
         """Errors of workers and actions: a dismissable modal titled with what failed, never the end of the app."""
         message = str(exc) or type(exc).__name__
-        if isinstance(exc, NotImplementedError):
+        if isinstance(exc, NotOffered):
             self.notify(message, severity="warning", timeout=5)
             return
         if isinstance(exc, NeedsReassignment):
@@ -357,15 +360,10 @@ class LabConsole(App[None]):
         self.push_screen(ErrorScreen(f"{where} failed", message))
 
     def offer_reassignment(self, need: NeedsReassignment) -> None:
-        reassign = getattr(self.source, "reassign_topic", None)
-        if reassign is None:
-            self.push_screen(ErrorScreen(f"topic {need.topic}", str(need)))
-            return
-
         def answer(yes: bool | None) -> None:
             if yes:
                 self.set_action(f"reassigning {need.topic} to RF {need.wanted} ...")
-                self.in_thread(f"reassign {need.topic}", lambda: reassign(need.topic, need.wanted))
+                self.in_thread(f"reassign {need.topic}", lambda: self.source.reassign_topic(need.topic, need.wanted))
             else:
                 self.set_action(f"{need.topic} keeps RF {need.current}")
 
@@ -582,7 +580,7 @@ class LabConsole(App[None]):
             self.push_screen(ConfirmScreen("A run is live. Stop it and quit?",
                                            "Every process the console started is ended."
                                            + (" The attached cluster keeps running."
-                                              if getattr(self.source, "after_quit", "") else "")),
+                                              if self.source.after_quit else "")),
                              lambda yes: self.shut_down() if yes else None)
             return
         self.shut_down()
@@ -592,7 +590,7 @@ class LabConsole(App[None]):
         self.quitting = True
         for poller in self.pollers:
             poller.stop()
-        self.set_action(getattr(self.source, "closing", CLOSING))
+        self.set_action(self.source.closing)
 
         def work() -> None:
             try:
@@ -619,7 +617,7 @@ def report_title(frame: RunFrame) -> str:
     """The end-of-run toast's title: "report ready" only when there is a report."""
     if frame.report is not None and frame.report.analysed:
         return "report ready"
-    return "run stopped: no report" if frame.phase == "stopped" else "run failed: no report"
+    return "run stopped: no report" if frame.phase == Phase.STOPPED else "run failed: no report"
 
 
 def run_ended(frame: RunFrame) -> str:
@@ -628,7 +626,7 @@ def run_ended(frame: RunFrame) -> str:
     report = frame.report
     if report is not None and report.analysed:
         return "report in Results (v); g runs again"
-    if frame.phase == "stopped":
+    if frame.phase == Phase.STOPPED:
         return "run stopped: g runs again"
     if report is None:
         return f"run {frame.phase}: g starts the next run"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widget import Widget
 
-from kafkalab.ui.source import Marker
+from kafkalab.feeds.frames import Marker
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 MARK_STYLE = {"fault": "bold red", "leader": "bold cyan"}

@@ -13,12 +13,12 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
 
-from kafkalab.admin.quorum import QuorumState
 from kafkalab.admin.snapshot import ClusterSnapshot
+from kafkalab.cluster.quorum import QuorumState
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
+from kafkalab.feeds.frames import NodesFrame
 from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import NodePane
-from kafkalab.ui.source import NodesFrame
 from kafkalab.ui.zookeeper import ZooKeeperPane
 
 ACTIVE_STYLE = "bold black on magenta"

@@ -17,7 +17,7 @@ from textual.widgets import Button, DataTable, Input, Label, Select, Sparkline, 
 from kafkalab.admin import GroupDescription, OffsetMove, ResetTarget
 from kafkalab.admin.groups import RESET_MODES
 from kafkalab.errors import KafkalabError
-from kafkalab.ui.group_source import GroupsFeed, GroupsFrame
+from kafkalab.feeds.groups_feed import GroupsFeed, GroupsFrame
 
 LAG_COLUMNS = (("topic", "topic"), ("partition", "part"), ("committed", "committed"), ("log_end", "log-end"),
                ("lag", "lag"), ("member", "member"))

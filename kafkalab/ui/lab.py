@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
-from kafkalab.ui.source import LabView, TimelineStep
+from kafkalab.feeds.frames import LabView, TimelineStep
 
 NO_LAB = ("No lab loaded: **g** runs the default workload (a producer and a consumer on the demo topic), **x** "
           "stops it. `kafkalab console LAB` opens a lab, its instructions and fault timeline show here "

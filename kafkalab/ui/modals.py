@@ -13,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Label, Static
 
+from kafkalab.feeds.source import Question
+
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[Binding]] = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
@@ -146,31 +148,31 @@ class InputScreen(ModalScreen[str | None]):
 
 
 class ChoiceScreen(ModalScreen[str]):
-    """A question with a few ways out, each a button with its key: ``choices`` are (key, label, answer)."""
+    """A source's question with a few ways out, each a button with its key."""
 
-    def __init__(self, question: str, detail: str, choices: list[tuple[str, str, str]]) -> None:
+    def __init__(self, question: Question) -> None:
         super().__init__(classes="modal")
-        self.question = question
-        self.detail = detail
-        self.choices = choices
+        self.question = question.title
+        self.detail = question.detail
+        self.choices = question.choices
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(Text(self.question, style="bold"), classes="question")
             yield Static(Text(self.detail), classes="detail")
             with Horizontal(classes="dialog-buttons"):
-                for key, label, answer in self.choices:
-                    yield Button(f"{label} ({key})", variant="primary" if answer != "quit" else "default",
-                                 id=f"choice-{answer}")
+                for choice in self.choices:
+                    yield Button(f"{choice.label} ({choice.key})", id=f"choice-{choice.answer}",
+                                 variant="primary" if choice.answer != "quit" else "default")
 
     def on_mount(self) -> None:
         self.query_one(Button).focus()
 
     def on_key(self, event: Key) -> None:
-        for key, _label, answer in self.choices:
-            if event.key == key:
+        for choice in self.choices:
+            if event.key == choice.key:
                 event.stop()
-                self.dismiss(answer)
+                self.dismiss(choice.answer)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(str(event.button.id).removeprefix("choice-"))

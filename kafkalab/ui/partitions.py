@@ -13,8 +13,8 @@ from textual.containers import Vertical
 from textual.widgets import DataTable
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.feeds.frames import CLUSTER_STARTING, NO_CLUSTER_YET, PORTS_TAKEN
 from kafkalab.ui.line import Line
-from kafkalab.ui.source import CLUSTER_STARTING, NO_CLUSTER_YET, PORTS_TAKEN
 
 NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING, PORTS_TAKEN)
 

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Static
 
 from kafkalab.clients.records import Outcome, Record
 from kafkalab.errors import KafkalabError
-from kafkalab.ui.group_source import GroupsFeed, RecordsFrame
+from kafkalab.feeds.groups_feed import GroupsFeed, RecordsFrame
 
 RECORD_COLUMNS = (("partition", "part"), ("offset", "offset"), ("key", "key"), ("value", "value"),
                   ("timestamp", "time"))

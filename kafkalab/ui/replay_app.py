@@ -6,14 +6,13 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from kafkalab.feeds.replay_source import SPEEDS, ReplaySource
 from kafkalab.ui.app import LabConsole
+from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.partitions import PartitionTable
-from kafkalab.ui.replay_source import SPEEDS, ReplaySource
 
 SCRUB_S = 5.0
 REPLAY_POLL_S = 0.25
-LIVE_ONLY = {"select_node", "node", "start_run", "stop_run", "reset_lab", "send_control", "edit_setting",
-             "edit_topic"}
 LINGER_S = 3.0  # with exit_at_end: the results stay on screen this long before the app quits
 
 
@@ -30,7 +29,7 @@ class ReplayConsole(LabConsole):
     def __init__(self, source: ReplaySource, *, exit_at_end: bool = False, **kwargs: object) -> None:
         """``exit_at_end``: quit a few seconds after the run's end is shown (to render a recording)."""
         kwargs.setdefault("poll_s", REPLAY_POLL_S)
-        kwargs.setdefault("metadata", source.metadata)
+        kwargs.setdefault("metadata", MetadataPanes.for_nodes(source.node_names, source.voters))
         super().__init__(source, source.broker_ids, boot=False, **kwargs)  # type: ignore[arg-type]
         self.replay = source
         self.exit_at_end = exit_at_end
@@ -57,10 +56,6 @@ class ReplayConsole(LabConsole):
         if self.exit_at_end and clock.at_end and self.run_frame.report is not None and not self.quitting:
             self.quitting = True
             self.set_timer(LINGER_S, self.exit)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The live console's actions on the cluster and the run are not offered: a replay has neither."""
-        return action not in LIVE_ONLY and super().check_action(action, parameters)
 
     def action_speed(self, speed: float) -> None:
         self.replay.clock.set_speed(speed)

@@ -12,8 +12,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from kafkalab.feeds.frames import ReportView, RunFrame
+from kafkalab.labs.results import Phase
 from kafkalab.ui.chart import ThroughputChart
-from kafkalab.ui.source import ReportView, RunFrame
 
 CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered",
            "recovered", "unexpected")
@@ -111,9 +112,9 @@ class ResultsPane(VerticalScroll):
         self.query_one("#totals", Static).add_class("-empty")
         self.query_one("#per-partition", Static).update("")
 
-    def show_no_report(self, phase: str, why: str) -> None:
+    def show_no_report(self, phase: Phase, why: str) -> None:
         """A run that ended before its analysis: what happened, and no counts that would read as a report."""
-        stopped = phase == "stopped"
+        stopped = phase == Phase.STOPPED
         head = "the run was stopped" if stopped else "the run failed"
         verdict = Text(f"\n  {head}: no report  \n", style="bold white on grey37" if stopped else "bold white on red",
                        justify="center")

@@ -1,6 +1,6 @@
 """The Kafka distribution: find it (a cached, versioned dir of jars or a KAFKA_HOME) or fetch it."""
 
-from kafkalab.dist.distribution import (
+from kafkalab.kafka_install.distribution import (
     BROKER_MAIN,
     ZOOKEEPER_MAIN,
     Distribution,
@@ -9,9 +9,9 @@ from kafkalab.dist.distribution import (
     locate,
     verify,
 )
-from kafkalab.dist.download import Progress
-from kafkalab.dist.fetch import FetchOptions, fetch
-from kafkalab.dist.java_helpers import java_helper_argv
+from kafkalab.kafka_install.download import Progress
+from kafkalab.kafka_install.fetch import FetchOptions, fetch
+from kafkalab.kafka_install.java_helpers import java_helper_argv
 
 __all__ = [
     "BROKER_MAIN", "ZOOKEEPER_MAIN", "Distribution", "FetchOptions", "Progress", "fetch", "java_binary",

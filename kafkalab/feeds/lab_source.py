@@ -17,50 +17,56 @@ from kafkalab.clients.control import send_control
 from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
-from kafkalab.labs.events import EventKind
-from kafkalab.labs.model import Lab
-from kafkalab.labs.results import FaultStatus, RunResult
-from kafkalab.labs.session import LabSession, Phase, SessionState
-from kafkalab.ui.source import (
+from kafkalab.feeds.frames import (
     CLUSTER_STARTING,
     NO_CLUSTER_YET,
-    RUN_ACTIONS,
-    SNAPSHOT_WAIT_S,
     LabView,
     Marker,
-    NodeLogs,
     NodesFrame,
     ReportView,
     RunFrame,
     TimelineStep,
-    metadata_facts,
 )
+from kafkalab.feeds.metadata_facts import MetadataFacts
+from kafkalab.feeds.node_logs import NodeLogs
+from kafkalab.feeds.source import SNAPSHOT_WAIT_S, ConsoleAction, Source
+from kafkalab.labs.events import EventKind
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import FaultStatus, RunResult
+from kafkalab.labs.session import LabSession, Phase, SessionState
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
 FAULT_MARK = {"fired": True, "missed": True, "failed": True}
 THROUGHPUT_POINTS = 600
 
 
-class LabSource:
-    offers = RUN_ACTIONS
+class LabSource(Source):
+    """A lab's runs: every console action, the cluster of the current run, a report after each."""
+
+    offers = frozenset(ConsoleAction)
 
     def __init__(self, session: LabSession, spark: WarmSession | None = None) -> None:
         """``spark`` is the warm session given to ``session`` too: started at boot, stopped by the session."""
         self.session = session
         self.spark = spark
         self.title = f"kafkalab · {session.lab.title}"
+        self.label = session.lab.id
         self._cluster: Cluster | None = None
         self._admin: Admin | None = None
         self._server: ControlServer | None = None
         self._logs = NodeLogs()
+        self._facts = MetadataFacts()
         self._down = threading.Event()
         self._lock = threading.Lock()
         self._throughput: list[tuple[float, float]] = []
         self._last_acked: tuple[float, int] | None = None
 
     @property
-    def lab(self) -> Any:
+    def lab(self) -> Lab:
         return self.session.lab
+
+    def cluster_now(self) -> Cluster | None:
+        return self.session.cluster
 
     def boot(self, progress: Callable[[str], None]) -> None:
         """Warm Spark in the background so the first report comes quickly; the cluster starts with a run. Its
@@ -101,7 +107,7 @@ class LabSource:
         if cluster is None or not cluster.nodes:
             return NodesFrame(())
         logs = self._logs.new_lines(cluster)
-        conns, quorum = metadata_facts(cluster)
+        conns, quorum = self._facts.of(cluster)
         return NodesFrame(tuple(cluster.infos()), logs, conns, self._down.is_set(), quorum)
 
     def snapshot(self) -> ClusterSnapshot:
@@ -125,7 +131,7 @@ class LabSource:
         lab = self.lab
         run = self.session.current
         return RunFrame(
-            live=state.phase in LIVE_PHASES, phase=str(state.phase), producer=state.producer,
+            live=state.phase in LIVE_PHASES, phase=state.phase, producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
             markers=markers((e.t, e.kind, e.detail) for e in (run.timeline.events() if run is not None else ())),
             lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.frames import NodesFrame, RunFrame
+from kafkalab.feeds.lab_source import LIVE_PHASES, lab_view, markers, report_view
+from kafkalab.feeds.source import Source
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
 from kafkalab.labs.results import FaultStatus
-from kafkalab.ui.controllers import MetadataPanes
-from kafkalab.ui.lab_source import LIVE_PHASES, lab_view, markers, report_view
-from kafkalab.ui.source import NodesFrame, RunFrame
 
 SPEEDS = (1.0, 2.0, 4.0)
 
@@ -67,9 +67,10 @@ class ReplayClock:
         return self.now() >= self.end
 
 
-class ReplaySource:
-    """A :class:`~kafkalab.ui.source.Source` over a recorded run; every action that would change the
-    cluster says that a replay has none."""
+class ReplaySource(Source):
+    """A :class:`~kafkalab.feeds.source.Source` over a recorded run: it offers no action (nothing runs)."""
+
+    why_not = "a replay has no cluster or clients to act on: `kafkalab console` runs the lab live"
 
     def __init__(self, run_dir: Path, speed: float = 1.0) -> None:
         self.recorded = RecordedRun(run_dir)
@@ -80,8 +81,9 @@ class ReplaySource:
         self.clock = ReplayClock(self.recorded.start, end, speed)
         self._result = self.recorded.result()
         self.broker_ids = sorted(i.broker_id for i in self.recorded.nodes(end) if i.broker_id is not None)
-        voters = self.recorded.voters or (self.lab.cluster.controllers if self.lab is not None else 0)
-        self.metadata = MetadataPanes.for_nodes((i.name for i in self.recorded.nodes(end)), voters)
+        self.label = self.recorded.lab_id
+        self.node_names = tuple(i.name for i in self.recorded.nodes(end))
+        self.voters = self.recorded.voters or (self.lab.cluster.controllers if self.lab is not None else 0)
 
     def boot(self, progress: Callable[[str], None]) -> None:
         progress(f"replaying {self.recorded.run_dir.name}")
@@ -111,12 +113,6 @@ class ReplaySource:
             report=report_view(self._result if result_in else None),
             settings=dict(self.lab.producer.settings) if self.lab is not None else {},
         )
-
-    def _refused(self, *_args: object) -> None:
-        raise NotImplementedError("a replay has no cluster or clients to act on: `kafkalab console` runs the "
-                                  "lab live")
-
-    node_action = start_run = stop_run = reset = send_control = change_setting = alter_topic = _refused
 
     def close(self) -> None:
         """Nothing to stop: a replay starts no process."""

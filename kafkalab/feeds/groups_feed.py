@@ -14,12 +14,13 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from kafkalab.admin import Admin, GroupDescription, Groups, OffsetMove, ResetTarget
 from kafkalab.admin.group_helper import GroupHelper
 from kafkalab.clients.records import Outcome, Record, RecordTail, RecordTyper
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.source import HasBootstrap
 from kafkalab.paths import state_root
 
 LAG_POINTS = 60  # the sparkline's width in polls
@@ -52,27 +53,6 @@ class GroupsFeed(Protocol):
     def records(self) -> RecordsFrame: ...
     def type_record(self, line: str, key_sep: str | None = ":") -> Outcome: ...
     def close(self) -> None: ...
-
-
-class HasBootstrap(Protocol):
-    @property
-    def bootstrap(self) -> str: ...
-
-
-def source_cluster(source: Any) -> Callable[[], HasBootstrap | None]:
-    """The cluster a console source drives now, or None while it has none.
-
-    A bare cluster's source holds it as ``cluster``; a lab's source has the cluster of its current run
-    (a new one each run, often on the same ports as the last) in ``session.cluster``.
-    """
-
-    def current() -> HasBootstrap | None:
-        cluster = getattr(source, "cluster", None)
-        if cluster is None:
-            cluster = getattr(getattr(source, "session", None), "cluster", None)
-        return cluster
-
-    return current
 
 
 class AdminGroupsFeed:

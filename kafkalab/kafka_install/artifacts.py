@@ -15,7 +15,7 @@ from pathlib import Path
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import package_file
 
-LISTS_PACKAGE = "kafkalab.dist.checksums"
+LISTS_PACKAGE = "kafkalab.kafka_install.checksums"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 

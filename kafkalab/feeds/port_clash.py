@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster import NodeAction
 from kafkalab.cluster.control import read_cluster_file
 from kafkalab.cluster.remote import RemoteCluster
-from kafkalab.ui.source import PORTS_TAKEN, ClusterSource, NodesFrame, RunFrame
+from kafkalab.feeds.cluster_source import ClusterSource
+from kafkalab.feeds.frames import PORTS_TAKEN, NodesFrame, RunFrame
+from kafkalab.feeds.source import Choice, HasBootstrap, NotOffered, Question, Source
 
 SHAPE_FIELDS = ("brokers", "mode", "controllers", "combined")
 
@@ -24,7 +27,7 @@ SHAPE_FIELDS = ("brokers", "mode", "controllers", "combined")
 def attached_source(state_dir: Path) -> ClusterSource:
     """The console's source on the cluster a kafkalab process runs in ``state_dir`` (KafkalabError if none)."""
     remote = RemoteCluster(state_dir)
-    return ClusterSource(remote, title=f"kafkalab · attached to {state_dir}", owned=False,  # type: ignore[arg-type]
+    return ClusterSource(remote, title=f"kafkalab · attached to {state_dir}", owned=False,
                          label=f"attached: {state_dir.name}",
                          note=f"attached to the cluster in {state_dir} (kafkalab pid {remote.owner_pid}): node keys "
                               "act through its owner; quitting leaves it running")
@@ -34,8 +37,8 @@ def cluster_shape(facts: dict[str, Any]) -> tuple[object, ...]:
     return tuple(facts.get(name) for name in SHAPE_FIELDS)
 
 
-class PortClashSource:
-    """Asks (``question``), then behaves as the chosen source; every other attribute is the chosen one's."""
+class PortClashSource(Source):
+    """Asks (:meth:`question`), then is the chosen source: every call goes to it once chosen."""
 
     reports = False  # either choice is a bare console's source
 
@@ -47,28 +50,37 @@ class PortClashSource:
         facts = read_cluster_file(owner)
         self.can_attach = cluster_shape(facts) == (spec.brokers, spec.mode, spec.controllers, spec.combined)
         self.shape = (f"{facts.get('brokers')} brokers, {facts.get('mode')} mode")
+        self.title, self.label = own.title, own.label  # offers nothing until answered
 
     @property
-    def title(self) -> str:
-        return (self.chosen or self.own).title
+    def _picked(self) -> ClusterSource:
+        if self.chosen is None:
+            raise NotOffered("answer the question first: free ports, attach or quit")
+        return self.chosen
 
     @property
-    def offers(self) -> frozenset[str]:
-        return self.chosen.offers if self.chosen is not None else frozenset()
+    def closing(self) -> str:
+        return (self.chosen or self.own).closing
 
-    def question(self) -> tuple[str, str, list[tuple[str, str, str]]]:
-        """(question, detail, choices as (key, label, answer)) for the console's modal."""
+    @property
+    def after_quit(self) -> str:
+        return self.chosen.after_quit if self.chosen is not None else ""
+
+    def question(self) -> Question | None:
+        """Free ports, attach (when the other cluster has this console's shape) or quit, until answered."""
+        if self._answered.is_set():
+            return None
         ports = ", ".join(map(str, self.taken))
         detail = (f"The kafkalab cluster in {self.owner} ({self.shape}) listens on {ports}.\n"
                   "f: start this console's own cluster on free ports beside it.\n")
-        choices = [("f", "Free ports", "free")]
+        choices = [Choice("f", "Free ports", "free")]
         if self.can_attach:
             detail += "a: attach: show and drive that cluster (quitting leaves it running).\n"
-            choices.append(("a", "Attach", "attach"))
+            choices.append(Choice("a", "Attach", "attach"))
         else:
             detail += f"It differs from this console's panes: `kafkalab console --attach {self.owner}` shows it.\n"
         detail += "q: quit."
-        return f"Ports {ports} are taken", detail, [*choices, ("q", "Quit", "quit")]
+        return Question(f"Ports {ports} are taken", detail, (*choices, Choice("q", "Quit", "quit")))
 
     def choose(self, answer: str) -> None:
         """``free``, ``attach`` (KafkalabError when the other cluster is gone meanwhile: ask again) or ``quit``."""
@@ -76,7 +88,12 @@ class PortClashSource:
             self.chosen = attached_source(self.owner)
         elif answer == "free":
             self.chosen = self.own
+        if self.chosen is not None:
+            self.title, self.label, self.offers = self.chosen.title, self.chosen.label, self.chosen.offers
         self._answered.set()
+
+    def cluster_now(self) -> HasBootstrap | None:
+        return self.chosen.cluster_now() if self.chosen is not None else None
 
     def boot(self, progress: Callable[[str], None]) -> None:
         progress(PORTS_TAKEN)
@@ -95,11 +112,20 @@ class PortClashSource:
     def run(self) -> RunFrame:
         return self.chosen.run() if self.chosen is not None else RunFrame()
 
-    def __getattr__(self, name: str) -> Any:
-        chosen = self.__dict__.get("chosen")
-        if chosen is None:
-            raise AttributeError(name)
-        return getattr(chosen, name)
+    def node_action(self, node: str, action: NodeAction) -> None:
+        self._picked.node_action(node, action)
+
+    def start_run(self) -> str | None:
+        return self._picked.start_run()
+
+    def stop_run(self) -> None:
+        self._picked.stop_run()
+
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+        return self._picked.alter_topic(topic, replication_factor, min_isr)
+
+    def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        return self._picked.reassign_topic(topic, replication_factor)
 
     def close(self) -> None:
         self._answered.set()  # a boot still waiting returns

@@ -16,11 +16,11 @@ import tempfile
 from pathlib import Path
 
 from kafkalab import __version__
-from kafkalab.dist.artifacts import file_digests, load_artifacts, matches
-from kafkalab.dist.distribution import Distribution
-from kafkalab.dist.download import QUIET, Progress
-from kafkalab.dist.fetch import cached, install
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.artifacts import file_digests, load_artifacts, matches
+from kafkalab.kafka_install.distribution import Distribution
+from kafkalab.kafka_install.download import QUIET, Progress
+from kafkalab.kafka_install.fetch import cached, install
 from kafkalab.paths import cache_root, dist_dir
 
 MANIFEST = "kafkalab-bundle.json"

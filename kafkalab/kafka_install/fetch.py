@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab import KAFKA_VERSION
-from kafkalab.dist.artifacts import load_artifacts
-from kafkalab.dist.distribution import MARKER, Distribution, locate, verify
-from kafkalab.dist.download import CENTRAL, QUIET, Progress, download_all
-from kafkalab.dist.java_helpers import compile_helpers
-from kafkalab.dist.maven import copy_dependencies
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.artifacts import load_artifacts
+from kafkalab.kafka_install.distribution import MARKER, Distribution, locate, verify
+from kafkalab.kafka_install.download import CENTRAL, QUIET, Progress, download_all
+from kafkalab.kafka_install.java_helpers import compile_helpers
+from kafkalab.kafka_install.maven import copy_dependencies
 from kafkalab.paths import dist_dir
 
 

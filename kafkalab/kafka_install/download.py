@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab import __version__
-from kafkalab.dist.artifacts import Artifact, matches
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.artifacts import Artifact, matches
 
 CENTRAL = "https://repo.maven.apache.org/maven2/"
 ATTEMPTS = 3

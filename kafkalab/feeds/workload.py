@@ -14,7 +14,8 @@ from pathlib import Path
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.producer import Producer
-from kafkalab.ui.source import RunFrame
+from kafkalab.feeds.frames import RunFrame
+from kafkalab.labs.results import Phase
 
 DEMO_TOPIC = "test-topic"  # the course's topic, which the clients' defaults use
 DEMO_PARTITIONS = 6
@@ -114,6 +115,6 @@ class Workload:
                 self._throughput = self._throughput[-THROUGHPUT_POINTS:]
             if self._last is None or now - self._last[0] >= 0.4:
                 self._last = (now, producer.acked)
-        phase = "running" if self.live else "stopped" if producer is not None else "idle"
+        phase = Phase.RUNNING if self.live else Phase.STOPPED if producer is not None else Phase.IDLE
         return RunFrame(live=self.live, phase=phase, producer=producer, consumers=consumers,
                         throughput=tuple(self._throughput), settings=PRODUCER_SETTINGS)

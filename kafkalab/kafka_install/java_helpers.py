@@ -16,12 +16,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from kafkalab.dist.distribution import Distribution, java_binary
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.distribution import Distribution, java_binary
 from kafkalab.paths import cache_root, package_file
 
 COMPILE_TIMEOUT_S = 180.0
-HELPERS = (("kafkalab.cluster", "FormatStorage.java"), ("kafkalab.admin", "QuorumWatch.java"),
+HELPERS = (("kafkalab.cluster", "FormatStorage.java"), ("kafkalab.cluster", "QuorumWatch.java"),
            ("kafkalab.admin", "Reassign.java"))
 
 

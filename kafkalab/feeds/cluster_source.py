@@ -1,0 +1,120 @@
+"""The bare cluster's source: a cluster the console owns (or is attached to) and the default workload."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.cluster import Cluster, NodeAction
+from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.cluster.remote import RemoteCluster
+from kafkalab.errors import KafkalabError
+from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
+from kafkalab.feeds.metadata_facts import MetadataFacts
+from kafkalab.feeds.node_logs import NodeLogs
+from kafkalab.feeds.source import CLOSING, SNAPSHOT_WAIT_S, ConsoleAction, Source
+from kafkalab.feeds.topic_ops import alter_topic, reassign_topic
+from kafkalab.feeds.workload import DEMO_TOPIC, Workload, ensure_demo_topic
+
+
+class ClusterSource(Source):
+    """A bare cluster with the console as its owner: nodes, logs, admin snapshots, node controls, and the
+    default workload (the demo topic, a producer and a consumer) on `g` / `x`."""
+
+    offers = frozenset({ConsoleAction.NODE, ConsoleAction.START_RUN, ConsoleAction.STOP_RUN,
+                        ConsoleAction.EDIT_TOPIC})
+    reports = False  # the default workload is not analysed: no report in Results
+    why_not = "no lab loaded: open the console on a lab (`kafkalab console LAB`) for runs, settings and resets"
+
+    def __init__(self, cluster: Cluster | RemoteCluster, title: str = "kafkalab", owned: bool = True,
+                 note: str = "", label: str = "no lab") -> None:
+        """``owned=False`` attaches to a cluster someone else started and will shut down; ``note`` is said
+        first when the console boots (e.g. why the cluster took free ports); ``label`` names it in the top
+        bar where a lab's id would be."""
+        self.note = note
+        self.label = label
+        self.cluster = cluster
+        self.workload = Workload(cluster.spec.state_dir / "workload")
+        self.title = title
+        self.owned = owned
+        self._admin: Admin | None = None
+        self._server: ControlServer | None = None
+        self._down = threading.Event()
+        self._logs = NodeLogs()
+        self._facts = MetadataFacts()
+        self._closed = False
+
+    def boot(self, progress: Callable[[str], None]) -> None:
+        if self.note:
+            progress(self.note)
+        if self.owned:
+            self.cluster.start(progress=progress)
+            write_cluster_file(self.cluster)
+            self._server = ControlServer(self.cluster, self._down)
+        admin = Admin(self.cluster.bootstrap, timeout_s=5.0)
+        progress(ensure_demo_topic(admin, len(self.cluster.spec.broker_ids)))
+        progress(f"{DEMO_TOPIC} ready: g runs a producer and a consumer")
+        self._admin = Admin(self.cluster.bootstrap)
+
+    def nodes(self) -> NodesFrame:
+        if not self.cluster.nodes:
+            return NodesFrame(())
+        logs = self._logs.new_lines(self.cluster)
+        conns, quorum = self._facts.of(self.cluster)
+        return NodesFrame(tuple(self.cluster.infos()), logs, conns, self._down.is_set(), quorum)
+
+    def snapshot(self) -> ClusterSnapshot:
+        if self._admin is None:
+            return ClusterSnapshot(time.time(), False, error=CLUSTER_STARTING)
+        return self._admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
+
+    def run(self) -> RunFrame:
+        return self.workload.frame()
+
+    def node_action(self, node: str, action: NodeAction) -> None:
+        action.apply(self.cluster.node(node))
+
+    def start_run(self) -> None:
+        self.workload.start(self.cluster.bootstrap)
+
+    def stop_run(self) -> None:
+        self.workload.stop()
+
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+        if self._admin is None:
+            raise KafkalabError("the cluster is still starting: try again in a moment")
+        return alter_topic(self._admin, topic, replication_factor, min_isr)
+
+    def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        if self._admin is None:
+            raise KafkalabError("the cluster is still starting: try again in a moment")
+        return reassign_topic(self.cluster, self._admin, topic, replication_factor)
+
+    def cluster_now(self) -> Cluster | RemoteCluster:
+        return self.cluster
+
+    @property
+    def closing(self) -> str:
+        if self.owned:
+            return CLOSING
+        return "closing the console (its workload only): the attached cluster keeps running ..."
+
+    @property
+    def after_quit(self) -> str:
+        if self.owned:
+            return ""
+        state_dir = self.cluster.spec.state_dir
+        return (f"the cluster in {state_dir} keeps running: `kafkalab cluster down --state-dir {state_dir}` "
+                f"stops it, `kafkalab console --attach {state_dir}` shows it again")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.workload.stop()
+        if self._server is not None:
+            self._server.close()
+        if self.owned:
+            self.cluster.shutdown()

@@ -1,0 +1,53 @@
+"""Following the nodes' log files: the lines each gained since the last poll."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafkalab.cluster import Cluster
+
+LOG_LINES_KEPT = 200
+_LOG_READ_MAX = 65536
+
+
+class LogFollower:
+    """The lines a node's log gained since the last call (reads only what is new, at most 64 KiB)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = ""
+
+    def new_lines(self) -> tuple[str, ...]:
+        try:
+            with open(self.path, "rb") as fh:
+                size = fh.seek(0, 2)
+                if size < self._offset:  # truncated or replaced
+                    self._offset, self._partial = 0, ""
+                start = max(self._offset, size - _LOG_READ_MAX)
+                fh.seek(start)
+                data = fh.read().decode("utf-8", "replace")
+                self._offset = size
+        except FileNotFoundError:
+            return ()
+        text = self._partial + data
+        lines = text.split("\n")
+        self._partial = lines.pop()
+        return tuple(lines[-LOG_LINES_KEPT:])
+
+
+class NodeLogs:
+    """A follower per node log of a cluster, made as its nodes appear: a cluster builds its nodes in
+    ``start()`` (in KRaft mode after formatting the storage, seconds later), so the nodes a console first sees
+    may be none."""
+
+    def __init__(self) -> None:
+        self._followers: dict[str, LogFollower] = {}
+
+    def new_lines(self, cluster: Cluster) -> dict[str, tuple[str, ...]]:
+        """Each node's new lines, for the nodes that have some."""
+        for node in cluster.nodes:
+            if node.name not in self._followers:
+                self._followers[node.name] = LogFollower(node.log_path)
+        lines = {name: follower.new_lines() for name, follower in self._followers.items()}
+        return {name: new for name, new in lines.items() if new}

@@ -1,0 +1,131 @@
+"""The console's contract with what it shows: :class:`Source`, every capability declared in one place.
+
+The app never touches Kafka, processes or Spark itself: a source does, in thread workers, and hands back
+frozen frames (:mod:`kafkalab.feeds.frames`) the panes render. A source says what it offers
+(:class:`ConsoleAction`); the console neither shows nor runs the rest, and each default here refuses in words.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster import NodeAction
+from kafkalab.feeds.frames import NodesFrame, RunFrame
+
+CLOSING = "stopping every process the console started ..."  # what the console says while it closes
+SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
+
+
+class ConsoleAction(StrEnum):
+    """What a person may ask of a source from the console; each value is the app's action name."""
+
+    NODE = "node"  # stop, kill, pause, resume, start, restart a node
+    START_RUN = "start_run"
+    STOP_RUN = "stop_run"
+    RESET_LAB = "reset_lab"
+    SEND_CONTROL = "send_control"
+    EDIT_SETTING = "edit_setting"
+    EDIT_TOPIC = "edit_topic"
+
+
+@dataclass(frozen=True)
+class Choice:
+    key: str
+    label: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """Asked in a modal before the source boots; the answer goes to :meth:`Source.choose`."""
+
+    title: str
+    detail: str
+    choices: tuple[Choice, ...]
+
+
+class HasBootstrap(Protocol):
+    """A cluster as the group and records feeds need it: where its brokers answer."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+
+class NotOffered(NotImplementedError):
+    """The source cannot do this (a replay has no cluster, a bare cluster no lab): a warning, not a failure."""
+
+
+class Source(ABC):
+    """The console's view of a cluster and its runs; every method may block and is called from a thread worker."""
+
+    title: str = "kafkalab"
+    label: str = "no lab"  # the top bar's name for it where a lab's id would be
+    offers: frozenset[ConsoleAction] = frozenset()
+    reports: bool = True  # its runs are analysed: Results shows a report (else says why there is none)
+    why_not: str = "this console cannot do that"  # what a refused action says
+
+    @property
+    def closing(self) -> str:
+        """What the console says while it closes."""
+        return CLOSING
+
+    @property
+    def after_quit(self) -> str:
+        """What still runs once the console is gone and how to stop it ('' when nothing does)."""
+        return ""
+
+    def question(self) -> Question | None:
+        """A question to answer before :meth:`boot` (None: nothing to ask)."""
+        return None
+
+    def choose(self, answer: str) -> None:
+        """Carry out the answer to :meth:`question`."""
+        raise NotOffered("nothing was asked")
+
+    def cluster_now(self) -> HasBootstrap | None:
+        """The cluster the source drives now (a lab's changes with each run), None while it has none."""
+        return None
+
+    @abstractmethod
+    def boot(self, progress: Callable[[str], None]) -> None: ...
+
+    @abstractmethod
+    def nodes(self) -> NodesFrame: ...
+
+    @abstractmethod
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @abstractmethod
+    def run(self) -> RunFrame: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def node_action(self, node: str, action: NodeAction) -> None:
+        raise NotOffered(self.why_not)
+
+    def start_run(self) -> str | None:
+        raise NotOffered(self.why_not)
+
+    def stop_run(self) -> None:
+        raise NotOffered(self.why_not)
+
+    def reset(self) -> None:
+        raise NotOffered(self.why_not)
+
+    def send_control(self, word: str) -> None:
+        raise NotOffered(self.why_not)
+
+    def change_setting(self, name: str, value: str) -> None:
+        raise NotOffered(self.why_not)
+
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+        raise NotOffered(self.why_not)
+
+    def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        raise NotOffered(self.why_not)
