@@ -1,3 +1,5 @@
+"""`python -m kafkalab`: the same command as `kafkalab`."""
+
 from kafkalab.cli import run
 
 run()
