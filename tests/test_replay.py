@@ -274,3 +274,10 @@ async def _combined_replay(source: ReplaySource) -> None:
         assert pane.active == 2
         assert "epoch 2" in str(app.query_one("#voter-2", Line).render())
         assert "not fetching" in str(app.query_one("#voter-1", Line).render())
+
+
+def test_the_replay_position_counts_from_the_recordings_start() -> None:
+    """The cluster starts before the run's second 0: the top bar read '-52.0s of 290.8s' at the start."""
+    from kafkalab.ui.replay_app import minutes
+
+    assert [minutes(s) for s in (-3.0, 0.0, 59.9, 65.4, 342.8)] == ["0:00", "0:00", "0:59", "1:05", "5:42"]

@@ -48,11 +48,12 @@ class ReplayConsole(LabConsole):
         if not self.query("#topbar"):  # the app is closing: its widgets are gone
             return
         clock = self.replay.clock
+        length = minutes(clock.end - clock.start)
         if clock.at_end:
-            self.set_action(f"replay at the end ({clock.end:.1f}s): ← scrubs back")
+            self.set_action(f"replay at the end ({length}): ← scrubs back")
         else:
             state = "paused" if clock.paused else f"{clock.speed:g}x"
-            self.set_action(f"replay {state} · {clock.now():.1f}s of {clock.end:.1f}s")
+            self.set_action(f"replay {state} · {minutes(clock.now() - clock.start)} of {length}")
         if self.exit_at_end and clock.at_end and self.run_frame.report is not None and not self.quitting:
             self.quitting = True
             self.set_timer(LINGER_S, self.exit)
@@ -73,3 +74,10 @@ class ReplayConsole(LabConsole):
         self.show_position()
         for poller in self.pollers:
             poller.poll_now()
+
+
+def minutes(seconds: float) -> str:
+    """'1:05' for 65.4 s: the replay's place from the recording's start (its cluster starts before the run's
+    second 0, which read as a negative time)."""
+    whole = max(0, int(seconds))
+    return f"{whole // 60}:{whole % 60:02d}"
