@@ -160,8 +160,9 @@ def render_cluster(name: str, data: Json) -> list[str]:
         elif goal is not None:
             note = met(value["median"], goal)
         rows.append([CLUSTER_LABELS.get(key, key), f"<= {bound(goal)}{unit(key)}" if goal is not None else "",
-                     f"{num(value['median'])}{unit(key)}", stat(value, unit(key), runs=True), note])
-    return table(["measure", "goal", "median", "median (range), runs", ""], rows) + source_line(name, data)
+                     f"**{num(value['median'])}{unit(key)}**", span((value["min"], value["max"]), unit(key)),
+                     str(value.get("runs", "")), note])
+    return table(["measure", "goal", "median", "range", "runs", ""], rows) + source_line(name, data)
 
 
 # ---- clients.json ---------------------------------------------------------------------------------

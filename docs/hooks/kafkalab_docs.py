@@ -74,7 +74,8 @@ def on_post_build(config: Any) -> None:
     """What no page showed: a results file without its marker, a generated listing whose marker is gone."""
     root = _root()
     results = root / "benchmarks" / "results"
-    _warn("benchmarks/results", bench_tables.unknown(results))
+    for problem in bench_tables.unknown(results):
+        log.warning("%s", problem)
     for name in bench_tables.results(results):
         if bench_tables.renderer_for(name) and name not in _state["placed"]:
             log.warning("benchmarks/results/%s.json is shown on no page: add <!-- bench: %s --> to "
@@ -82,4 +83,5 @@ def on_post_build(config: Any) -> None:
     for kind, page in (("modules", "architecture.md"), ("labs", "labs.md"), ("options", "lab-files.md")):
         if kind not in _state["seen"]:
             log.warning("no page has the <!-- %s --> marker (expected in docs/%s)", kind, page)
-    _warn("README.md", lab_catalog.check_readme(root))
+    for problem in lab_catalog.check_readme(root):
+        log.warning("%s", problem)
