@@ -24,11 +24,11 @@ lab: setup
 
 test: setup
 	$(BIN)/ruff check kafkalab tests benchmarks docs/hooks
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the variable hides Material's end-of-life banner
 	KAFKALAB=$(BIN)/kafkalab bash scripts/with-docker-engine.sh $(BIN)/python -m pytest -q -p no:cacheprovider
 
 docs: $(STAMP)
-	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
