@@ -1,0 +1,150 @@
+"""The lab catalog of docs/labs.md and the client options of docs/lab-files.md, read from the sources.
+
+labs/*.toml gives each lab's section (title, what it teaches, why it shows on every run, its modes and
+Kafka version, its instructions); the ``Option(...)`` calls of kafkalab/clients/options.py give the table of
+``producer.*`` and ``consumer.*`` options, read with ``ast`` (nothing of kafkalab is imported).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MODE_NAMES = {"zookeeper": "ZooKeeper", "kraft": "KRaft"}
+
+
+@dataclass(frozen=True)
+class LabInfo:
+    number: int
+    id: str
+    title: str
+    teaches: str
+    why: str
+    instructions: str
+    modes: tuple[str, ...]
+    kafka_version: str
+    brokers: int
+    controllers: int
+    combined: bool
+
+    def runs_on(self) -> str:
+        """e.g. ``ZooKeeper, KRaft`` or ``KRaft (3 controllers)``; the first mode is the default."""
+        text = ", ".join(MODE_NAMES.get(m, m) for m in self.modes)
+        if "kraft" in self.modes and (self.controllers > 1 or self.combined):
+            text += f" ({self.controllers} {'combined ' if self.combined else ''}controllers)"
+        return text
+
+
+def default_kafka(root: Path) -> str:
+    """``KAFKA_VERSION`` of kafkalab/__init__.py: the version a lab file that names none runs on."""
+    tree = ast.parse((root / "kafkalab" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KAFKA_VERSION"
+                                                for t in node.targets):
+            return str(ast.literal_eval(node.value))
+    raise ValueError("kafkalab/__init__.py sets no KAFKA_VERSION")
+
+
+def read_labs(root: Path) -> tuple[list[LabInfo], list[str]]:
+    labs: list[LabInfo] = []
+    problems: list[str] = []
+    try:
+        default_version = default_kafka(root)
+    except (OSError, SyntaxError, ValueError) as exc:
+        return [], [f"cannot read the default Kafka version: {exc}"]
+    for number, path in enumerate(sorted((root / "labs").glob("*.toml")), start=1):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            lab, cluster = data["lab"], data.get("cluster", {})
+            mode = cluster.get("mode", "")
+            modes = tuple(cluster.get("modes", [mode or "zookeeper"]))
+            labs.append(LabInfo(
+                number, lab["id"], lab["title"], lab["teaches"], lab["why"], lab["instructions"],
+                (mode, *[m for m in modes if m != mode]) if mode else modes,
+                cluster.get("kafka_version", default_version), cluster.get("brokers", 3),
+                cluster.get("controllers", 1), cluster.get("combined", False)))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append(f"labs/{path.name}: cannot read it ({type(exc).__name__}: {exc})")
+    if not labs:
+        problems.append("no lab file found in labs/")
+    return labs, problems
+
+
+def _instructions(text: str) -> list[str]:
+    """The lab's markdown instructions, indented into a collapsed block; headings become bold lines."""
+    out = []
+    for line in text.strip().splitlines():
+        if m := re.match(r"#+\s+(.*)", line):
+            line = f"**{m[1]}**"
+        out.append(f"    {line}" if line.strip() else "")
+    return out
+
+
+def render_labs(root: Path) -> tuple[str, list[str]]:
+    labs, problems = read_labs(root)
+    out = ["| # | lab | title | runs on (first: default) | Kafka |", "|---|---|---|---|---|"]
+    out += [f"| {lab.number} | [`{lab.id}`](#{lab.id}) | {lab.title} | {lab.runs_on()} | {lab.kafka_version} |"
+            for lab in labs]
+    out.append("")
+    for lab in labs:
+        out += [f"## {lab.id}", "", f"**{lab.number} · {lab.title}**", ""]
+        out += [f"Runs on {lab.runs_on()}, Kafka {lab.kafka_version}, {lab.brokers} brokers: "
+                f"`kafkalab run {lab.id}`" + (f" (or `--mode {lab.modes[1]}`)" if len(lab.modes) > 1 else "")
+                + f", `kafkalab console {lab.id}`.", ""]
+        out += [f"**Teaches:** {lab.teaches}.", "", f"**Why it shows on every run:** {lab.why}", ""]
+        out += [f'??? note "Instructions (`kafkalab labs --show {lab.id}`)"', "", *_instructions(lab.instructions), ""]
+    return "\n".join(out), problems
+
+
+def check_readme(root: Path) -> list[str]:
+    """The README's lab table must name every lab of the catalog."""
+    labs, _ = read_labs(root)
+    try:
+        readme = (root / "README.md").read_text(encoding="utf-8")
+    except OSError as exc:
+        return [f"README.md: {exc}"]
+    return [f"README.md: the lab table lacks lab {lab.id} (labs/): add its row"
+            for lab in labs if f"`{lab.id}`" not in readme]
+
+
+# ---- client options --------------------------------------------------------------------------------
+def _literal(node: ast.expr | None) -> Any:
+    try:
+        return ast.literal_eval(node) if node is not None else None
+    except ValueError:
+        return None
+
+
+def read_options(root: Path) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """(name, default, help) of every ``producer.*`` and ``consumer.*`` option, in the source's order."""
+    path = root / "kafkalab" / "clients" / "options.py"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError) as exc:
+        return [], [f"{path.relative_to(root)}: cannot read it ({exc})"]
+    rows = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Option", "_int")):
+            continue
+        args = [_literal(a) for a in node.args]
+        if not args or not isinstance(args[0], str) or not args[0].startswith(("producer.", "consumer.")):
+            continue
+        helptext = args[3] if node.func.id == "Option" and len(args) > 3 else args[2] if len(args) > 2 else None
+        rows.append((args[0], "" if args[1] is None else str(args[1]), str(helptext or "")))
+    rows.sort(key=lambda r: (not r[0].startswith("producer."),))  # stable: producer first, source order kept
+    if not rows:
+        return [], [f"{path.relative_to(root)}: no producer.*/consumer.* Option(...) found: the options table "
+                    "of docs/lab-files.md would be empty"]
+    return rows, []
+
+
+def render_options(root: Path) -> tuple[str, list[str]]:
+    rows, problems = read_options(root)
+    out = ["| option | default | meaning |", "|---|---|---|"]
+    out += [f"| `{name}` | {f'`{default}`' if default else '(none)'} | {text.replace('|', chr(92) + '|')} |"
+            for name, default, text in rows]
+    return "\n".join([*out, ""]), problems
