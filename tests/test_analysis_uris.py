@@ -114,4 +114,4 @@ def test_cli_spark_conf_of_the_wrong_form_is_refused(bad: str, tmp_path: Path,
     assert main(["diff", "--producer", str(tmp_path / "p.csv"), "--consumer", str(tmp_path / "c.csv"),
                  "--spark-conf", "spark.sql.shuffle.partitions=8", "--spark-conf", bad]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"kafkalab: error: --spark-conf: {bad!r} is not KEY=VALUE") and err.count("\n") == 1
+    assert err.startswith(f"kafkalab: error: --spark-conf {bad!r} is not name=value") and err.count("\n") == 1

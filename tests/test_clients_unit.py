@@ -12,8 +12,10 @@ from kafkalab.clients.corpus import ValuePicker, corpus_lines
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig, parse_defines
 from kafkalab.clients.payload_log import ConsumedRows, PayloadLog, log_files, max_seq
 from kafkalab.clients.seed_export import export_seed_format
+from kafkalab.clients.throughput import THROUGHPUT_POINTS, ThroughputSampler
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+from kafkalab.settings_text import name_value, name_values
 
 
 def test_producer_defaults_follow_the_course_and_set_librdkafka_explicitly() -> None:
@@ -75,6 +77,38 @@ def test_parse_defines() -> None:
         "producer.acks": "0", "producer.topic": "a=b"}
     with pytest.raises(KafkalabError, match="not name=value"):
         parse_defines(["producer.acks"])
+
+
+@pytest.mark.parametrize(("text", "flag", "message"), [
+    ("producer.acks", "-D", "-D 'producer.acks' is not name=value: write e.g. -D producer.acks=1"),
+    ("=1", "", "'=1' is not name=value: write e.g. producer.acks=1"),
+    ("spark.executor.memory= ", "--spark-conf", "--spark-conf 'spark.executor.memory= ' is not name=value"),
+])
+def test_name_value_refuses_other_forms_in_one_shape(text: str, flag: str, message: str) -> None:
+    with pytest.raises(KafkalabError) as caught:
+        name_value(text, flag, "producer.acks=1", need_value=True)
+    assert str(caught.value).startswith(message)
+
+
+def test_name_value_strips_and_keeps_an_empty_value_unless_one_is_needed() -> None:
+    assert name_value(" producer.acks = all ", "", "producer.acks=all") == ("producer.acks", "all")
+    assert name_values(["ssl.endpoint.identification.algorithm="], "--set", "x=1") == {
+        "ssl.endpoint.identification.algorithm": ""}
+
+
+def test_throughput_skips_samples_closer_than_the_gap_and_keeps_the_last_points() -> None:
+    sampler = ThroughputSampler()
+    sampler.add(1.0, 0)
+    sampler.add(1.2, 50)  # 0.2 s after the last kept sample: no point, and it is not the new base
+    sampler.add(1.5, 100)
+    sampler.add(2.0, 90)  # a count going back (a new producer) reads as 0/s, not negative
+    assert sampler.points == ((1.5, 200.0), (2.0, 0.0))
+    for i in range(THROUGHPUT_POINTS + 10):
+        sampler.add(3.0 + i / 2, 5 * i)
+    assert len(sampler.points) == THROUGHPUT_POINTS and sampler.points[-1] == (307.5, 10.0)
+    sampler.clear()
+    sampler.add(700.0, 5)
+    assert sampler.points == ()
 
 
 def test_payload_log_is_partial_until_closed_and_appends_keep_rows(tmp_path: Path) -> None:

@@ -160,6 +160,15 @@ def test_recording_writes_a_snapshot_only_when_something_changed() -> None:
     assert producer.state.ended and all(isinstance(c.state, ClientState) for c in consumers)
 
 
+def test_a_recorded_runs_throughput_is_the_live_charts() -> None:
+    """The chart's points from the recorded producer samples: at least 0.4 s apart, never negative, moving."""
+    run = RecordedRun(RUN_DIR)
+    points = run.throughput(run.end)
+    assert len(points) > 10 and any(rate > 0 for _t, rate in points) and all(rate >= 0 for _t, rate in points)
+    assert all(b[0] - a[0] >= 0.39 for a, b in itertools.pairwise(points))
+    assert run.throughput(points[5][0]) == points[:6]  # up to a moment: what the chart showed then
+
+
 def test_a_session_run_records_what_the_replay_shows(tmp_path: Path) -> None:
     """A LabSession run on the fake world (tests/lab_fakes.py): its run dir's recording gives a replay whose
     last frame has the live source's markers, lab steps and verdict."""

@@ -307,3 +307,18 @@ def test_node_logs_follow_nodes_a_cluster_builds_after_the_console_first_looked(
     with paths["broker-1"].open("a") as fh:
         fh.write("[2023-11-14 22:13:21,000] INFO broker-1 started\n")
     assert logs.new_lines(cluster) == {"broker-1": ("[2023-11-14 22:13:21,000] INFO broker-1 started",)}  # type: ignore[arg-type]
+
+
+def test_log_follower_holds_back_a_partial_line_and_rereads_a_truncated_log(tmp_path) -> None:
+    from kafkalab.feeds.node_logs import LogFollower
+
+    log = tmp_path / "server.log"
+    follower = LogFollower(log)
+    assert follower.new_lines() == ()  # not written yet
+    log.write_text("one\ntw")
+    assert follower.new_lines() == ("one",)
+    with log.open("a") as fh:
+        fh.write("o\n")
+    assert follower.new_lines() == ("two",)
+    log.write_text("fresh\n")  # replaced by a shorter file: its start is new, not the rest of the old one
+    assert follower.new_lines() == ("fresh",)

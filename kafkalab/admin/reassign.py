@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Sequence
 
+from kafkalab.admin.client import Admin
 from kafkalab.admin.snapshot import PartitionState
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install import Distribution, java_binary, java_helper_argv
@@ -34,6 +35,12 @@ def plan_replicas(partitions: Sequence[PartitionState], brokers: Sequence[int], 
             i += 1
         plan[p.partition] = replicas
     return plan
+
+
+def replication_plan(admin: Admin, topic: str, rf: int) -> dict[int, list[int]]:
+    """:func:`plan_replicas` for ``topic`` as the cluster has it now, on the brokers up now."""
+    snapshot = admin.snapshot(offsets=False)
+    return plan_replicas(snapshot.topic(topic), snapshot.brokers, rf)
 
 
 def reassign(dist: Distribution, bootstrap: str, topic: str, plan: dict[int, list[int]], timeout: float = 90) -> str:

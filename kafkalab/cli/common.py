@@ -10,6 +10,7 @@ from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import default_state_dir
+from kafkalab.settings_text import name_values
 
 
 def add_state_dir(parser: argparse.ArgumentParser) -> None:
@@ -61,13 +62,7 @@ def target_state_dir(args: argparse.Namespace) -> Path:
 
 
 def parse_settings(pairs: list[str] | None, flag: str = "--set") -> dict[str, str]:
-    settings: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise KafkalabError(f"{flag} {pair!r} is not name=value: write e.g. {flag} min.insync.replicas=2")
-        settings[key.strip()] = value.strip()
-    return settings
+    return name_values(pairs or [], flag, "min.insync.replicas=2")
 
 
 def bootstrap_for(args: argparse.Namespace) -> str:

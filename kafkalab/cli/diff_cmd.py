@@ -17,6 +17,7 @@ from kafkalab.analysis import analyze
 from kafkalab.analysis.job import CLASSES
 from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession
 from kafkalab.errors import KafkalabError
+from kafkalab.settings_text import name_values
 
 FAIL_ON_CHOICES = (*CLASSES, "malformed")
 
@@ -51,20 +52,9 @@ def parse_fail_on(text: str) -> list[str]:
     return names
 
 
-def parse_spark_conf(items: list[str]) -> dict[str, str]:
-    conf = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value:
-            raise KafkalabError(f"--spark-conf: {item!r} is not KEY=VALUE; give e.g. "
-                                "--spark-conf spark.executor.memory=4g")
-        conf[key.strip()] = value
-    return conf
-
-
 def cmd_diff(args: argparse.Namespace) -> int:
     fail_on = parse_fail_on(args.fail_on)
-    spark_conf = parse_spark_conf(args.spark_conf)
+    spark_conf = name_values(args.spark_conf, "--spark-conf", "spark.executor.memory=4g", need_value=True)
     to_stdout = args.json is not None and str(args.json) == "-"
     console = Console(stderr=to_stdout, highlight=False)
     # Spark starts once analyze() has checked the inputs, so bad input fails at once

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Self
 
 from kafkalab.errors import KafkalabError
+from kafkalab.settings_text import name_values
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9192,127.0.0.1:9292"
 BOOTSTRAP = "bootstrap.server"
@@ -122,13 +123,7 @@ _ASSIGNORS = {"coop": "cooperative-sticky", "range": "range", "rr": "roundrobin"
 
 def parse_defines(items: Iterable[str]) -> dict[str, str]:
     """``["producer.acks=1", ...]`` (from -D) -> dict; a later one wins, as with -D on the JVM."""
-    settings: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise KafkalabError(f"-D {item!r} is not name=value: write e.g. -D producer.acks=1")
-        settings[name.strip()] = value
-    return settings
+    return name_values(items, "-D", "producer.acks=1")
 
 
 def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], set[str]]:

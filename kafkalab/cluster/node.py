@@ -6,6 +6,7 @@ notice readiness, exits, stop deadlines and delayed starts.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import threading
@@ -277,7 +278,7 @@ class Node:
         else:
             problem = self.last_problem()
             # the NodeExists exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception")
-            old_session = _NODE_EXISTS.search(read_since(self.log_path, self._log_offset))
+            old_session = _NODE_EXISTS.search(read_tail(self.log_path, self._log_offset)[1])
             if self.state == NodeState.STARTING and old_session and self._attempts < START_RETRIES:
                 self._schedule_start(time.monotonic() + 1.0, keep_attempts=True)
                 self.reason = f"its old ZooKeeper session is still alive: retrying (try {self._attempts + 1})"
@@ -313,7 +314,7 @@ class Node:
     def last_problem(self) -> str:
         """The last ERROR/FATAL line this start wrote (log, then stdout), for a failed node's reason."""
         for path, offset in ((self.log_path, self._log_offset), (self.stdout_path, self._stdout_offset)):
-            lines = [ln for ln in read_since(path, offset).splitlines() if _PROBLEM.search(ln)]
+            lines = [ln for ln in read_tail(path, offset)[1].splitlines() if _PROBLEM.search(ln)]
             if lines:
                 return lines[-1].strip()[:300]
         return ""
@@ -343,11 +344,7 @@ class Node:
 
     def log_tail(self, lines: int = 50) -> list[str]:
         """The last ``lines`` lines of the node's log (reads at most the last 256 KiB)."""
-        try:
-            size = self.log_path.stat().st_size
-        except FileNotFoundError:
-            return []
-        return read_since(self.log_path, max(0, size - 262144)).splitlines()[-lines:]
+        return read_tail(self.log_path, 0, 262144)[1].splitlines()[-lines:]
 
 
 def wait_ready(nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None) -> None:
@@ -381,7 +378,7 @@ def end_and_wait(nodes: list[Node], reason: str, bound_s: float = 30.0) -> None:
 
 def this_start_log(node: Node) -> str:
     """What the node's log gained since its process was last launched."""
-    return read_since(node.log_path, node._log_offset)
+    return read_tail(node.log_path, node._log_offset)[1]
 
 
 def last_words(node: Node) -> str:
@@ -389,14 +386,18 @@ def last_words(node: Node) -> str:
     return node.last_problem() or (node.log_tail(1) or ["nothing logged"])[-1].strip()[:300]
 
 
-def read_since(path: Path, offset: int) -> str:
-    """What ``path`` holds from byte ``offset`` on ("" while it does not exist)."""
+def read_tail(path: Path, offset: int, most: int | None = None) -> tuple[int, str]:
+    """(the offset read up to, what ``path`` holds from byte ``offset`` on, at most its last ``most`` bytes);
+    a file now shorter than ``offset`` (truncated or replaced) is read from its start; (0, "") while it is absent."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(offset)
-            return fh.read().decode("utf-8", "replace")
+            size = fh.seek(0, os.SEEK_END)
+            start = offset if offset <= size else 0
+            fh.seek(start if most is None else max(start, size - most))
+            text = fh.read().decode("utf-8", "replace")
+            return fh.tell(), text
     except FileNotFoundError:
-        return ""
+        return 0, ""
 
 
 def zookeeper_answers(port: int, timeout: float = 0.5) -> bool:

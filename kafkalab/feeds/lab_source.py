@@ -14,6 +14,7 @@ from typing import Any
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis import WarmSession
 from kafkalab.clients.control import send_control
+from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
@@ -37,7 +38,6 @@ from kafkalab.labs.session import LabSession, Phase, SessionState
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
 FAULT_MARK = {"fired": True, "missed": True, "failed": True}
-THROUGHPUT_POINTS = 600
 
 
 class LabSource(Source):
@@ -58,8 +58,7 @@ class LabSource(Source):
         self._facts = MetadataFacts()
         self._down = threading.Event()
         self._lock = threading.Lock()
-        self._throughput: list[tuple[float, float]] = []
-        self._last_acked: tuple[float, int] | None = None
+        self._throughput = ThroughputSampler()
 
     @property
     def lab(self) -> Lab:
@@ -132,7 +131,7 @@ class LabSource(Source):
         run = self.session.current
         return RunFrame(
             live=state.phase in LIVE_PHASES, phase=state.phase, producer=state.producer,
-            consumers=tuple(state.consumers.values()), throughput=tuple(self._throughput),
+            consumers=tuple(state.consumers.values()), throughput=self._throughput.points,
             markers=markers((e.t, e.kind, e.detail) for e in (run.timeline.events() if run is not None else ())),
             lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
             message=state.message,
@@ -142,15 +141,10 @@ class LabSource(Source):
         """Acknowledged records per second over the run, from successive producer snapshots."""
         if state.producer is None or state.phase == Phase.IDLE:
             if state.phase in (Phase.IDLE, Phase.STARTING):
-                self._throughput, self._last_acked = [], None
+                self._throughput.clear()
             return
-        now, acked = state.elapsed_s, state.producer.acked
-        if self._last_acked is not None and now - self._last_acked[0] >= 0.4 and state.phase in LIVE_PHASES:
-            rate = (acked - self._last_acked[1]) / (now - self._last_acked[0])
-            self._throughput = [*self._throughput, (round(now, 2), max(0.0, rate))][-THROUGHPUT_POINTS:]
-            self._last_acked = (now, acked)
-        elif self._last_acked is None:
-            self._last_acked = (now, acked)
+        if state.phase in LIVE_PHASES:
+            self._throughput.add(state.elapsed_s, state.producer.acked)
 
     def start_run(self) -> str:
         """Starts the run; says whether it reuses the running cluster or why a fresh one starts."""

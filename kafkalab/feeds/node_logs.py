@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalab.cluster import Cluster
+from kafkalab.cluster.node import read_tail
 
 LOG_LINES_KEPT = 200
 _LOG_READ_MAX = 65536
@@ -19,17 +20,10 @@ class LogFollower:
         self._partial = ""
 
     def new_lines(self) -> tuple[str, ...]:
-        try:
-            with open(self.path, "rb") as fh:
-                size = fh.seek(0, 2)
-                if size < self._offset:  # truncated or replaced
-                    self._offset, self._partial = 0, ""
-                start = max(self._offset, size - _LOG_READ_MAX)
-                fh.seek(start)
-                data = fh.read().decode("utf-8", "replace")
-                self._offset = size
-        except FileNotFoundError:
-            return ()
+        end, data = read_tail(self.path, self._offset, _LOG_READ_MAX)
+        if end < self._offset:  # truncated, replaced or gone: its start is not the rest of the line held back
+            self._partial = ""
+        self._offset = end
         text = self._partial + data
         lines = text.split("\n")
         self._partial = lines.pop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalab.admin import Admin
+from kafkalab.admin import Admin, reassign, replication_plan
 from kafkalab.cluster import Cluster
 from kafkalab.errors import KafkalabError
 
@@ -41,9 +41,5 @@ def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_is
 
 def reassign_topic(cluster: Cluster, admin: Admin, topic: str, replication_factor: int) -> str:
     """Move ``topic`` to ``replication_factor`` replicas per partition (Kafka's reassignment, via the jars)."""
-    from kafkalab.admin.reassign import plan_replicas, reassign
-
-    snapshot = admin.snapshot(offsets=False)
-    plan = plan_replicas(snapshot.topic(topic), snapshot.brokers, replication_factor)
-    reassign(cluster.dist, cluster.bootstrap, topic, plan)
+    reassign(cluster.dist, cluster.bootstrap, topic, replication_plan(admin, topic, replication_factor))
     return f"{topic}: reassignment to RF {replication_factor} submitted; the ISR column shows it complete"

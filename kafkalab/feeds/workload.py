@@ -14,6 +14,7 @@ from pathlib import Path
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.producer import Producer
+from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.feeds.frames import RunFrame
 from kafkalab.labs.results import Phase
 
@@ -25,7 +26,6 @@ DEMO_MIN_ISR = 2
 PRODUCER_SETTINGS = {"producer.num-rolls": "1000", "producer.num-records-per-roll": "1000",
                      "producer.wait-after-roll": "0", "producer.wait-after-send": "2"}
 CONSUMER_SETTINGS = {"consumer.auto-offset-reset": "latest"}
-THROUGHPUT_POINTS = 600
 
 
 def demo_topic_shape(brokers: int) -> tuple[int, int]:
@@ -70,9 +70,8 @@ class Workload:
         self._lock = threading.Lock()
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
-        self._throughput: list[tuple[float, float]] = []
+        self._throughput = ThroughputSampler()
         self._started = 0.0
-        self._last: tuple[float, int] | None = None
 
     @property
     def live(self) -> bool:
@@ -90,7 +89,8 @@ class Workload:
             self._producer = Producer(PRODUCER_SETTINGS, log_dir, run_id, bootstrap=bootstrap)
             self._consumer.start()
             self._producer.start()
-            self._throughput, self._started, self._last = [], time.monotonic(), None
+            self._throughput.clear()
+            self._started = time.monotonic()
 
     def stop(self) -> None:
         with self._lock:
@@ -107,14 +107,8 @@ class Workload:
     def frame(self) -> RunFrame:
         producer = self._producer.stats() if self._producer else None
         consumers = (self._consumer.stats(),) if self._consumer else ()
-        now = time.monotonic()
         if producer is not None and self.live:
-            if self._last is not None and now - self._last[0] >= 0.4:
-                rate = (producer.acked - self._last[1]) / (now - self._last[0])
-                self._throughput = [*self._throughput, (round(now - self._started, 2), max(0.0, rate))]
-                self._throughput = self._throughput[-THROUGHPUT_POINTS:]
-            if self._last is None or now - self._last[0] >= 0.4:
-                self._last = (now, producer.acked)
+            self._throughput.add(time.monotonic() - self._started, producer.acked)
         phase = Phase.RUNNING if self.live else Phase.STOPPED if producer is not None else Phase.IDLE
         return RunFrame(live=self.live, phase=phase, producer=producer, consumers=consumers,
-                        throughput=tuple(self._throughput), settings=PRODUCER_SETTINGS)
+                        throughput=self._throughput.points, settings=PRODUCER_SETTINGS)

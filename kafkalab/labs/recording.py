@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
+from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.errors import KafkalabError
@@ -269,21 +270,15 @@ class RecordedRun:
         producer = ProducerStats(**{**fields, "state": ClientState(fields["state"])}) if fields else None
         return producer, tuple(_consumer(c) for c in line["consumers"])
 
-    def throughput(self, t: float, min_gap_s: float = 0.4) -> list[tuple[float, float]]:
+    def throughput(self, t: float) -> tuple[tuple[float, float], ...]:
         """Acknowledged records per second up to ``t``, from successive producer samples."""
-        out: list[tuple[float, float]] = []
-        last: tuple[float, int] | None = None
+        sampler = ThroughputSampler()
         for at, line in self.lines.get("clients", []):
             if at > t:
                 break
-            if line["producer"] is None:
-                continue
-            acked = line["producer"]["acked"]
-            if last is not None and at - last[0] >= min_gap_s:
-                out.append((round(at, 2), max(0.0, (acked - last[1]) / (at - last[0]))))
-            if last is None or at - last[0] >= min_gap_s:
-                last = (at, acked)
-        return out
+            if line["producer"] is not None:
+                sampler.add(at, line["producer"]["acked"])
+        return sampler.points
 
     def phase(self, t: float) -> str:
         line = self.at("phase", t)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, plan_replicas
+from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, replication_plan
 from kafkalab.clients import ClientState
 from kafkalab.clients.records import RecordTyper
 from kafkalab.cluster import NodeAction, NodeState
@@ -97,8 +97,7 @@ class RunControls:
 
     def replicate(self, topic: str, replication_factor: int) -> str:
         assert self.run.admin is not None and self.run.cluster is not None
-        snap = self.run.admin.snapshot(offsets=False)
-        plan = plan_replicas(snap.topic(topic), list(snap.brokers), replication_factor)
+        plan = replication_plan(self.run.admin, topic, replication_factor)
         return self.run.deps.reassign(self.run.cluster.bootstrap, topic, plan)
 
     def elect_preferred(self, topic: str) -> None:

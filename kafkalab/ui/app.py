@@ -24,12 +24,14 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import NodesFrame, RunFrame
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
 from kafkalab.feeds.source import ConsoleAction, NotOffered, Source
 from kafkalab.feeds.topic_ops import NeedsReassignment
 from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
 from kafkalab.labs.results import Phase
+from kafkalab.settings_text import name_value
 from kafkalab.ui import bindings, repaint_fix
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
@@ -465,12 +467,13 @@ class LabConsole(App[None]):
         def apply(text: str | None) -> None:
             if not text:
                 return
-            name, sep, value = text.partition("=")
-            if not sep or not name.strip():
-                self.notify(f"{text!r} is not name=value, e.g. producer.acks=all", severity="error")
+            try:
+                name, value = name_value(text, "", "producer.acks=all")
+            except KafkalabError as exc:
+                self.notify(str(exc), severity="error")
                 return
-            self.in_thread(f"set {name.strip()}", lambda: self.source.change_setting(name.strip(), value.strip()),
-                           f"{name.strip()} = {value.strip()} for the next run")
+            self.in_thread(f"set {name}", lambda: self.source.change_setting(name, value),
+                           f"{name} = {value} for the next run")
 
         self.push_screen(InputScreen("Change a producer or consumer setting for the next run",
                                      "producer.acks=all"), apply)
