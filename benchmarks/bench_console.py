@@ -35,7 +35,7 @@ import psutil
 from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, ClusterSpec
-from kafkalab.cluster.control import read_cluster_file
+from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.process import reap_marked_processes
 from kafkalab.ui.app import ADMIN_POLL_S
 

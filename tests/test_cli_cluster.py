@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.cluster import Cluster, ClusterSpec
-from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.cluster.process import marked_processes
 from tests.conftest import TEST_STATE_ROOT
 
@@ -55,9 +55,9 @@ def test_cluster_up_on_a_taken_port_says_so_without_stopping_anything(tmp_path: 
 
 
 def test_bare_console_on_taken_default_ports_takes_free_ones_and_says_why(tmp_path: Path) -> None:
-    from kafkalab.cli.console_cmd import _bare_source, default_args
+    from kafkalab.cli.console_cmd import _bare_source, console_args
 
-    args = default_args()
+    args = console_args()
     args.no_lab, args.state_dir = True, tmp_path / "state"
     zk_port = ClusterSpec(state_dir=tmp_path).zk_port
     with holding(zk_port):

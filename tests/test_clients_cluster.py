@@ -16,7 +16,7 @@ import pytest
 from kafkalab.admin import Admin
 from kafkalab.clients.audit import audit_topic
 from kafkalab.clients.consumer import Consumer
-from kafkalab.clients.control import send_control
+from kafkalab.clients.control_words import send_control
 from kafkalab.clients.producer import Producer
 from kafkalab.clients.stats import ClientEvent
 from kafkalab.cluster import Cluster

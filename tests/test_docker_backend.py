@@ -18,7 +18,7 @@ import pytest
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR
-from kafkalab.cluster.control import read_cluster_file
+from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.docker_backend import (
     LABEL_NODE,
     LABEL_STATE_DIR,

@@ -18,7 +18,7 @@ from textual.widgets import Button
 from kafkalab import kafka_install
 from kafkalab.admin import Admin, PartitionState
 from kafkalab.cluster import Cluster, ClusterSpec, NodeState
-from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.cluster_source import ClusterSource

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 
 from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescription
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import KafkalabError, short_error
 
 REQUEST_TIMEOUT_S = 1.0
 # A topic creation unanswered this long (no controller took it, as in a KRaft quorum without a majority, or
@@ -64,7 +64,7 @@ class Admin:
         try:
             md = self._metadata()
         except KafkaException as exc:
-            return ClusterSnapshot(time.time(), False, error=_short(exc), elapsed_s=time.monotonic() - started)
+            return ClusterSnapshot(time.time(), False, error=short_error(exc), elapsed_s=time.monotonic() - started)
         deadline = self._deadline(wait_s)
         topics = {name: t for name, t in md.topics.items() if internal or not name.startswith("__")}
         min_isr = self._topic_min_isr(list(topics))
@@ -199,7 +199,7 @@ class Admin:
                 self._client.create_topics([topic], request_timeout=attempt_s)[name].result(timeout=attempt_s + 1)
                 break
             except (TimeoutError, KafkaException) as exc:
-                code, why = _error_code(exc), _short(exc)
+                code, why = _error_code(exc), short_error(exc)
             if code == KafkaError.TOPIC_ALREADY_EXISTS and unanswered:
                 break
             unanswered |= code == TIMED_OUT
@@ -230,7 +230,7 @@ class Admin:
             results = self._client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
             errors = results.result(timeout_s)
         except KafkaException as exc:
-            raise KafkalabError(f"preferred leader election on {name} failed: {_short(exc)}") from None
+            raise KafkalabError(f"preferred leader election on {name} failed: {short_error(exc)}") from None
         for tp, err in errors.items():
             # ELECTION_NOT_NEEDED: already led by its preferred replica
             if err is not None and err.name() != "ELECTION_NOT_NEEDED":
@@ -241,7 +241,7 @@ class Admin:
         try:
             fut.result(timeout=timeout_s)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot delete topic {name}: {_short(exc)}") from None
+            raise KafkalabError(f"cannot delete topic {name}: {short_error(exc)}") from None
 
     def delete_groups(self, groups: list[str], timeout_s: float = 10.0) -> None:
         """Delete consumer groups without members; a group that does not exist is no error."""
@@ -255,7 +255,7 @@ class Admin:
                                     "(no group coordinator answered)") from None
             except KafkaException as exc:
                 if "GROUP_ID_NOT_FOUND" not in str(exc) and "does not exist" not in str(exc):
-                    raise KafkalabError(f"cannot delete consumer group {group}: {_short(exc)}") from None
+                    raise KafkalabError(f"cannot delete consumer group {group}: {short_error(exc)}") from None
 
     def describe_topic(self, name: str) -> TopicDescription:
         try:
@@ -263,7 +263,7 @@ class Admin:
                 TopicCollection([name]), request_timeout=max(self.timeout_s, 5.0)
             )[name].result(timeout=10)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot describe topic {name}: {_short(exc)}") from None
+            raise KafkalabError(f"cannot describe topic {name}: {short_error(exc)}") from None
         configs = self._configs([name]).get(name, {})
         dynamic = {k: e.value for k, e in configs.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
         min_isr = int(dynamic.get("min.insync.replicas", configs.get("min.insync.replicas", _Entry("1")).value) or 1)
@@ -284,14 +284,14 @@ class Admin:
         try:
             self._client.incremental_alter_configs([res], request_timeout=10)[res].result(timeout=15)
         except KafkaException as exc:
-            raise KafkalabError(f"cannot change configs of topic {name}: {_short(exc)}") from None
+            raise KafkalabError(f"cannot change configs of topic {name}: {short_error(exc)}") from None
         self._min_isr.pop(name, None)
 
     def topics(self) -> list[str]:
         try:
             return sorted(self._client.list_topics(timeout=max(self.timeout_s, 5.0)).topics)
         except KafkaException as exc:
-            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {_short(exc)}") from None
+            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {short_error(exc)}") from None
 
 
 @dataclass
@@ -308,15 +308,6 @@ def _error_code(exc: BaseException) -> Any:
     if isinstance(exc, KafkaException) and exc.args and hasattr(exc.args[0], "code"):
         return exc.args[0].code()
     return TIMED_OUT
-
-
-def _short(exc: BaseException) -> str:
-    err = exc.args[0] if exc.args else exc
-    text = getattr(err, "str", lambda: str(err))()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-short_error = _short  # the first line of a Kafka error's text, for the group and record modules
 
 
 class _SilentLogger:

@@ -16,9 +16,9 @@ from typing import Any
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from kafkalab.admin.client import Admin, short_error
+from kafkalab.admin.client import Admin
 from kafkalab.admin.committed import committed_offsets
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import KafkalabError, short_error
 
 # States in which Kafka lets a group's offsets be reset: no member holds a partition.
 INACTIVE_STATES = ("Empty", "Dead")

@@ -63,9 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:  # no command: the console on the default lab
-        from kafkalab.cli.console_cmd import cmd_console, default_args
+        from kafkalab.cli.console_cmd import cmd_console, console_args
 
-        args, func = default_args(), cmd_console
+        args, func = console_args(), cmd_console
     try:
         return int(func(args) or 0)
     except KafkalabError as exc:

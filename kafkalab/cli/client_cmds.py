@@ -13,12 +13,12 @@ from rich.table import Table
 
 from kafkalab.clients.audit import audit_topic
 from kafkalab.clients.consumer import Consumer
-from kafkalab.clients.control import CONTROL_WORDS, send_control
+from kafkalab.clients.control_words import CONTROL_WORDS, send_control
 from kafkalab.clients.options import BOOTSTRAP, DEFAULT_BOOTSTRAP, option_table, parse_defines
 from kafkalab.clients.producer import Producer
 from kafkalab.clients.seed_export import export_seed_format
 from kafkalab.clients.stats import ClientEvent
-from kafkalab.cluster.control import read_cluster_file
+from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 

@@ -35,7 +35,7 @@ from kafkalab.cli.common import (
 )
 from kafkalab.cli.docker_cmds import add_backend_args, backend_argv, backend_from_args
 from kafkalab.cluster import Cluster, ClusterSpec
-from kafkalab.cluster.control import (
+from kafkalab.cluster.control_socket import (
     NODE_ACTIONS,
     ControlServer,
     read_cluster_file,

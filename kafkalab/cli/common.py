@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kafkalab.cluster.control import read_cluster_file
+from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
+from kafkalab.labs.model import Lab
 from kafkalab.paths import default_state_dir
 from kafkalab.settings_text import name_values
 
@@ -43,6 +44,16 @@ def mode_argv(args: argparse.Namespace) -> list[str]:
     argv = ["--mode", args.mode] if args.mode else []
     argv += ["--controllers", str(args.controllers)] if args.controllers != 1 else []
     return argv + (["--combined"] if args.combined else [])
+
+
+def with_mode(lab: Lab, mode: str | None) -> Lab:
+    """The lab on ``mode`` (None: its own), or a one-line error when the lab is not written for it."""
+    if mode is None:
+        return lab
+    try:
+        return lab.with_mode(mode)
+    except ValueError as exc:
+        raise KafkalabError(str(exc)) from None
 
 
 def target_state_dir(args: argparse.Namespace) -> Path:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from kafkalab.cli.common import add_mode_args, mode_fields
+from kafkalab.cli.common import add_mode_args, mode_fields, with_mode
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
@@ -55,11 +56,12 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-keys", action="store_true", help="show the keys pressed as captions (for recordings)")
 
 
-def default_args() -> argparse.Namespace:
-    """What `kafkalab` with no command means: the console on the default lab."""
+def console_args(argv: Sequence[str] = ()) -> argparse.Namespace:
+    """The console's options from ``argv`` (none: what `kafkalab` with no command means, the console on the
+    default lab)."""
     parser = argparse.ArgumentParser(add_help=False)
     add_console_args(parser)
-    return parser.parse_args([])
+    return parser.parse_args(argv)
 
 
 def cmd_console(args: argparse.Namespace) -> int:
@@ -110,7 +112,6 @@ def _record(args: argparse.Namespace) -> int:
 def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPanes]:
     from kafkalab.analysis import WarmSession
     from kafkalab.analysis.warmup import IDLE_ROUNDS
-    from kafkalab.cli.lab_cmds import with_mode
     from kafkalab.feeds.lab_source import LabSource
     from kafkalab.labs.loader import catalog, find_lab, load_lab
     from kafkalab.labs.run_deps import lab_distribution

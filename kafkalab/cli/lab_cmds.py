@@ -12,11 +12,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from kafkalab.cli.common import with_mode
+from kafkalab.cli.console_cmd import cmd_console, console_args
 from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
-from kafkalab.labs.model import Lab
 from kafkalab.labs.run import PortChoice
 from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
@@ -88,14 +89,6 @@ def cmd_labs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _console_available() -> bool:
-    from kafkalab.cli import build_parser
-
-    parser = build_parser()
-    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    return sub is not None and "console" in sub.choices
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise KafkalabError(f"--repeat {args.repeat}: give 1 or more")
@@ -104,11 +97,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     path = find_lab(args.lab)
     lab = with_mode(load_lab(path), args.mode)  # refused here, before anything starts, when it does not validate
     lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
-    if (not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None
-            and _console_available()):
-        from kafkalab.cli import main
-
-        return main(["console", str(path), *(["--mode", args.mode] if args.mode else [])])
+    if not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
+        return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else [])]))
     console = Console()
     results = []
     for i in range(args.repeat):
@@ -133,16 +123,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(r.outcome == "error" for r in results):
         return 2 if len(results) == 1 else 1
     return 0 if all(r.passed for r in results) else 1
-
-
-def with_mode(lab: Lab, mode: str | None) -> Lab:
-    """The lab on ``mode`` (None: its own), or a one-line error when the lab is not written for it."""
-    if mode is None:
-        return lab
-    try:
-        return lab.with_mode(mode)
-    except ValueError as exc:
-        raise KafkalabError(str(exc)) from None
 
 
 def render_recording(console: Console, run_dir: Path, cast: Path, speed: float = RECORD_SPEED) -> None:

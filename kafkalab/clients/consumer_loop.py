@@ -18,7 +18,7 @@ from confluent_kafka import Consumer as _RdConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from kafkalab.clients.child_io import EXIT_CRASH, Sink, event_item, serve
-from kafkalab.clients.control import CRASH, QUIT, WAIT
+from kafkalab.clients.control_words import CRASH, QUIT, WAIT
 from kafkalab.clients.lag_watch import LagWatch
 from kafkalab.clients.options import ConsumerConfig
 from kafkalab.clients.payload_log import ConsumedRows, PayloadLog

@@ -16,9 +16,8 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka import Producer as RdProducer
 
-from kafkalab.admin.client import short_error
 from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import KafkalabError, short_error
 from kafkalab.logformat import MSG_ID_HEADER, TYPED_MSG_ID
 
 DEFAULT_FORMAT = "%s"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab import kafka_install as kdist
-from kafkalab.cluster.control import read_cluster_file, request
+from kafkalab.cluster.control_socket import read_cluster_file, request
 from kafkalab.cluster.node import ActionNode, NodeAction, NodeInfo, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster.spec import ClusterSpec

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.cluster import Cluster, NodeAction
-from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.cluster.remote import RemoteCluster
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame

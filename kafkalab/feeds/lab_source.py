@@ -13,10 +13,10 @@ from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis import WarmSession
-from kafkalab.clients.control import send_control
+from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, NodeAction, NodeState
-from kafkalab.cluster.control import ControlServer, write_cluster_file
+from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import (
     CLUSTER_STARTING,

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction
-from kafkalab.cluster.control import read_cluster_file
+from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.remote import RemoteCluster
 from kafkalab.feeds.cluster_source import ClusterSource
 from kafkalab.feeds.frames import PORTS_TAKEN, NodesFrame, RunFrame

@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kafkalab.cluster import NodeState
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.results import Phase
-
-if TYPE_CHECKING:
-    from kafkalab.labs.run import LabRun
+from kafkalab.labs.run_context import RunContext
 
 
 class AuditStep:
     """``start_early`` when the drain begins; ``logs`` after it, for the analysis."""
 
-    def __init__(self, run: LabRun) -> None:
+    def __init__(self, run: RunContext) -> None:
         self.run = run
         self._thread: threading.Thread | None = None
         self._nodes_seen = 0  # node events on the timeline when the early audit began
@@ -33,7 +30,7 @@ class AuditStep:
     def start_early(self) -> None:
         """Start reading the topic back now, in a thread, if the lab audits and every node runs."""
         run = self.run
-        if not run.lab.audit or run.cluster is None or any(n.state != NodeState.RUNNING for n in run.cluster.nodes):
+        if not run.lab.audit or any(n.state != NodeState.RUNNING for n in run.cluster.nodes):
             return
         self._nodes_seen = len(run.timeline.events(EventKind.NODE))
         run.say(f"reading every partition of {run.lab.topic} back while the consumers drain")
@@ -42,7 +39,6 @@ class AuditStep:
 
     def _read(self) -> None:
         run = self.run
-        assert run.cluster is not None
         try:
             self._log = run.deps.audit(run.cluster.bootstrap, run.lab.topic, run.run_dir)
         except BaseException as exc:  # handed to the run's thread by logs()
@@ -69,7 +65,6 @@ class AuditStep:
 
     def _late(self) -> Path:
         run = self.run
-        assert run.cluster is not None and run.admin is not None
         run.set_phase(Phase.AUDITING)
         if run.lab.heal_before_audit:
             run.say("bringing every broker back for the audit")
@@ -81,7 +76,6 @@ class AuditStep:
     def _heal(self) -> None:
         """Every stopped, killed or paused node running again."""
         run = self.run
-        assert run.cluster is not None
         for node in run.cluster.nodes:
             if node.state == NodeState.PAUSED:
                 node.resume()

@@ -43,11 +43,9 @@ class FaultHost(Protocol):
 
 
 class FaultFiring:
-    def __init__(self, faults: Sequence[Fault], host: FaultHost, view: RunView, timeline: Timeline,
-                 rng: random.Random, consumer_ids: Sequence[int]) -> None:
+    def __init__(self, faults: Sequence[Fault], timeline: Timeline, rng: random.Random,
+                 consumer_ids: Sequence[int]) -> None:
         self.faults = list(faults)
-        self.host = host
-        self.view = view
         self.timeline = timeline
         self.rng = rng
         self.consumer_ids = list(consumer_ids)
@@ -63,15 +61,17 @@ class FaultFiring:
         """Faults fired that could not be done (or, expected to fail, did not)."""
         return sum(f.state == "failed" for f in self.statuses)
 
-    def run(self, sleep: Callable[[float], None], tick_s: float, past_deadline: Callable[[], bool]) -> None:
-        """Every fault in turn; a fault whose trigger never came ends the timeline (the rest are missed)."""
+    def run(self, host: FaultHost, view: RunView, sleep: Callable[[float], None], tick_s: float,
+            past_deadline: Callable[[], bool]) -> None:
+        """Every fault in turn, done through ``host`` once its trigger is due in ``view``; a fault whose trigger
+        never came ends the timeline (the rest are missed)."""
         previous_nodes: list[str] = []
         fired_prev_at = 0.0
         for i, fault in enumerate(self.faults):
             status = self.statuses[i]
             status.state = "waiting"
             turn = time.monotonic()
-            while not fault.at.due(self.view, fired_prev_at):
+            while not fault.at.due(view, fired_prev_at):
                 if time.monotonic() - turn > fault.timeout_s or past_deadline():
                     self._missed(i, f"'{fault.at.text}' did not happen within {fault.timeout_s:.0f}s")
                     return
@@ -79,7 +79,7 @@ class FaultFiring:
             fired_prev_at = self.timeline.now()
             status.fired_at = round(fired_prev_at, 2)
             try:
-                targets = self.fire(fault, previous_nodes)
+                targets = self.fire(host, fault, previous_nodes)
             except KafkalabError as exc:
                 if fault.fails:  # the lab's lesson: this step cannot succeed now
                     status.state, status.detail = "fired", f"failed, as the lab expects: {exc}"
@@ -109,61 +109,61 @@ class FaultFiring:
         for rest in self.statuses[index + 1:]:
             rest.state, rest.detail = "missed", "an earlier fault never fired"
 
-    def fire(self, fault: Fault, previous_nodes: list[str]) -> list[str]:
+    def fire(self, host: FaultHost, fault: Fault, previous_nodes: list[str]) -> list[str]:
         """Do one fault now; returns what it acted on."""
         category, action = fault.target.category, fault.action
         if action == "note":
             self.timeline.say(EventKind.NOTE, "lab", fault.note or fault.at.text)
             return []
         if action == "check":
-            self._check(fault)
+            self._check(host, fault)
             return []
         if category == "nodes":
-            targets = self._nodes(fault, previous_nodes)
+            targets = self._nodes(host, fault, previous_nodes)
         elif category == "producer":
-            self.host.producer_action(action == "start")
+            host.producer_action(action == "start")
             targets = ["producer"]
         elif category == "consumers":
             ids = [fault.target.local_id] if fault.target.kind == "consumer" else self.consumer_ids
-            targets = [f"consumer-{i}" for i in ids if i is not None and self.host.consumer_action(i, action)]
+            targets = [f"consumer-{i}" for i in ids if i is not None and host.consumer_action(i, action)]
         elif category == "group":
             assert fault.reset is not None
-            detail = self.host.reset_offsets(fault.target.group, fault.reset, fault.timeout_s)
+            detail = host.reset_offsets(fault.target.group, fault.reset, fault.timeout_s)
             targets = [f"group {fault.target.group}"]
             self._event(fault, targets, detail)
             return targets
         else:
-            return self._topic(fault)
+            return self._topic(host, fault)
         self._event(fault, targets)
         return targets
 
-    def _nodes(self, fault: Fault, previous_nodes: list[str]) -> list[str]:
+    def _nodes(self, host: FaultHost, fault: Fault, previous_nodes: list[str]) -> list[str]:
         target = fault.target
-        snap = self.host.fresh_snapshot() if target.kind in _SNAPSHOT_TARGETS else None
-        states = {name: str(state) for name, state in self.host.node_states().items()}
-        active = self.host.active_controller() if target.kind == "controller" else None
+        snap = host.fresh_snapshot() if target.kind in _SNAPSHOT_TARGETS else None
+        states = {name: str(state) for name, state in host.node_states().items()}
+        active = host.active_controller() if target.kind == "controller" else None
         names = target.nodes(snap, previous_nodes, self.rng, states, active)
         if not names:
             raise KafkalabError(f"{target.text} names no node right now")
         for name in names:
-            self.host.node_action(name, NodeAction(fault.action))
+            host.node_action(name, NodeAction(fault.action))
         return names
 
-    def _topic(self, fault: Fault) -> list[str]:
+    def _topic(self, host: FaultHost, fault: Fault) -> list[str]:
         topic, action, detail = fault.target.topic, fault.action, ""
         if action == "send":
-            detail = f"{fault.word!r} sent to {self.host.send_control(topic, fault.word)} partitions"
+            detail = f"{fault.word!r} sent to {host.send_control(topic, fault.word)} partitions"
         elif action == "create":  # bounded by the fault's timeout: a lab may show that creation fails
-            self.host.create_topic(topic, min(60.0, fault.timeout_s))
+            host.create_topic(topic, min(60.0, fault.timeout_s))
         elif action == "alter-config":
-            self.host.alter_topic(topic, fault.configs)
+            host.alter_topic(topic, fault.configs)
             detail = ", ".join(f"{k}={v}" for k, v in fault.configs.items())
         elif action == "replicate":
-            detail = self.host.replicate(topic, fault.replication_factor)
+            detail = host.replicate(topic, fault.replication_factor)
         elif action == "elect-preferred":
-            self.host.elect_preferred(topic)
+            host.elect_preferred(topic)
         elif action == "type":
-            detail = self.host.type_records(topic, fault.records)
+            detail = host.type_records(topic, fault.records)
         targets = [f"topic {topic}"]
         self._event(fault, targets, detail)
         return targets
@@ -174,9 +174,9 @@ class FaultFiring:
         self.timeline.add(FaultEvent(source="lab", detail=text, action=fault.action, targets=tuple(targets),
                                      trigger=fault.at.text))
 
-    def _check(self, fault: Fault) -> None:
+    def _check(self, host: FaultHost, fault: Fault) -> None:
         expectation = parse_check(fault.expect, fault.line)
-        held, actual, wanted = expectation.evaluate(self.host.live_metrics())
+        held, actual, wanted = expectation.evaluate(host.live_metrics())
         self.checks.append(ExpectationResult(expectation.text, held, actual, wanted, fault.line,
                                              round(self.timeline.now(), 2)))
         self.timeline.add(CheckEvent(source="lab", held=held, detail=f"{expectation.text}: "

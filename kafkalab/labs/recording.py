@@ -25,45 +25,44 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.clients.throughput import ThroughputSampler
-from kafkalab.cluster import NodeInfo, NodeState
+from kafkalab.cluster import Cluster, NodeInfo, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.errors import KafkalabError
-from kafkalab.labs.results import ExpectationResult, FaultStatus, RunResult
-
-if TYPE_CHECKING:
-    from kafkalab.labs.session import LabSession, SessionEvent
+from kafkalab.labs.results import ExpectationResult, FaultStatus, RunResult, SessionEvent
+from kafkalab.labs.run import LabRun
+from kafkalab.labs.session_state import SessionState
 
 RECORDING = "recording.jsonl"
 SAMPLE_S = 0.5
 SNAPSHOT_SAMPLE_S = 0.1  # the cluster watch replaces its snapshot every 0.5 s: none is missed
 FINAL_PHASES = ("done", "stopped", "error")
 
-Line = dict[str, Any]
+JsonLine = dict[str, Any]  # one line of recording.jsonl
 
 
-def snapshot_line(snap: ClusterSnapshot) -> Line:
+def snapshot_line(snap: ClusterSnapshot) -> JsonLine:
     parts = [[p.topic, p.partition, p.leader, list(p.replicas), list(p.isr), p.min_isr]
              for p in snap.partitions if not p.topic.startswith("__")]
     return {"kind": "snapshot", "reachable": snap.reachable, "controller": snap.controller,
             "brokers": list(snap.brokers), "partitions": parts}
 
 
-def snapshot_of(line: Line, taken_at: float) -> ClusterSnapshot:
+def snapshot_of(line: JsonLine, taken_at: float) -> ClusterSnapshot:
     parts = tuple(PartitionState(topic, partition, leader, tuple(replicas), tuple(isr), None, min_isr)
                   for topic, partition, leader, replicas, isr, min_isr in line["partitions"])
     return ClusterSnapshot(taken_at, line["reachable"], line["controller"], tuple(line["brokers"]), parts)
 
 
-def quorum_line(quorum: QuorumState) -> Line:
+def quorum_line(quorum: QuorumState) -> JsonLine:
     return {"kind": "quorum", **quorum.as_dict()}
 
 
-def quorum_of(line: Line, taken_at: float) -> QuorumState:
+def quorum_of(line: JsonLine, taken_at: float) -> QuorumState:
     replicas = tuple(QuorumReplica(r["node_id"], voter, r["log_end_offset"], r["lag"], r["last_fetch_ms_ago"],
                                    r["last_caught_up_ms_ago"])
                      for voter, key in ((True, "voters"), (False, "observers")) for r in line[key])
@@ -71,17 +70,27 @@ def quorum_of(line: Line, taken_at: float) -> QuorumState:
                        line["error"])
 
 
-def _quorum_shape(line: Line) -> tuple[object, ...]:
+def _quorum_shape(line: JsonLine) -> tuple[object, ...]:
     """What makes a quorum line worth writing (lags and fetch times move on every answer)."""
     known = tuple((r["node_id"], r["log_end_offset"] is not None) for r in (*line["voters"], *line["observers"]))
     return line["reachable"], line["leader"], line["epoch"], known
 
 
-class RunRecorder:
-    """Listens to a :class:`LabSession`: starts sampling when a run starts, writes its last lines and
-    closes the file when the run's result is in (before ``session.wait`` returns)."""
+class RecordedSession(Protocol):
+    """What the recorder reads of the :class:`~kafkalab.labs.session.LabSession` it listens to."""
 
-    def __init__(self, session: LabSession) -> None:
+    @property
+    def current(self) -> LabRun | None: ...
+    @property
+    def cluster(self) -> Cluster | None: ...
+    def state(self) -> SessionState: ...
+
+
+class RunRecorder:
+    """Listens to a :class:`~kafkalab.labs.session.LabSession`: starts sampling when a run starts, writes its
+    last lines and closes the file when the run's result is in (before ``session.wait`` returns)."""
+
+    def __init__(self, session: RecordedSession) -> None:
         self.session = session
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
@@ -160,20 +169,20 @@ class RunRecorder:
         if (producer, consumers) == (before_p, before_c):
             return
         self._last["clients"] = (producer, consumers)
-        line: Line = {"kind": "clients",
+        line: JsonLine = {"kind": "clients",
                       "producer": _delta(before_p, producer) if producer is not None else None,
                       "consumers": {name: _delta(before_c.get(name), c) for name, c in consumers.items()
                                     if c != before_c.get(name)}}
         self._write(line)
 
-    def _changed(self, key: str, line: Line, shape: object = None) -> None:
+    def _changed(self, key: str, line: JsonLine, shape: object = None) -> None:
         """Write ``line`` when it (or its ``shape``, when given) differs from the last of ``key``."""
         compared = line if shape is None else shape
         if self._last.get(key) != compared:
             self._last[key] = compared
             self._write(line)
 
-    def _write(self, line: Line) -> None:
+    def _write(self, line: JsonLine) -> None:
         with self._lock:
             if self._file is not None:
                 self._file.write(json.dumps({"ts": round(time.time(), 3), **line}, separators=(",", ":")) + "\n")
@@ -184,7 +193,7 @@ def _delta(before: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]
     return {k: v for k, v in now.items() if before is None or before.get(k) != v}
 
 
-def _full_clients(lines: list[tuple[float, Line]]) -> list[tuple[float, Line]]:
+def _full_clients(lines: list[tuple[float, JsonLine]]) -> list[tuple[float, JsonLine]]:
     """Clients lines with every field, folded from the changes each one holds."""
     producer: dict[str, Any] | None = None
     consumers: dict[str, dict[str, Any]] = {}
@@ -197,7 +206,7 @@ def _full_clients(lines: list[tuple[float, Line]]) -> list[tuple[float, Line]]:
     return out
 
 
-def read_recording(run_dir: Path) -> Iterator[Line]:
+def read_recording(run_dir: Path) -> Iterator[JsonLine]:
     """The recording's lines in order (a torn last line, from a crash, is skipped)."""
     with open(run_dir / RECORDING, encoding="utf-8") as fh:
         for text in fh:
@@ -222,7 +231,7 @@ class RecordedRun:
         self.lab_id: str = timeline["lab"]
         self.started_at: float = timeline["started_at"]
         self.events: list[dict[str, Any]] = timeline["events"]
-        self.lines: dict[str, list[tuple[float, Line]]] = {}
+        self.lines: dict[str, list[tuple[float, JsonLine]]] = {}
         for line in read_recording(self.run_dir):
             self.lines.setdefault(line["kind"], []).append((round(line["ts"] - self.started_at, 3), line))
         self.lines["clients"] = _full_clients(self.lines.get("clients", []))
@@ -237,7 +246,7 @@ class RecordedRun:
         ended = [t for t, line in self.lines.get("phase", []) if line["phase"] in FINAL_PHASES]
         self.result_at = ended[-1] if ended else None
 
-    def at(self, kind: str, t: float) -> Line | None:
+    def at(self, kind: str, t: float) -> JsonLine | None:
         """The latest line of ``kind`` written at or before ``t``."""
         i = bisect.bisect_right(self._times.get(kind, []), t)
         return self.lines[kind][i - 1][1] if i else None

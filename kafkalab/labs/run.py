@@ -31,6 +31,7 @@ from kafkalab.labs.model import Lab
 from kafkalab.labs.results import Phase, RunResult
 from kafkalab.labs.reuse import clean_for, create_after_delete
 from kafkalab.labs.run_clients import RunClients
+from kafkalab.labs.run_context import RunContext
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.run_view import RunControls
 from kafkalab.labs.timeline import ClusterWatch, Timeline
@@ -109,8 +110,7 @@ class LabRun:
         self.watch: ClusterWatch | None = None
         self.timeline = Timeline(lab.id)
         self.timeline.add_listener(lambda e: self._emit("timeline", e))
-        self.controls = RunControls(self)
-        self.faults = FaultFiring(lab.faults, self.controls, self.controls, self.timeline, random.Random(self.seed),
+        self.faults = FaultFiring(lab.faults, self.timeline, random.Random(self.seed),
                                   [c.local_id for c in lab.consumers])
         self.result: RunResult | None = None
 
@@ -154,19 +154,18 @@ class LabRun:
         if self.lab.source is not None:
             shutil.copy(self.lab.source, self.run_dir / "lab.toml")
         try:
-            self._start_cluster()
-            self._start_clients()
+            context = self._start_clients(*self._start_cluster())
             self.set_phase(Phase.RUNNING)
-            self.faults.run(self.sleep, self.deps.timing.tick_s, self.past_deadline)
-            assert self.clients is not None
-            self.clients.wait_producer(self.past_deadline)
-            before_drain = self.clients.live_metrics()
+            controls = RunControls(context)
+            self.faults.run(controls, controls, self.sleep, self.deps.timing.tick_s, self.past_deadline)
+            context.clients.wait_producer(self.past_deadline)
+            before_drain = context.clients.live_metrics()
             self.set_phase(Phase.DRAINING)
-            audit = AuditStep(self)
+            audit = AuditStep(context)
             audit.start_early()
-            self.clients.drain()
+            context.clients.drain()
             report = self._analyze(audit.logs())
-            judge.judge(result, self.lab, before_drain, self.clients.live_metrics(), report, self.faults)
+            judge.judge(result, self.lab, before_drain, context.clients.live_metrics(), report, self.faults)
         except Aborted:
             result.outcome = "stopped"
             result.error = "stopped before the end: the run's files so far are kept"
@@ -195,12 +194,11 @@ class LabRun:
         self._emit("result", result)
         return result
 
-    def _start_cluster(self) -> None:
+    def _start_cluster(self) -> tuple[Cluster, Admin]:
         lab = self.lab
         self.set_phase(Phase.STARTING)
         if self.reuse is not None:
-            self._reuse_cluster(self.reuse)
-            return
+            return self._reuse_cluster(self.reuse)
         if self.cluster_note:
             self.say(self.cluster_note)
         spec = cluster_spec(lab, self.run_dir, self.ports)
@@ -215,7 +213,7 @@ class LabRun:
         except BaseException:
             self.cluster_ended = True  # a failed start ends what it started
             raise
-        self.admin = self.deps.admin(cluster.bootstrap)
+        self.admin = admin = self.deps.admin(cluster.bootstrap)
         for b in lab.cluster.stopped:
             self.say(f"stopping broker {b}: it joins the cluster later")
             cluster.node(b).stop()
@@ -224,8 +222,9 @@ class LabRun:
         for t in lab.topics:
             if t.create:
                 self.create_topic(t.name)
+        return cluster, admin
 
-    def _reuse_cluster(self, cluster: Cluster) -> None:
+    def _reuse_cluster(self, cluster: Cluster) -> tuple[Cluster, Admin]:
         """The kept cluster, its nodes' events now in this run's timeline, cleaned of the lab's topics and
         groups (so the analysis reads only this run's records), then the lab's topics created afresh."""
         self.cluster = cluster
@@ -233,11 +232,12 @@ class LabRun:
         self.say(f"reusing the running cluster (nodes and logs in {cluster.state_dir.parent.name}): "
                  "recreating the lab's topics and groups")
         (self.run_dir / "cluster.txt").write_text(f"this run reused the cluster in {cluster.state_dir}\n")
-        self.admin = self.deps.admin(cluster.bootstrap)
-        clean_for(self.lab, self.admin, self.sleep, self.say)
+        self.admin = admin = self.deps.admin(cluster.bootstrap)
+        clean_for(self.lab, admin, self.sleep, self.say)
         for t in self.lab.topics:
             if t.create:
                 create_after_delete(t.name, self.create_topic, self.sleep)
+        return cluster, admin
 
     def _listen(self, cluster: Cluster) -> None:
         cluster.add_listener(lambda node, state, reason: self.owns_cluster and self.timeline.add(
@@ -265,17 +265,16 @@ class LabRun:
                 raise KafkalabError(f"{name} is {node.state}, not {'/'.join(states)}, after {timeout:.0f}s")
             self.sleep(self.deps.timing.tick_s)
 
-    def _start_clients(self) -> None:
-        assert self.cluster is not None and self.admin is not None
+    def _start_clients(self, cluster: Cluster, admin: Admin) -> RunContext:
+        """The clients and the cluster watch started: the run's context, for its faults and audit."""
         self.timeline.restart_clock()
         self.started = time.monotonic()
-        self.clients = clients = RunClients(self.lab, self.run_dir, self.cluster.bootstrap, self.timeline,
+        self.clients = clients = RunClients(self.lab, self.run_dir, cluster.bootstrap, self.timeline,
                                             self.deps, self.sleep, self.say)
-        cluster = self.cluster
-        self.watch = ClusterWatch(self.timeline, self.admin, clients.producer_stats,
-                                  quorum=(lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None)
-        self.watch.poll()
-        self.watch.start()
+        quorum = (lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None
+        self.watch = watch = ClusterWatch(self.timeline, admin, clients.producer_stats, quorum=quorum)
+        watch.poll()
+        watch.start()
         waiting = [c for c in self.lab.consumers if c.start]
         for plan in waiting:
             clients.start_consumer(plan)
@@ -286,6 +285,9 @@ class LabRun:
         clients.make_producer(self.seed)
         if self.lab.producer.start:
             clients.start_producer()
+        return RunContext(self.lab, self.run_dir, self.deps, cluster, admin, clients, watch, self.timeline,
+                          say=self.say, set_phase=self.set_phase, sleep=self.sleep, wait_node=self.wait_node,
+                          create_topic=self.create_topic)
 
     def _analyze(self, audits: list[Path]) -> dict[str, Any]:
         self.set_phase(Phase.ANALYZING)

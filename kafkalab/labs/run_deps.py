@@ -99,7 +99,7 @@ def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None,
         return report.to_json()
 
     def send_control(bootstrap: str, topic: str, word: str) -> int:
-        from kafkalab.clients.control import send_control as send
+        from kafkalab.clients.control_words import send_control as send
 
         return send(bootstrap, topic, word, all_partitions=True)
 

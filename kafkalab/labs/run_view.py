@@ -1,11 +1,10 @@
 """A run as its faults see it: :class:`RunControls` is the trigger's view (RunView) and what a fault may do
-(FaultHost), over one :class:`~kafkalab.labs.run.LabRun`."""
+(FaultHost), over a run's :class:`~kafkalab.labs.run_context.RunContext`."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, replication_plan
 from kafkalab.clients import ClientState
@@ -13,27 +12,20 @@ from kafkalab.clients.records import RecordTyper
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind
-
-if TYPE_CHECKING:
-    from kafkalab.labs.run import LabRun
-    from kafkalab.labs.run_clients import RunClients
+from kafkalab.labs.run_context import RunContext
 
 
 class RunControls:
-    def __init__(self, run: LabRun) -> None:
+    def __init__(self, run: RunContext) -> None:
         self.run = run
-
-    @property
-    def _clients(self) -> RunClients:
-        assert self.run.clients is not None
-        return self.run.clients
+        self._clients = run.clients
 
     # ---- what triggers look at -------------------------------------------------------------------
     def elapsed(self) -> float:
         return self.run.timeline.now()
 
     def producer_progress(self) -> tuple[float, int, ClientState]:
-        stats = self.run.producer_stats()
+        stats = self._clients.producer_stats()
         return (0.0, 0, ClientState.STARTING) if stats is None else (stats.progress, stats.acked, stats.state)
 
     def consumed(self, local_id: int | None) -> int:
@@ -43,23 +35,20 @@ class RunControls:
         return self._clients.assignment(local_id)
 
     def snapshot(self) -> ClusterSnapshot | None:
-        return self.run.snapshot()
+        return self.run.watch.last
 
     def events_since(self, since: float, kind: EventKind) -> list[Event]:
         return self.run.timeline.events(kind, since=since)
 
     # ---- what faults may do ----------------------------------------------------------------------
     def node_states(self) -> Mapping[str, NodeState]:
-        assert self.run.cluster is not None
         return {n.name: n.state for n in self.run.cluster.nodes}
 
     def fresh_snapshot(self) -> ClusterSnapshot | None:
-        assert self.run.admin is not None
         snap = self.run.admin.snapshot(offsets=False)
-        return snap if snap.reachable else self.run.snapshot()  # a paused broker can make a fresh one fail
+        return snap if snap.reachable else self.run.watch.last  # a paused broker can make a fresh one fail
 
     def node_action(self, name: str, action: NodeAction) -> None:
-        assert self.run.cluster is not None
         action.apply(self.run.cluster.node(name))
 
     def producer_action(self, start: bool) -> None:
@@ -72,13 +61,11 @@ class RunControls:
         return self._clients.end_consumer(local_id, crash=action == "crash")
 
     def send_control(self, topic: str, word: str) -> int:
-        assert self.run.cluster is not None
         return self.run.deps.send_control(self.run.cluster.bootstrap, topic, word)
 
     def active_controller(self) -> str | None:
         """KRaft: the node hosting the quorum's leader (None in ZooKeeper mode)."""
         cluster = self.run.cluster
-        assert cluster is not None
         if not cluster.spec.kraft:
             return None
         deadline = time.monotonic() + self.run.deps.timing.active_controller_wait_s
@@ -92,22 +79,18 @@ class RunControls:
         self.run.create_topic(topic, timeout_s)
 
     def alter_topic(self, topic: str, configs: Mapping[str, str]) -> None:
-        assert self.run.admin is not None
         self.run.admin.alter_topic_configs(topic, dict(configs))
 
     def replicate(self, topic: str, replication_factor: int) -> str:
-        assert self.run.admin is not None and self.run.cluster is not None
         plan = replication_plan(self.run.admin, topic, replication_factor)
         return self.run.deps.reassign(self.run.cluster.bootstrap, topic, plan)
 
     def elect_preferred(self, topic: str) -> None:
-        assert self.run.admin is not None
         partitions = next(t.partitions for t in self.run.lab.topics if t.name == topic)
         self.run.admin.elect_preferred(topic, partitions)
 
     def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str:
         """Reset the group's offsets on the topics it has offsets for (else the lab's), once it is inactive."""
-        assert self.run.admin is not None
         groups = Groups(self.run.admin)
         topics = sorted({p.topic for p in groups.describe(group, wait_s=5.0).partitions}) or \
             [t.name for t in self.run.lab.topics]
@@ -117,7 +100,6 @@ class RunControls:
 
     def type_records(self, topic: str, lines: Sequence[str]) -> str:
         """Send each line as a record (``key:value`` has a key), as `kafkalab type --key-sep :` does."""
-        assert self.run.cluster is not None
         typer = RecordTyper(self.run.cluster.bootstrap, topic)
         try:
             outcomes = [typer.send(line, ":" if ":" in line else None) for line in lines]

@@ -18,22 +18,20 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from kafkalab import kafka_install as kdist
-from kafkalab.admin import ClusterSnapshot
-from kafkalab.clients import ConsumerStats, ProducerStats
-from kafkalab.cluster import Cluster, NodeInfo
+from kafkalab.cluster import Cluster
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RunRecorder
-from kafkalab.labs.results import ExpectationResult, FaultStatus, Phase, RunResult, SessionEvent
+from kafkalab.labs.results import FaultStatus, Phase, RunResult, SessionEvent
 from kafkalab.labs.reuse import why_fresh
 from kafkalab.labs.run import LabRun, PortChoice, cluster_spec
 from kafkalab.labs.run_deps import RunDeps, real_deps
+from kafkalab.labs.session_state import SessionState
 
 # A lab run's Spark session starts beside its cluster and is needed as soon as the run ends: a light
 # warm-up is done sooner (commit-too-late's report 17 s after its run against 20-25 s with 100k rows).
@@ -44,25 +42,6 @@ LAB_WARMUP_ROWS = 10_000
 LAB_SPARK_CONF = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1", "spark.sql.codegen.wholeStage": "false"}
 
 __all__ = ["LabSession", "Phase", "RunResult", "SessionEvent", "SessionState"]
-
-
-@dataclass(frozen=True)
-class SessionState:
-    """Everything the console shows, copied at one moment."""
-
-    lab_id: str
-    phase: Phase
-    run_dir: Path | None
-    elapsed_s: float
-    message: str
-    nodes: list[NodeInfo]
-    snapshot: ClusterSnapshot | None
-    producer: ProducerStats | None
-    consumers: dict[str, ConsumerStats]
-    faults: list[FaultStatus]
-    checks: list[ExpectationResult]
-    events: int
-    result: RunResult | None
 
 
 Listener = Callable[[SessionEvent], None]
