@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -19,3 +20,12 @@ def wait_until(probe: Callable[[], T | None], timeout: float, interval: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not reached within {timeout:.0f}s (last: {value!r})")
         time.sleep(interval)
+
+
+def process_gone(pid: int) -> bool:
+    """No process with this id (ended and reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False

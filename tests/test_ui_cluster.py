@@ -51,10 +51,11 @@ async def until(check: Callable[[], bool], timeout: float, what: str) -> None:
 def test_kill_key_on_the_leader_moves_the_table_leader(cluster: Cluster, topic_factory: Callable[..., str]) -> None:
     topic = topic_factory(partitions=3, replication_factor=3)
     key = f"{topic}/0"
+    source = ClusterSource(cluster, owned=False)
 
     @sync
     async def scenario() -> None:
-        app = LabConsole(ClusterSource(cluster, owned=False), cluster.broker_ids)
+        app = LabConsole(source, cluster.broker_ids)
         async with app.run_test(size=(120, 36)) as pilot:
             await until(lambda: app.snapshot is not None and app.snapshot.partition(topic, 0) is not None, 60,
                         "the topic in the table")
@@ -73,6 +74,7 @@ def test_kill_key_on_the_leader_moves_the_table_leader(cluster: Cluster, topic_f
     try:
         scenario()
     finally:
+        source.close()  # its admin helper: the console was not quit
         for node in cluster.brokers:  # the next test wants every broker back
             if node.state in (NodeState.KILLED, NodeState.STOPPED):
                 node.start()
@@ -227,4 +229,4 @@ def test_g_again_in_a_lab_console_reuses_the_kept_cluster_and_the_run_reads_only
         assert len(rows) == 100, "the reused cluster's topic held more than the second run's records"
         assert all(row.startswith(f"{runs[1].name}:producer:") for row in rows)
     finally:
-        session.close()
+        source.close()  # the session, and the admin helper if the console was not quit

@@ -9,7 +9,7 @@ commands the user asked for (reset, delete, describe of one group) raise :class:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +54,10 @@ class Member:
         return {"consumer_id": self.member_id, "client_id": self.client_id, "host": self.host,
                 "instance_id": self.instance_id, "partitions": [list(p) for p in self.partitions]}
 
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Member:
+        return cls(**{**data, "partitions": tuple((t, p) for t, p in data["partitions"])})
+
 
 @dataclass(frozen=True)
 class PartitionLag:
@@ -76,6 +80,11 @@ class PartitionLag:
         return {"topic": self.topic, "partition": self.partition, "current_offset": self.committed,
                 "log_end_offset": self.log_end, "lag": self.lag, "consumer_id": m.member_id if m else None,
                 "host": m.host if m else None, "client_id": m.client_id if m else None}
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> PartitionLag:
+        member = data["member"]
+        return cls(**{**data, "member": None if member is None else Member.from_wire(member)})
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,16 @@ class GroupDescription:
                 "assignor": self.assignor, "reachable": self.reachable, "error": self.error,
                 "members": [m.as_dict() for m in self.members],
                 "partitions": [p.as_dict() for p in self.partitions], "total_lag": self.total_lag}
+
+    def to_wire(self) -> dict[str, Any]:
+        """Every field, JSON-able, for the group helper's pipe (:meth:`as_dict` is the CLI's view); read back
+        whole by :meth:`from_wire`."""
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> GroupDescription:
+        return cls(**{**data, "members": tuple(Member.from_wire(m) for m in data["members"]),
+                      "partitions": tuple(PartitionLag.from_wire(p) for p in data["partitions"])})
 
 
 @dataclass(frozen=True)

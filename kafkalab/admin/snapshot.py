@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -46,6 +46,10 @@ class PartitionState:
             "min_isr": self.min_isr, "status": self.status,
         }
 
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> PartitionState:
+        return cls(**{**data, "replicas": tuple(data["replicas"]), "isr": tuple(data["isr"])})
+
 
 @dataclass(frozen=True)
 class ClusterSnapshot:
@@ -57,6 +61,7 @@ class ClusterSnapshot:
     error: str = ""
     elapsed_s: float = 0.0
     answered_by: int | None = None  # the broker whose metadata this is (brokers' caches can differ briefly)
+    helper_failed: bool = False  # no broker was asked: the admin helper process died or hung (error says which)
 
     def topic(self, name: str) -> list[PartitionState]:
         return [p for p in self.partitions if p.topic == name]
@@ -79,6 +84,16 @@ class ClusterSnapshot:
             "brokers": list(self.brokers), "error": self.error,
             "partitions": [p.as_dict() for p in self.partitions],
         }
+
+    def to_wire(self) -> dict[str, Any]:
+        """Every field, JSON-able, for the admin helper's pipe (:meth:`as_dict` is the CLI's view); read back
+        whole by :meth:`from_wire`."""
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> ClusterSnapshot:
+        return cls(**{**data, "brokers": tuple(data["brokers"]),
+                      "partitions": tuple(PartitionState.from_wire(p) for p in data["partitions"])})
 
 
 @dataclass

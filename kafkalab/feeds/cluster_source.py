@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.cluster import Cluster, NodeAction
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.cluster.remote import RemoteCluster
@@ -39,7 +40,8 @@ class ClusterSource(Source):
         self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned
-        self._admin: Admin | None = None
+        self.admin_helper = SnapshotHelper()  # the table's polls: no librdkafka client in the console's process
+        self._booted = False
         self._server: ControlServer | None = None
         self._down = threading.Event()
         self._logs = NodeLogs()
@@ -56,7 +58,7 @@ class ClusterSource(Source):
         admin = Admin(self.cluster.bootstrap, timeout_s=5.0)
         progress(ensure_demo_topic(admin, len(self.cluster.spec.broker_ids)))
         progress(f"{DEMO_TOPIC} ready: g runs a producer and a consumer")
-        self._admin = Admin(self.cluster.bootstrap)
+        self._booted = True
 
     def nodes(self) -> NodesFrame:
         if not self.cluster.nodes:
@@ -66,9 +68,9 @@ class ClusterSource(Source):
         return NodesFrame(tuple(self.cluster.infos()), logs, conns, self._down.is_set(), quorum)
 
     def snapshot(self) -> ClusterSnapshot:
-        if self._admin is None:
+        if not self._booted:
             return ClusterSnapshot(time.time(), False, error=CLUSTER_STARTING)
-        return self._admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
+        return self.admin_helper.snapshot(self.cluster.bootstrap, self.cluster, SNAPSHOT_WAIT_S)
 
     def run(self) -> RunFrame:
         return self.workload.frame()
@@ -82,15 +84,17 @@ class ClusterSource(Source):
     def stop_run(self) -> None:
         self.workload.stop()
 
-    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
-        if self._admin is None:
+    def _topic_admin(self) -> Admin:
+        """An admin client for one topic change, asked for now and then (the table's polls use the helper)."""
+        if not self._booted:
             raise KafkalabError("the cluster is still starting: try again in a moment")
-        return alter_topic(self._admin, topic, replication_factor, min_isr)
+        return Admin(self.cluster.bootstrap)
+
+    def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+        return alter_topic(self._topic_admin(), topic, replication_factor, min_isr)
 
     def reassign_topic(self, topic: str, replication_factor: int) -> str:
-        if self._admin is None:
-            raise KafkalabError("the cluster is still starting: try again in a moment")
-        return reassign_topic(self.cluster, self._admin, topic, replication_factor)
+        return reassign_topic(self.cluster, self._topic_admin(), topic, replication_factor)
 
     def cluster_now(self) -> Cluster | RemoteCluster:
         return self.cluster
@@ -113,6 +117,7 @@ class ClusterSource(Source):
         if self._closed:
             return
         self._closed = True
+        self.admin_helper.close()
         self.workload.stop()
         if self._server is not None:
             self._server.close()

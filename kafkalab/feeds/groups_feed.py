@@ -79,18 +79,20 @@ class AdminGroupsFeed:
         self._helper = GroupHelper(state_root() / "helpers" / f"groups-{os.getpid()}.log")
 
     def _current(self) -> HasBootstrap:
-        """The cluster now; a new one gets a new admin client and lag history."""
+        """The cluster now; a new one gets a new lag history (and admin client, when one is asked for)."""
         cluster = self._cluster()
         if cluster is None:
             raise KafkalabError("no cluster yet")
-        if self._admin is None or self._admin_of is not cluster:
-            self._admin, self._admin_of = Admin(cluster.bootstrap, timeout_s=self._timeout_s), cluster
+        if self._admin_of is not cluster:
+            self._admin, self._admin_of = None, cluster
             self._lags.clear()
         return cluster
 
     def _groups(self) -> Groups:
-        self._current()
-        assert self._admin is not None
+        """For the occasional reset and watch: an in-process client made on first use (the polls use helpers)."""
+        cluster = self._current()
+        if self._admin is None:
+            self._admin = Admin(cluster.bootstrap, timeout_s=self._timeout_s)
         return Groups(self._admin)
 
     # ---- groups ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.analysis import WarmSession
 from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
@@ -52,7 +53,8 @@ class LabSource(Source):
         self.title = f"kafkalab · {session.lab.title}"
         self.label = session.lab.id
         self._cluster: Cluster | None = None
-        self._admin: Admin | None = None
+        self._up = False  # the current cluster's brokers have run: its table is asked for
+        self.admin_helper = SnapshotHelper()  # the table's polls: no librdkafka client in the console's process
         self._server: ControlServer | None = None
         self._logs = NodeLogs()
         self._facts = MetadataFacts()
@@ -76,16 +78,15 @@ class LabSource(Source):
 
     # ---- cluster tracking ------------------------------------------------------------------------
     def _track(self) -> Cluster | None:
-        """Follow the session's current cluster: logs, an admin client, the control socket."""
+        """Follow the session's current cluster: logs, whether it is up, the control socket."""
         cluster = self.session.cluster
         with self._lock:
             if cluster is not self._cluster:
                 self._close_server()
-                self._cluster, self._admin = cluster, None
+                self._cluster, self._up = cluster, False
                 self._logs = NodeLogs()
-            if cluster is not None and self._admin is None and any(
-                    b.state == NodeState.RUNNING for b in cluster.brokers):
-                self._admin = Admin(cluster.bootstrap)
+            if cluster is not None and not self._up and any(b.state == NodeState.RUNNING for b in cluster.brokers):
+                self._up = True
                 write_cluster_file(cluster)
                 try:
                     self._server = ControlServer(cluster, self._down)
@@ -110,12 +111,11 @@ class LabSource(Source):
         return NodesFrame(tuple(cluster.infos()), logs, conns, self._down.is_set(), quorum)
 
     def snapshot(self) -> ClusterSnapshot:
-        self._track()
-        admin = self._admin
-        if admin is None:
-            what = NO_CLUSTER_YET if self._cluster is None else CLUSTER_STARTING
+        cluster = self._track()
+        if cluster is None or not self._up:
+            what = NO_CLUSTER_YET if cluster is None else CLUSTER_STARTING
             return ClusterSnapshot(time.time(), False, error=what)
-        return admin.snapshot(wait_s=SNAPSHOT_WAIT_S)
+        return self.admin_helper.snapshot(cluster.bootstrap, cluster, SNAPSHOT_WAIT_S)
 
     def node_action(self, node: str, action: NodeAction) -> None:
         cluster = self.session.cluster
@@ -175,9 +175,11 @@ class LabSource(Source):
         if self.session.running:
             if replication_factor is not None:
                 raise KafkalabError("the replication factor changes between runs: stop the run first (x)")
-            if self._admin is None:
+            cluster = self._track()
+            if cluster is None or not self._up:
                 raise KafkalabError("the cluster is not up yet: try again in a moment")
-            self._admin.alter_topic_configs(topic, {} if min_isr is None else {"min.insync.replicas": str(min_isr)})
+            admin = Admin(cluster.bootstrap)  # for this change only: the table's polls use the helper
+            admin.alter_topic_configs(topic, {} if min_isr is None else {"min.insync.replicas": str(min_isr)})
             return f"{topic}: min.insync.replicas {min_isr} now"
         self.session.lab = self.lab.with_topic(topic, replication_factor, min_isr)
         what = ", ".join(w for w in (f"RF {replication_factor}" if replication_factor else "",
@@ -185,7 +187,8 @@ class LabSource(Source):
         return f"{topic}: {what or 'as planned'} from the next run"
 
     def close(self) -> None:
-        """Stop any run (its teardown ends the cluster and clients) and the Spark session."""
+        """Stop any run (its teardown ends the cluster and clients), the Spark session and the admin helper."""
+        self.admin_helper.close()
         self.session.close()
         with self._lock:
             self._close_server()

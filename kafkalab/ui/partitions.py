@@ -198,6 +198,9 @@ class PartitionsPane(Vertical):
         if not snapshot.reachable and snapshot.error in NOT_FAILURES:
             return Text.assemble((f" {snapshot.error.split(':')[0].upper()} ", "bold reverse"),
                                  f" {snapshot.error.partition(': ')[2] or 'the table fills when it is up'}")
+        if snapshot.helper_failed:  # the brokers were not asked: calling them unreachable would mislead
+            return Text.assemble((" NO SNAPSHOT ", "bold white on red"),
+                                 f" {snapshot.error}; last known values, greyed")
         if not snapshot.reachable:
             since = f" since {clock_time(self.last_ok.taken_at)}" if self.last_ok else ""
             return Text.assemble((" UNREACHABLE ", "bold white on red"),
