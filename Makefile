@@ -23,6 +23,7 @@ lab: setup
 
 test: setup
 	$(BIN)/ruff check kafkalab tests benchmarks
+	$(BIN)/mypy
 	KAFKALAB=$(BIN)/kafkalab bash scripts/with-docker-engine.sh $(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: setup
