@@ -105,7 +105,7 @@ class GroupHelper:
                                     f"new one (its log: {self.log_path})")
         if not ok:
             raise KafkalabError(answer)
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     def _connection(self) -> tuple[Connection, Connection]:
         if self._proc is None or self._proc.poll() is not None or self._to is None or self._from is None:
