@@ -52,8 +52,8 @@ def run_checks(
     ports = [] if has_kraft_only(version) else [("ZooKeeper", DEFAULT_ZK_PORT)]
     ports += [(f"broker {i + 1}", p) for i, p in enumerate(DEFAULT_BROKER_PORTS[:brokers])]
     for who, port in ports:
-        free = port_is_free(port)
-        checks.append(Check(f"port {port}", free, f"free for {who}" if free else
+        port_free = port_is_free(port)
+        checks.append(Check(f"port {port}", port_free, f"free for {who}" if port_free else
                             f"taken by {port_holder(port)}: stop it, or start with --free-ports"))
     root = _existing_parent(state_root())
     disk = shutil.disk_usage(root).free

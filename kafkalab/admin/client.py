@@ -39,8 +39,7 @@ def _admin_client(bootstrap: str) -> AdminClient:
         "socket.connection.setup.timeout.ms": 1000,
         "reconnect.backoff.max.ms": 1000,
         "log_level": 0,
-        "logger": _SilentLogger(),
-    })
+    }, logger=_SilentLogger())
 
 
 class Admin:
@@ -265,7 +264,9 @@ class Admin:
         except KafkaException as exc:
             raise KafkalabError(f"cannot describe topic {name}: {short_error(exc)}") from None
         configs = self._configs([name]).get(name, {})
-        dynamic = {k: e.value for k, e in configs.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        # ConfigSource() as well: the stubs say an entry's source is one, librdkafka gives an int
+        dynamic = {k: e.value for k, e in configs.items()
+                   if ConfigSource(e.source) == ConfigSource.DYNAMIC_TOPIC_CONFIG}
         min_isr = int(dynamic.get("min.insync.replicas", configs.get("min.insync.replicas", _Entry("1")).value) or 1)
         parts = [
             PartitionState(

@@ -8,6 +8,7 @@ commands the user asked for (reset, delete, describe of one group) raise :class:
 
 from __future__ import annotations
 
+import builtins
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -258,7 +259,8 @@ class Groups:
         return desc
 
     # ---- reset -----------------------------------------------------------------------------------
-    def plan_reset(self, group: str, topic_specs: list[str], target: ResetTarget) -> list[OffsetMove]:
+    # (builtins.list below: in this class body ``list`` is the method above)
+    def plan_reset(self, group: str, topic_specs: builtins.list[str], target: ResetTarget) -> builtins.list[OffsetMove]:
         """The new offset of every partition asked for; refuses while the group has active members."""
         desc = self.describe(group, wait_s=max(self._wait_s, 5.0))
         if not desc.reachable:
@@ -290,7 +292,7 @@ class Groups:
         return [OffsetMove(t, p, current.get((t, p)), min(max(wanted[(t, p)], earliest[(t, p)]), latest[(t, p)]))
                 for t, p in keys]
 
-    def apply_reset(self, group: str, moves: list[OffsetMove]) -> None:
+    def apply_reset(self, group: str, moves: builtins.list[OffsetMove]) -> None:
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(m.topic, m.partition, m.new) for m in moves])
         try:
             result = self.admin.client.alter_consumer_group_offsets(
@@ -301,15 +303,16 @@ class Groups:
         if failed:
             raise KafkalabError(f"cannot reset offsets of group {group} for {', '.join(failed)}")
 
-    def reset(self, group: str, topic_specs: list[str], target: ResetTarget, execute: bool) -> list[OffsetMove]:
+    def reset(self, group: str, topic_specs: builtins.list[str], target: ResetTarget,
+              execute: bool) -> builtins.list[OffsetMove]:
         """Plan, and with ``execute`` commit, the new offsets; the plan is returned either way."""
         moves = self.plan_reset(group, topic_specs, target)
         if execute:
             self.apply_reset(group, moves)
         return moves
 
-    def reset_when_inactive(self, group: str, topic_specs: list[str], target: ResetTarget,
-                            timeout_s: float) -> list[OffsetMove]:
+    def reset_when_inactive(self, group: str, topic_specs: builtins.list[str], target: ResetTarget,
+                            timeout_s: float) -> builtins.list[OffsetMove]:
         """Execute a reset as soon as the group has no active member (its consumers may still be leaving)
         and its coordinator answers (on a loaded machine a describe can time out)."""
         deadline = time.monotonic() + timeout_s
@@ -323,7 +326,7 @@ class Groups:
                     self.admin.renew()
                 time.sleep(0.5)
 
-    def _partitions(self, topic_specs: list[str]) -> list[TopicPartitionKey]:
+    def _partitions(self, topic_specs: builtins.list[str]) -> builtins.list[TopicPartitionKey]:
         if not topic_specs:
             raise KafkalabError("name the partitions to reset: --topic T (every partition) or --topic T:0,1")
         keys: set[TopicPartitionKey] = set()
@@ -337,7 +340,7 @@ class Groups:
             keys |= {(topic, p) for p in wanted or existing}
         return sorted(keys)
 
-    def partition_ids(self, topic: str) -> list[int]:
+    def partition_ids(self, topic: str) -> builtins.list[int]:
         """The partitions of a topic that exists, else one error line."""
         try:
             # All topics, not list_topics(topic=...): asking for one by name may auto-create it.
@@ -349,7 +352,7 @@ class Groups:
             raise KafkalabError(f"topic {topic} does not exist: `kafkalab topic describe` lists the topics")
         return sorted(meta.partitions)
 
-    def _offsets(self, keys: list[TopicPartitionKey], spec: OffsetSpec, what: str,
+    def _offsets(self, keys: builtins.list[TopicPartitionKey], spec: OffsetSpec, what: str,
                  allow_missing: bool = False) -> dict[TopicPartitionKey, int]:
         found = self.admin.list_offsets(keys, spec, wait_s=max(self._wait_s, 5.0))
         missing = [f"{t}:{p}" for t, p in keys if (t, p) not in found]

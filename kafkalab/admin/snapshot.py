@@ -101,7 +101,7 @@ class TopicDescription:
     name: str
     topic_id: str
     partitions: list[PartitionState]
-    configs: dict[str, str] = field(default_factory=dict)
+    configs: dict[str, str | None] = field(default_factory=dict)  # a sensitive config's value is None
 
     def render(self) -> str:
         """The same facts, in the same layout, as `kafka-topics.sh --describe`."""

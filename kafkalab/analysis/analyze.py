@@ -72,7 +72,7 @@ def analyze(
                          changes.get((p.topic, p.partition), 0) if leader_changes is not None else None)
             for p in result.partitions]
     totals = {name: sum(r.counts.get(name) or 0 for r in rows) for name in TOTALS}
-    classes = {name: sum(r.counts.get(name) or 0 for r in rows) for name in CLASSES}
+    classes: dict[str, int | None] = {name: sum(r.counts.get(name) or 0 for r in rows) for name in CLASSES}
     if not audit_files:
         classes = {name: None if name in AUDIT_CLASSES else value for name, value in classes.items()}
     return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=result.samples,

@@ -37,8 +37,8 @@ class HadoopFiles:
     """Glob, size and open files on the FileSystem a URI's scheme selects, as the session configures it."""
 
     def __init__(self, session: SparkSession) -> None:
-        self._jvm: Any = session._jvm  # type: ignore[attr-defined]
-        self._conf = session._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        self._jvm: Any = session._jvm
+        self._conf = session._jsc.hadoopConfiguration()
 
     def _path_and_fs(self, uri: str) -> tuple[Any, Any]:
         path = self._jvm.org.apache.hadoop.fs.Path(uri)

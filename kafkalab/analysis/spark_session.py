@@ -105,13 +105,15 @@ def launch_driver_jvm(conf: dict[str, str], log: Path) -> None:
 def spark_run(session: SparkSession) -> SparkRun:
     """The master, version, executors and cores the session has now (after a job: those that ran it)."""
     sc = session.sparkContext
-    if is_local(sc.master):
-        return SparkRun(sc.master, sc.version, executors=0, cores=sc.defaultParallelism)
-    jsc = sc._jsc.sc()  # type: ignore[union-attr]
+    master = sc.master
+    assert master is not None  # set once the context runs
+    if is_local(master):
+        return SparkRun(master, sc.version, executors=0, cores=sc.defaultParallelism)
+    jsc = sc._jsc.sc()
     # executors' block managers plus the driver's; the coarse-grained backend (standalone, YARN,
     # Kubernetes) counts the cores its executors registered with
     cores = jsc.schedulerBackend().totalCoreCount()
-    return SparkRun(sc.master, sc.version, executors=jsc.getExecutorMemoryStatus().size() - 1,
+    return SparkRun(master, sc.version, executors=jsc.getExecutorMemoryStatus().size() - 1,
                     cores=cores if isinstance(cores, int) else cores.get())
 
 

@@ -25,7 +25,7 @@ from kafkalab.errors import KafkalabError
 _PLAIN_EVERY_S = 2.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("produce", help="send the course's records, logging every delivery outcome")
     _add_client_args(p, "producer")
     p.add_argument("--seed", type=int, default=None, help="seed for the random choice of values")

@@ -54,7 +54,7 @@ from kafkalab.kafka_install.fetch import cached
 console = Console(stderr=False, highlight=False)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("fetch", help="the Kafka jars into the cache dir: with mvn, else downloaded and verified")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache dir (default: $KAFKALAB_CACHE or XDG cache)")
     p.add_argument("--force", action="store_true", help="fetch again even when present")
@@ -289,7 +289,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_status(state_dir: Path, nodes: list[dict[str, object]], snapshot: ClusterSnapshot,
+def _print_status(state_dir: Path, nodes: list[dict[str, Any]], snapshot: ClusterSnapshot,
                   quorum: dict[str, Any] | None = None) -> None:
     table = Table(title=f"cluster in {state_dir}", title_justify="left")
     for col in ("node", "state", "pid", "port", "uptime", "cpu %", "rss MB", "detail"):
@@ -302,7 +302,7 @@ def _print_status(state_dir: Path, nodes: list[dict[str, object]], snapshot: Clu
         else:
             name = str(n["name"]) + (" (controller)" if broker_id is not None and broker_id == snapshot.controller
                                      else "")
-        rss = int(n["rss_bytes"] or 0)  # type: ignore[call-overload]
+        rss = int(n["rss_bytes"] or 0)
         table.add_row(name, str(n["state"]), str(n["pid"] or "-"), str(n["port"]), f"{n['uptime_s']:.0f}s",
                       f"{n['cpu_percent']:.0f}", f"{rss / 2**20:.0f}", str(n["reason"]))
     console.print(table)

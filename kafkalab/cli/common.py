@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict
 
 from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
@@ -31,7 +33,13 @@ def add_mode_args(parser: argparse.ArgumentParser, default: str | None = "zookee
                         help="KRaft controllers inside the first brokers (process.roles=broker,controller)")
 
 
-def mode_fields(args: argparse.Namespace) -> dict[str, object]:
+class ModeFields(TypedDict):
+    mode: str
+    controllers: int
+    combined: bool
+
+
+def mode_fields(args: argparse.Namespace) -> ModeFields:
     """ClusterSpec fields from the mode options; --controllers/--combined need --mode kraft."""
     mode = args.mode or "zookeeper"
     if mode != "kraft" and (args.combined or args.controllers != 1):
@@ -89,7 +97,7 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", default=None, help="bootstrap servers of any Kafka cluster")
 
 
-def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Left-aligned columns two spaces apart, as Kafka's command-line tools print their tables."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]

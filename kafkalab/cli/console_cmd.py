@@ -30,7 +30,7 @@ ATTACH_FOUND = Path("")  # --attach without a state dir: the cluster on the defa
 RECORDED_ENV = "KAFKALAB_RECORDED"  # set in the console a recording runs in a pty: it records nothing itself
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("console", help="open the lab console (the default when kafkalab gets no command)")
     add_console_args(p)
     p.set_defaults(func=cmd_console)
@@ -144,7 +144,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataP
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
     spec = ClusterSpec(state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
-                       **mode_fields(args))  # type: ignore[arg-type]
+                       **mode_fields(args))
     if is_driven(spec.state_dir):
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
                             "or give another --state-dir")
@@ -155,12 +155,13 @@ def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataP
         note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
     found = kafka_install.locate()
     kafka_install.java_binary()
-    source: Source = ClusterSource(Cluster(spec, found), note=note)
+    cluster = ClusterSource(Cluster(spec, found), note=note)
+    source: Source = cluster
     owner = owner_of_ports(taken) if taken else None
     if owner is not None:
         from kafkalab.feeds.port_clash import PortClashSource
 
-        source = PortClashSource(source, owner, taken)
+        source = PortClashSource(cluster, owner, taken)
     return source, spec.broker_ids, metadata_panes(spec.kraft, spec.controllers, spec.combined)
 
 

@@ -22,7 +22,7 @@ from kafkalab.settings_text import name_values
 FAIL_ON_CHOICES = (*CLASSES, "malformed")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "diff", help="what was lost, duplicated, redelivered or reordered, per partition (Spark)",
         description="Compare a run's producer logs with its consumer logs (and, with --audit, with what the "

@@ -16,7 +16,7 @@ console = Console(highlight=False)
 BACKENDS = ("local", "docker")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dock = sub.add_parser("docker", help="the docker backend: build its image, check the engine")
     dsub = dock.add_subparsers(dest="docker_command", metavar="ACTION", required=True)
     p = dsub.add_parser("build-image", help="build the Java 17 image from Debian packages (mmdebstrap), once")

@@ -15,7 +15,7 @@ MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "A
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("group", help="list, describe, reset or delete consumer groups")
     gsub = group.add_subparsers(dest="group_command", metavar="ACTION", required=True)
     p = gsub.add_parser("list", help="every consumer group of the cluster, with its state")

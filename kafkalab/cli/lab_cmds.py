@@ -21,6 +21,7 @@ from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.run import PortChoice
 from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
+from kafkalab.labs.session import RunResult
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
 RECORD_SIZE = (160, 48)
@@ -100,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
         return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else [])]))
     console = Console()
-    results = []
+    results: list[RunResult] = []
     for i in range(args.repeat):
         ports = PortChoice.picked(lab) if args.free_ports else None
         if args.repeat > 1:

@@ -14,7 +14,7 @@ from kafkalab.clients.records import DEFAULT_FORMAT, KEYS_FORMAT, RecordTail, Re
 from kafkalab.errors import KafkalabError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("tail", help="print a topic's records as they come, one line each (like kcat -C)")
     p.add_argument("topic")
     start = p.add_mutually_exclusive_group()

@@ -8,7 +8,7 @@ from pathlib import Path
 from kafkalab.errors import KafkalabError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("replay", help="replay a finished run in the console (no cluster): 1x/2x/4x, pause, scrub")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run's dir, e.g. kafkalab-runs/LAB-TIMESTAMP")
     p.add_argument("--speed", type=float, default=1.0, metavar="1|2|4",

@@ -77,15 +77,16 @@ def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: Payl
         wanted = []
         for m in consumer.consume(10000, 0.5):
             err = m.error()
-            p = m.partition()
+            p, offset = m.partition(), m.offset()
             if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
+                if err.code() == KafkaError._PARTITION_EOF and p is not None:
                     pending.pop(p, None)
                 continue
-            if p not in pending or m.offset() >= pending[p]:
+            assert p is not None and offset is not None  # a fetched record has both
+            if p not in pending or offset >= pending[p]:
                 continue
             wanted.append(m)
-            if m.offset() + 1 >= pending[p]:
+            if offset + 1 >= pending[p]:
                 pending.pop(p)
         formatted = rows.format(wanted)
         assert formatted is not None  # no stop words given

@@ -215,6 +215,7 @@ class ConsumerLoop:
                 break
             write(self._rows.line(m))
             partition, offset = m.partition(), m.offset()
+            assert partition is not None and offset is not None  # a fetched record has both
             self.processed += 1
             done[partition] = offset + 1
             if cfg.ack_every and self._seen % cfg.ack_every == 0:
@@ -249,7 +250,8 @@ class ConsumerLoop:
         tps = [TopicPartition(self.cfg.topic, p, o) for p, o in offsets.items() if p in self.assignment]
         if not tps:
             return
-        self._log.flush()  # type: ignore[union-attr]
+        assert self._log is not None  # offsets are committed only while running
+        self._log.flush()
         try:
             result = consumer.commit(offsets=tps, asynchronous=False) or []
         except KafkaException as exc:
@@ -258,7 +260,8 @@ class ConsumerLoop:
         self._note_committed(result)
 
     def _crash_now(self, m: Message) -> None:
-        self._log.flush()  # type: ignore[union-attr]  # written rows survive, as the Java app's do
+        assert self._log is not None  # a crash record is read only while running
+        self._log.flush()  # written rows survive, as the Java app's do
         self.state = ClientState.CRASHED
         self.group_state = "dead"
         self.event("crashed", f"crash record at partition {m.partition()} offset {m.offset()}")
@@ -268,7 +271,12 @@ class ConsumerLoop:
 
 def _ends(batch: list[Message]) -> dict[int, int]:
     """Per partition, the offset after the batch's last record."""
-    return {m.partition(): m.offset() + 1 for m in batch}  # type: ignore[misc, operator]
+    ends: dict[int, int] = {}
+    for m in batch:
+        partition, offset = m.partition(), m.offset()
+        assert partition is not None and offset is not None  # a fetched record has both
+        ends[partition] = offset + 1
+    return ends
 
 
 def main() -> int:

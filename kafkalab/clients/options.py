@@ -193,7 +193,7 @@ class ClientConfig:
     @classmethod
     def of(cls, settings: Mapping[str, str] | Self, bootstrap: str | None = None) -> Self:
         """``settings`` validated unless they are; ``bootstrap``, if given, overrides ``bootstrap.server``."""
-        config = settings if isinstance(settings, cls) else cls.from_settings(settings)
+        config = cls.from_settings(settings) if isinstance(settings, Mapping) else settings
         return replace(config, bootstrap=bootstrap) if bootstrap else config
 
     @property

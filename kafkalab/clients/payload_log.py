@@ -20,6 +20,8 @@ from kafkalab.logformat import MSG_ID_HEADER
 
 PARTIAL_SUFFIX = ".partial"
 _BUFFER = 1 << 20
+# a record's headers as confluent_kafka types them for produce(): (name, value) pairs
+Headers = list[tuple[str, str | bytes | None]]
 
 
 def log_files(run_dir: Path, prefix: str) -> list[Path]:
@@ -121,7 +123,8 @@ class ConsumedRows:
     def __init__(self, consumer: str, topic: str, group: str) -> None:
         self._head = f",{csv_field(consumer)},{topic},"
         self._group = csv_field(group)
-        self._quoted = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
+        # looked up with a record's value, which may be None (a key never is)
+        self._quoted: dict[bytes | None, str] = {line.encode("utf-8"): csv_field(line) for line in corpus_lines()}
 
     def format(self, batch: Iterable[Message],
                stop_at: frozenset[bytes] = frozenset()) -> tuple[str, dict[int, int]] | None:
@@ -134,7 +137,7 @@ class ConsumedRows:
         from_bytes = int.from_bytes
         for m in batch:
             raw = m.value()
-            text = quoted.get(raw)  # type: ignore[arg-type]
+            text = quoted.get(raw)
             if text is None:
                 if raw in stop_at:
                     return None
@@ -142,10 +145,13 @@ class ConsumedRows:
             key = m.key()
             key_field = str(from_bytes(key, "big", signed=True)) if key and len(key) == 4 else key_text(key)
             headers = m.headers()
-            first = headers[0] if headers else None  # kafkalab's producers put the id first
-            msg_id = first[1].decode() if first and first[0] == MSG_ID_HEADER and first[1] else _msg_id(headers)
+            pairs = headers if isinstance(headers, list) else ()  # a fetched record's are a list, never a dict
+            first = pairs[0] if pairs else None  # kafkalab's producers put the id first
+            raw_id = first[1] if first and first[0] == MSG_ID_HEADER and first[1] else _msg_id(pairs)
+            msg_id = raw_id.decode() if isinstance(raw_id, bytes) else ""
             partition, offset, epoch = m.partition(), m.offset(), m.leader_epoch()
-            ends[partition] = offset + 1  # type: ignore[operator]
+            assert partition is not None and offset is not None  # a fetched record has both
+            ends[partition] = offset + 1
             append(f"{msg_id}{head}{partition},{offset},{key_field},{-1 if epoch is None else epoch},"
                    f"{m.timestamp()[1]},{text},{group}\n")
         return "".join(lines), ends
@@ -157,7 +163,6 @@ class ConsumedRows:
         return formatted[0]
 
 
-def _msg_id(headers: list[tuple[str, bytes | None]] | None) -> str:
-    """The message id among a record's headers ("" when it has none)."""
-    value = next((v for n, v in headers or () if n == MSG_ID_HEADER), None)
-    return value.decode() if value else ""
+def _msg_id(headers: Sequence[tuple[str, str | bytes | None]]) -> str | bytes | None:
+    """The message id's header value among a record's headers (None when it has none)."""
+    return next((v for n, v in headers if n == MSG_ID_HEADER), None)

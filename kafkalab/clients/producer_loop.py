@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from confluent_kafka import Producer as _RdProducer
 from kafkalab.clients.child_io import EXIT_CRASH, Sink, event_item, serve
 from kafkalab.clients.corpus import ValuePicker, corpus_lines
 from kafkalab.clients.options import ProducerConfig
-from kafkalab.clients.payload_log import PayloadLog, csv_field, max_seq
+from kafkalab.clients.payload_log import Headers, PayloadLog, csv_field, max_seq
 from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.clients.stats import ClientState, RateMeter
 from kafkalab.logformat import MSG_ID_HEADER, PRODUCER_COLUMNS
@@ -115,7 +116,7 @@ class ProducerLoop:
             for key in keys:
                 if stop.is_set():
                     return
-                headers = [(MSG_ID_HEADER, b"%s%d" % (prefix, seq))]
+                headers: Headers = [(MSG_ID_HEADER, b"%s%d" % (prefix, seq))]
                 value = next_value()
                 report = partial(on_delivery, seq)
                 try:
@@ -139,7 +140,7 @@ class ProducerLoop:
                 self._idle(rd, cfg.wait_after_roll_ms / 1000)
 
     def _produce_blocked(self, rd: _RdProducer, topic: str, value: bytes, key: bytes,
-                         headers: list[tuple[str, bytes]], report: partial[None]) -> bool:
+                         headers: Headers, report: partial[None]) -> bool:
         """Retry a send the full buffer refused; False when told to stop meanwhile."""
         assert self._log is not None
         since = time.monotonic()
@@ -199,10 +200,11 @@ class ProducerLoop:
 
     # -- callbacks (run in the loop's thread, inside poll) ----------------------------------------
     def _on_delivery(self, seq: int, err: KafkaError | None, msg: Message) -> None:
-        key = int.from_bytes(msg.key(), "big", signed=True)
-        raw = msg.value()
+        raw_key, raw = msg.key(), msg.value()
+        assert raw_key is not None and raw is not None  # every record sent has both
+        key = int.from_bytes(raw_key, "big", signed=True)
         value = self._quoted.get(raw) or csv_field(raw.decode("utf-8", "replace"))
-        offset = msg.offset()
+        partition, offset = msg.partition(), msg.offset()
         if err is None:
             self.acked += 1
             status, error = "acked", ""
@@ -216,9 +218,10 @@ class ProducerLoop:
                 first = error not in self._failed
                 self._failed[error] = self._failed.get(error, 0) + 1
                 if first:
-                    self._emit("error", f"delivery failed: {error}", (msg.partition(),))
-        self._log.write(  # type: ignore[union-attr]
-            f"{self._prefix}{seq},{seq},{self._topic},{msg.partition()},"
+                    self._emit("error", f"delivery failed: {error}", () if partition is None else (partition,))
+        assert self._log is not None  # reports are served only while running
+        self._log.write(
+            f"{self._prefix}{seq},{seq},{self._topic},{partition},"
             f"{offset if offset is not None and offset >= 0 else -1},{key},{status},{error},"
             f"{msg.timestamp()[1]},{value}\n"
         )
@@ -236,7 +239,8 @@ def main() -> int:
         return ProducerLoop(ProducerConfig.from_spec(spec["config"]), Path(spec["log_dir"]), spec["run_id"],
                             spec["seed"], sink)
 
-    words = {"stop": ProducerLoop.stop, "abort": partial(ProducerLoop.stop, drain=False), "crash": ProducerLoop.crash}
+    words: dict[str, Callable[[ProducerLoop], None]] = {
+        "stop": ProducerLoop.stop, "abort": partial(ProducerLoop.stop, drain=False), "crash": ProducerLoop.crash}
     return serve(make_loop, words, orphaned="abort", stats_every=_STATS_EVERY_S)
 
 

@@ -17,12 +17,13 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 from confluent_kafka import Producer as RdProducer
 
 from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
+from kafkalab.clients.payload_log import Headers
 from kafkalab.errors import KafkalabError, short_error
 from kafkalab.logformat import MSG_ID_HEADER, TYPED_MSG_ID
 
 DEFAULT_FORMAT = "%s"
 KEYS_FORMAT = "%k %s"
-_TYPED_HEADERS = [(MSG_ID_HEADER, TYPED_MSG_ID.encode())]  # the analysis tells typed records by it
+_TYPED_HEADERS: Headers = [(MSG_ID_HEADER, TYPED_MSG_ID.encode())]  # the analysis tells typed records by it
 _TAIL_GROUP = "kafkalab-tail"  # librdkafka wants a group.id even to assign; nothing is committed under it
 
 

@@ -171,7 +171,9 @@ class DockerProcess:
     def _sample(self) -> None:
         """Keep the latest sample of the engine's stats stream (one a second) for :meth:`usage`."""
         try:
-            for stats in self._container.stats(stream=True, decode=True):
+            samples = self._container.stats(stream=True, decode=True)
+            assert not isinstance(samples, dict)  # one dict only when stream=False
+            for stats in samples:
                 self._usage = cpu_percent(stats), memory_in_use(stats.get("memory_stats") or {})
         except (DockerException, RequestException):
             pass  # the container is gone

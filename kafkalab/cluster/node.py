@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 
 from kafkalab.cluster.process import Backend, NodeProcess
 from kafkalab.cluster.stuck_start import deaf_forwarding, stuck_reason
@@ -51,11 +52,22 @@ class NodeAction(StrEnum):
     START = "start"
     RESTART = "restart"
 
-    def apply(self, node: Node) -> None:
+    def apply(self, node: Controls) -> None:
         """Do it to ``node`` now."""
         steps = {NodeAction.STOP: node.stop, NodeAction.KILL: node.kill, NodeAction.PAUSE: node.pause,
                  NodeAction.RESUME: node.resume, NodeAction.START: node.start, NodeAction.RESTART: node.restart}
         steps[self]()
+
+
+class Controls(Protocol):
+    """A node's controls, on a :class:`Node` or an :class:`ActionNode` alike."""
+
+    def stop(self) -> None: ...
+    def kill(self) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def start(self) -> None: ...
+    def restart(self) -> None: ...
 
 
 class ActionNode:

@@ -10,7 +10,7 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.cluster import Cluster, NodeAction
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
-from kafkalab.cluster.remote import RemoteCluster
+from kafkalab.cluster.view import ClusterView
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
 from kafkalab.feeds.metadata_facts import MetadataFacts
@@ -29,7 +29,7 @@ class ClusterSource(Source):
     reports = False  # the default workload is not analysed: no report in Results
     why_not = "no lab loaded: open the console on a lab (`kafkalab console LAB`) for runs, settings and resets"
 
-    def __init__(self, cluster: Cluster | RemoteCluster, title: str = "kafkalab", owned: bool = True,
+    def __init__(self, cluster: ClusterView, title: str = "kafkalab", owned: bool = True,
                  note: str = "", label: str = "no lab") -> None:
         """``owned=False`` attaches to a cluster someone else started and will shut down; ``note`` is said
         first when the console boots (e.g. why the cluster took free ports); ``label`` names it in the top
@@ -51,10 +51,10 @@ class ClusterSource(Source):
     def boot(self, progress: Callable[[str], None]) -> None:
         if self.note:
             progress(self.note)
-        if self.owned:
-            self.cluster.start(progress=progress)
-            write_cluster_file(self.cluster)
-            self._server = ControlServer(self.cluster, self._down)
+        if (own := self._own()) is not None:
+            own.start(progress=progress)
+            write_cluster_file(own)
+            self._server = ControlServer(own, self._down)
         admin = Admin(self.cluster.bootstrap, timeout_s=5.0)
         progress(ensure_demo_topic(admin, len(self.cluster.spec.broker_ids)))
         progress(f"{DEMO_TOPIC} ready: g runs a producer and a consumer")
@@ -96,7 +96,7 @@ class ClusterSource(Source):
     def reassign_topic(self, topic: str, replication_factor: int) -> str:
         return reassign_topic(self.cluster, self._topic_admin(), topic, replication_factor)
 
-    def cluster_now(self) -> Cluster | RemoteCluster:
+    def cluster_now(self) -> ClusterView:
         return self.cluster
 
     @property
@@ -121,5 +121,12 @@ class ClusterSource(Source):
         self.workload.stop()
         if self._server is not None:
             self._server.close()
-        if self.owned:
-            self.cluster.shutdown()
+        if (own := self._own()) is not None:
+            own.shutdown()
+
+    def _own(self) -> Cluster | None:
+        """The cluster this console started and ends; None when attached to one."""
+        if not self.owned:
+            return None
+        assert isinstance(self.cluster, Cluster)  # one another process owns (a RemoteCluster) is never owned
+        return self.cluster

@@ -24,6 +24,7 @@ from kafkalab.feeds.frames import (
     NO_CLUSTER_YET,
     LabView,
     Marker,
+    MarkerKind,
     NodesFrame,
     ReportView,
     RunFrame,
@@ -202,7 +203,7 @@ def sample_line(sample: dict[str, Any]) -> str:
 
 def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
     """The chart's marks, in time order, from events given as (t, kind, detail): faults and leader changes."""
-    marks = {EventKind.FAULT: "fault", EventKind.LEADER_CHANGE: "leader"}
+    marks = {EventKind.FAULT: MarkerKind.FAULT, EventKind.LEADER_CHANGE: MarkerKind.LEADER}
     out = [Marker(t, detail, marks[EventKind(kind)]) for t, kind, detail in events if kind in marks]
     return tuple(sorted(out, key=lambda m: m.at_s))
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
-from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster import NodeState
 from kafkalab.cluster.node import zookeeper_command
 from kafkalab.cluster.quorum import QuorumState
+from kafkalab.cluster.view import ClusterView
 
 QUORUM_WAIT_S = 1.0  # while the active controller is dead, the quorum answers late or not at all
 ZK_ASK_EVERY_S = 5.0  # each `cons` writes a line to ZooKeeper's log: ask rarely
@@ -18,7 +19,7 @@ class MetadataFacts:
     def __init__(self) -> None:
         self._zk_asked: dict[int, tuple[float, int | None]] = {}
 
-    def of(self, cluster: Cluster) -> tuple[int | None, QuorumState | None]:
+    def of(self, cluster: ClusterView) -> tuple[int | None, QuorumState | None]:
         """ZooKeeper's client count, or in KRaft mode the quorum (a bounded wait)."""
         if cluster.spec.kraft:
             return None, cluster.quorum(timeout_s=QUORUM_WAIT_S)

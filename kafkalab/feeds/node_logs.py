@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkalab.cluster import Cluster
 from kafkalab.cluster.node import read_tail
+from kafkalab.cluster.view import ClusterView
 
 LOG_LINES_KEPT = 200
 _LOG_READ_MAX = 65536
@@ -38,7 +38,7 @@ class NodeLogs:
     def __init__(self) -> None:
         self._followers: dict[str, LogFollower] = {}
 
-    def new_lines(self, cluster: Cluster) -> dict[str, tuple[str, ...]]:
+    def new_lines(self, cluster: ClusterView) -> dict[str, tuple[str, ...]]:
         """Each node's new lines, for the nodes that have some."""
         for node in cluster.nodes:
             if node.name not in self._followers:

@@ -115,8 +115,8 @@ class PortClashSource(Source):
     def node_action(self, node: str, action: NodeAction) -> None:
         self._picked.node_action(node, action)
 
-    def start_run(self) -> str | None:
-        return self._picked.start_run()
+    def start_run(self) -> None:
+        self._picked.start_run()
 
     def stop_run(self) -> None:
         self._picked.stop_run()

@@ -19,7 +19,7 @@ from kafkalab.feeds.source import Source
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
-from kafkalab.labs.results import FaultStatus
+from kafkalab.labs.results import FaultStatus, Phase
 
 SPEEDS = (1.0, 2.0, 4.0)
 
@@ -101,7 +101,7 @@ class ReplaySource(Source):
 
     def run(self) -> RunFrame:
         t = self.clock.now()
-        phase = self.recorded.phase(t)
+        phase = Phase(self.recorded.phase(t))
         producer, consumers = self.recorded.clients(t)
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at
         faults = [FaultStatus(**f) for f in self.recorded.faults(t)]

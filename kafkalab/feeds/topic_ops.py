@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalab.admin import Admin, reassign, replication_plan
-from kafkalab.cluster import Cluster
+from kafkalab.cluster.view import ClusterView
 from kafkalab.errors import KafkalabError
 
 
@@ -39,7 +39,7 @@ def alter_topic(admin: Admin, topic: str, replication_factor: int | None, min_is
     return f"{topic}: min.insync.replicas {min_isr}" if configs else f"{topic} unchanged"
 
 
-def reassign_topic(cluster: Cluster, admin: Admin, topic: str, replication_factor: int) -> str:
+def reassign_topic(cluster: ClusterView, admin: Admin, topic: str, replication_factor: int) -> str:
     """Move ``topic`` to ``replication_factor`` replicas per partition (Kafka's reassignment, via the jars)."""
     reassign(cluster.dist, cluster.bootstrap, topic, replication_plan(admin, topic, replication_factor))
     return f"{topic}: reassignment to RF {replication_factor} submitted; the ISR column shows it complete"

@@ -14,6 +14,7 @@ import shutil
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kafkalab import __version__
 from kafkalab.errors import KafkalabError
@@ -117,7 +118,7 @@ def _install_image(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo], na
     progress.line(f"image {name} in {images}")
 
 
-def _manifest(tar: tarfile.TarFile, bundle: Path) -> dict:  # type: ignore[type-arg]
+def _manifest(tar: tarfile.TarFile, bundle: Path) -> dict[str, Any]:
     try:
         source = tar.extractfile(MANIFEST)
         manifest = json.load(source) if source else None

@@ -53,8 +53,8 @@ class EventKind(StrEnum):
 class Event:
     """Something that happened; ``t`` and ``ts`` are set by the timeline that records it.
 
-    A subclass is a frozen, keyword-only dataclass of its facts; ``class X(Event, kind=EventKind.Y)``
-    gives its events that kind unless told another.
+    A subclass is a frozen, keyword-only dataclass of its facts; one whose events have one kind says it as
+    the default of ``kind``.
     """
 
     kind: EventKind
@@ -63,11 +63,8 @@ class Event:
     t: float = 0.0  # seconds since the run began
     ts: float = 0.0  # epoch seconds
 
-    def __init_subclass__(cls, kind: EventKind | None = None, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if kind is not None:
-            cls.__annotations__ = {"kind": "EventKind", **cls.__annotations__}
-            cls.kind = kind  # type: ignore[misc]  # the field's default, read by dataclass() below
         dataclass(frozen=True, kw_only=True)(cls)
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,11 +76,13 @@ class Event:
         return out
 
 
-class NodeEvent(Event, kind=EventKind.NODE):
+class NodeEvent(Event):
+    kind: EventKind = EventKind.NODE
     state: str
 
 
-class FaultEvent(Event, kind=EventKind.FAULT):
+class FaultEvent(Event):
+    kind: EventKind = EventKind.FAULT
     action: str
     targets: tuple[str, ...]
     trigger: str
@@ -95,11 +94,13 @@ class FaultProblem(Event):
     index: int
 
 
-class CheckEvent(Event, kind=EventKind.CHECK):
+class CheckEvent(Event):
+    kind: EventKind = EventKind.CHECK
     held: bool
 
 
-class ControllerChange(Event, kind=EventKind.CONTROLLER_CHANGE):
+class ControllerChange(Event):
+    kind: EventKind = EventKind.CONTROLLER_CHANGE
     controller: int
 
 
@@ -118,23 +119,28 @@ class PartitionEvent(Event):
     isr: tuple[int, ...]
 
 
-class LeaderChange(PartitionEvent, kind=EventKind.LEADER_CHANGE):
+class LeaderChange(PartitionEvent):
+    kind: EventKind = EventKind.LEADER_CHANGE
     previous: int | None
 
 
-class IsrShrink(PartitionEvent, kind=EventKind.ISR_SHRINK):
+class IsrShrink(PartitionEvent):
+    kind: EventKind = EventKind.ISR_SHRINK
     removed: tuple[int, ...]
 
 
-class IsrExpand(PartitionEvent, kind=EventKind.ISR_EXPAND):
+class IsrExpand(PartitionEvent):
+    kind: EventKind = EventKind.ISR_EXPAND
     added: tuple[int, ...]
 
 
-class ProducerStalled(Event, kind=EventKind.PRODUCER_STALLED):
+class ProducerStalled(Event):
+    kind: EventKind = EventKind.PRODUCER_STALLED
     in_flight: int
 
 
-class ProducerResumed(Event, kind=EventKind.PRODUCER_RESUMED):
+class ProducerResumed(Event):
+    kind: EventKind = EventKind.PRODUCER_RESUMED
     stalled_s: float
 
 

@@ -154,7 +154,7 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
                          "or later: set [cluster] kafka_version = \"4.4.0\" and modes = [\"kraft\"]", array=True)
     faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
     expectations = tuple(
-        _wrap(r, "expect", 0, key, lambda k=key, v=value: make_expectation(k, v, r.index.line("expect", 0, k)))
+        _wrap(r, "expect", 0, key, partial(make_expectation, key, value, r.index.line("expect", 0, key)))
         for key, value in r.table(data, "expect", required=True).items()
     )
     if not expectations:

@@ -21,7 +21,8 @@ from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.clients import ProducerStats
-from kafkalab.cluster import Cluster, ClusterSpec, NodeState
+from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
+from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
 from kafkalab.labs.audit_step import AuditStep
@@ -73,9 +74,8 @@ def cluster_spec(lab: Lab, run_dir: Path, ports: PortChoice) -> ClusterSpec:
         state_dir=run_dir / "cluster", brokers=lab.cluster.brokers, free_ports=ports.free,
         overrides=dict(lab.cluster.overrides),
         broker_overrides={k: dict(v) for k, v in lab.cluster.broker_overrides.items()},
-        **({"zk_port": ports.zk_port} if ports.zk_port else {}),
-        **({"broker_ports": list(ports.broker_ports)} if ports.broker_ports else {}),
-        **({"controller_ports": list(ports.controller_ports)} if ports.controller_ports else {}),
+        zk_port=ports.zk_port or DEFAULT_ZK_PORT,  # no ports given: the spec takes its defaults
+        broker_ports=list(ports.broker_ports), controller_ports=list(ports.controller_ports),
         mode=lab.cluster.mode, controllers=lab.cluster.controllers, combined=lab.cluster.combined,
     )
 
@@ -240,8 +240,12 @@ class LabRun:
         return cluster, admin
 
     def _listen(self, cluster: Cluster) -> None:
-        cluster.add_listener(lambda node, state, reason: self.owns_cluster and self.timeline.add(
-            NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}", state=str(state))))
+        def record(node: Node, state: NodeState, reason: str) -> None:
+            if self.owns_cluster:
+                self.timeline.add(NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}",
+                                            state=str(state)))
+
+        cluster.add_listener(record)
 
     def hand_over(self) -> Cluster | None:
         """The kept cluster, for the next run to reuse: this run no longer records or ends it."""

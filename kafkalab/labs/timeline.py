@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.clients.stats import ClientEvent, ClientState, ProducerStats
@@ -41,6 +41,16 @@ FIRST_ACK_STALL_S = 10.0  # the same before the producer's first acknowledgment
 EventListener = Callable[[Event], None]
 # client event kinds renamed on the timeline, so the watcher's own stall detection is not counted twice
 _CLIENT_RENAMES = {"stalled": "blocked", "resumed": "unblocked"}
+
+
+class _Where(TypedDict):
+    """The facts every event of one partition carries."""
+
+    source: str
+    topic: str
+    partition: int
+    leader: int | None
+    isr: tuple[int, ...]
 
 
 class Timeline:
@@ -183,7 +193,7 @@ class ClusterWatch:
                 continue
             leader, isr = prev
             name = f"{p.topic}/{p.partition}"
-            where = {"source": name, "topic": p.topic, "partition": p.partition, "leader": p.leader, "isr": p.isr}
+            where = _Where(source=name, topic=p.topic, partition=p.partition, leader=p.leader, isr=p.isr)
             if p.leader != leader:
                 if p.leader is None:
                     tl.add(PartitionEvent(kind=EventKind.OFFLINE, detail=f"{name} has no leader (was {leader})",

@@ -10,13 +10,13 @@ import gc
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
@@ -80,8 +80,10 @@ CONTRAST = Theme(
 class LabConsole(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "kafkalab"
-    BINDINGS = bindings.BINDINGS
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (130, "-wide")]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings.BINDINGS]
+    # Textual annotates it `ClassVar[...] | None`, which mypy takes for an instance variable
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [  # type: ignore[misc]  # Textual's isn't a ClassVar
+        (0, "-narrow"), (130, "-wide")]
     picks_nodes = True  # the top bar says how to pick a node
 
     def __init__(self, source: Source, broker_ids: Iterable[int], *, clock: Callable[[], float] = time.monotonic,
@@ -112,7 +114,7 @@ class LabConsole(App[None]):
         self.register_theme(CONTRAST)
         if keymap:
             self.set_keymap(keymap)
-        self.pollers = [
+        self.pollers: list[Poller[Any]] = [
             Poller(self, "nodes", source.nodes, self.apply_nodes, poll_s or NODE_POLL_S, self.show_error),
             Poller(self, "admin", source.snapshot, self.apply_snapshot, poll_s or ADMIN_POLL_S, self.show_error),
             Poller(self, "run", source.run, self.apply_run, poll_s or RUN_POLL_S, self.show_error),

@@ -67,7 +67,7 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise KafkalabError(f"keymap {path} is not valid TOML ({exc}): fix or remove it") from None
     keymap = data.get("keymap", {})
-    known = {b.id for b in BINDINGS}
+    known = {b.id for b in BINDINGS if b.id is not None}
     for binding_id, keys in keymap.items():
         if binding_id not in known:
             raise KafkalabError(f"keymap {path}: unknown binding id {binding_id!r}; known: {', '.join(sorted(known))}")

@@ -7,13 +7,15 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Button
+from textual.widgets.button import ButtonVariant
 
 from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.ui.nodepane import NodePane
 
 # Pane button -> the action a key would take (see bindings.py: s, k, p, r).
-BUTTONS = (("stop", "Stop", "warning"), ("kill", "Kill", "error"), ("pause_resume", "Pause", "primary"),
-           ("start_restart", "Start", "success"))
+BUTTONS: tuple[tuple[str, str, ButtonVariant], ...] = (
+    ("stop", "Stop", "warning"), ("kill", "Kill", "error"), ("pause_resume", "Pause", "primary"),
+    ("start_restart", "Start", "success"))
 
 
 class BrokerPane(NodePane):

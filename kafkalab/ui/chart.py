@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
 from rich.text import Text
 from textual.widget import Widget
 
 from kafkalab.feeds.frames import Marker
+from kafkalab.ui.widget_options import WidgetOptions
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 MARK_STYLE = {"fault": "bold red", "leader": "bold cyan"}
@@ -107,8 +109,8 @@ def render_chart(series: Sequence[tuple[float, float]], markers: Sequence[Marker
 
 
 class ThroughputChart(Widget):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__(**kwargs)
         self.series: tuple[tuple[float, float], ...] = ()
         self.markers: tuple[Marker, ...] = ()
 

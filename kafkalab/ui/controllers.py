@@ -7,6 +7,7 @@ each nodes frame's ZooKeeper facts or quorum into them, announcing a new active 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -127,7 +128,7 @@ class MetadataPanes:
             return "controller", snapshot.controller
         return "active controller", self._leader
 
-    def show(self, app: App[object], frame: NodesFrame, brokers: int) -> None:
+    def show(self, app: App[Any], frame: NodesFrame, brokers: int) -> None:
         if self.controllers is None:
             app.query_one(ZooKeeperPane).show_connections(frame.zk_connections, brokers)
             return

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Select, Sparkline, Static
@@ -158,7 +158,7 @@ class ResetScreen(ModalScreen[str | None]):
     """The CLI's reset choices; Dry run shows TOPIC PARTITION NEW-OFFSET, Execute commits exactly that
     plan (planned again first: if the offsets or the group changed meanwhile, the new plan is shown)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="reset.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="reset.cancel")]
 
     def __init__(self, feed: GroupsFeed, group: str, topics: list[str]) -> None:
         super().__init__(classes="modal")

@@ -67,7 +67,7 @@ AppT = TypeVar("AppT", bound=App[Any])
 def with_key_captions(base: type[AppT]) -> type[AppT]:
     """``base`` with a caption of every key pressed (seen before any widget or binding acts on it)."""
 
-    class Captioned(base):  # type: ignore[valid-type,misc]
+    class Captioned(base):  # type: ignore[valid-type,misc]  # mypy takes no variable as a base class
         caption: KeyCaption | None = None
 
         def compose(self) -> Iterable[Any] | ComposeResult:

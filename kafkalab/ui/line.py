@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from rich.text import Text
 from textual.widgets import Static
+
+from kafkalab.ui.widget_options import WidgetOptions
 
 
 class Line(Static):
@@ -15,8 +19,8 @@ class Line(Static):
     A line whose CSS height is a fixed number of cells cannot change the layout, so it only repaints.
     """
 
-    def __init__(self, content: str | Text = "", **kwargs: object) -> None:
-        super().__init__(content, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, content: str | Text = "", **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__(content, **kwargs)
         self._shown: str | Text = content
 
     def show(self, content: str | Text) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Unpack
 
 from textual.widgets import Log
+
+from kafkalab.ui.widget_options import WidgetOptions
 
 # "[2025-01-01 10:00:00,123] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)" -> the message
 _PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d),\d+\] ")
@@ -21,8 +24,8 @@ def shorten(line: str) -> str:
 class LogTail(Log):
     """``add`` appends lines; scrolled to the end it follows, scrolled up it stays and counts."""
 
-    def __init__(self, max_lines: int = 300, **kwargs: object) -> None:
-        super().__init__(max_lines=max_lines, auto_scroll=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, max_lines: int = 300, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__(max_lines=max_lines, auto_scroll=False, **kwargs)
         self.unseen = 0
 
     def add(self, lines: Iterable[str]) -> None:

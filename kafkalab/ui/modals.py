@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Key
 from textual.screen import ModalScreen
@@ -17,7 +17,7 @@ from kafkalab.feeds.source import Question
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS: ClassVar[list[Binding]] = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
                 Binding("n,escape", "answer(False)", "No", id="confirm.no")]
 
     def __init__(self, question: str, detail: str = "") -> None:
@@ -71,7 +71,7 @@ class _TextDialog(ModalScreen[None]):
 
 
 class ErrorScreen(_TextDialog):
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,enter,space", "close", "Dismiss", id="error.dismiss")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,space", "close", "Dismiss", id="error.dismiss")]
     DIALOG_CLASSES = "dialog error-dialog"
     TITLE_STYLE = "bold red"
     BODY_CLASSES = "error-body"
@@ -90,14 +90,14 @@ class ErrorScreen(_TextDialog):
 class TextScreen(_TextDialog):
     """Read-only text (anomaly samples), closed with escape."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q", "close", "Close", id="text.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Close", id="text.close")]
     DIALOG_CLASSES = "dialog wide-dialog"
 
 
 class HelpScreen(ModalScreen[None]):
     """The keys that work here, from the bindings themselves (ids, keys after the user keymap)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
 
     def __init__(self, rows: list[tuple[str, str, str]]) -> None:
         super().__init__(classes="modal")
@@ -125,7 +125,7 @@ class HelpScreen(ModalScreen[None]):
 class InputScreen(ModalScreen[str | None]):
     """One line of input, e.g. ``producer.acks=all`` or ``test-topic rf=3 min.isr=2``."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
 
     def __init__(self, prompt: str | Text, placeholder: str = "", value: str = "") -> None:
         """``prompt`` is plain text (a str is not read as markup: '[rf=N]' stays as typed)."""

@@ -51,8 +51,8 @@ NOT_STARTED = Text("not started yet", style="dim")
 class NodePane(Vertical):
     """A bordered pane for one node; subclasses add their own facts line."""
 
-    def __init__(self, name: str, key: str, **kwargs: object) -> None:
-        super().__init__(classes="node-pane", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, name: str, key: str, *, id: str | None = None) -> None:
+        super().__init__(classes="node-pane", id=id)
         self.node_name = name
         self.key = key
         self.info: NodeInfo | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Unpack
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,6 +16,7 @@ from textual.widgets import DataTable
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.feeds.frames import CLUSTER_STARTING, NO_CLUSTER_YET, PORTS_TAKEN
 from kafkalab.ui.line import Line
+from kafkalab.ui.widget_options import WidgetOptions
 
 NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING, PORTS_TAKEN)
 
@@ -79,15 +81,15 @@ def leader_moves(old: ClusterSnapshot, new: ClusterSnapshot) -> list[str]:
 
 
 class PartitionTable(DataTable[Text]):
-    def __init__(self, clock: Callable[[], float] = time.monotonic, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", cell_padding=0, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, clock: Callable[[], float] = time.monotonic, **kwargs: Unpack[WidgetOptions]) -> None:
+        super().__init__(cursor_type="row", cell_padding=0, **kwargs)
         self.clock = clock
         self.rows_now: dict[str, Row] = {}
         self.marks: dict[tuple[str, str], float] = {}
         self.stale = False
         self.down: frozenset[int] = frozenset()  # brokers whose process is gone, as the node states say
         self.last: ClusterSnapshot | None = None
-        self.shown = COLUMNS
+        self.shown: tuple[tuple[str, str], ...] = COLUMNS
         self.widths = {key: len(label) + 1 for key, label in COLUMNS}
 
     def on_mount(self) -> None:

@@ -21,14 +21,15 @@ Textual still leaves it (that test fails once Textual fixes it: then remove this
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
-from textual._compositor import Compositor
+from textual._compositor import Compositor, CompositorMap
 
-lazy_full_map = Compositor.full_map.fget  # Textual's own, unpatched
+# the property's getter through __dict__: read as an attribute of the class, mypy types a property as its getter
+lazy_full_map: Callable[[Compositor], CompositorMap] = Compositor.__dict__["full_map"].fget  # Textual's own
 
 
-def _full_map_marking_changes(self: Compositor) -> Any:
+def _full_map_marking_changes(self: Compositor) -> CompositorMap:
     if self.root is None or not self._full_map_invalidated:
         return lazy_full_map(self)
     before = self._full_map
@@ -42,5 +43,6 @@ def _full_map_marking_changes(self: Compositor) -> Any:
 
 def install() -> None:
     """Make every screen's compositor mark what a lazy rebuild of its full map changed (idempotent)."""
-    if Compositor.full_map.fget is not _full_map_marking_changes:
-        Compositor.full_map = property(_full_map_marking_changes)  # type: ignore[method-assign,assignment]
+    if Compositor.__dict__["full_map"].fget is not _full_map_marking_changes:
+        patched = property(_full_map_marking_changes)
+        Compositor.full_map = patched  # type: ignore[method-assign,assignment]  # replacing Textual's property on purpose

@@ -26,11 +26,11 @@ class ReplayConsole(LabConsole):
         Binding("right", "seek(5)", f"+{SCRUB_S:.0f}s", id="replay.forward", priority=True),
     ]
 
-    def __init__(self, source: ReplaySource, *, exit_at_end: bool = False, **kwargs: object) -> None:
+    def __init__(self, source: ReplaySource, *, exit_at_end: bool = False, poll_s: float = REPLAY_POLL_S,
+                 keymap: dict[str, str] | None = None, presenter: bool = False) -> None:
         """``exit_at_end``: quit a few seconds after the run's end is shown (to render a recording)."""
-        kwargs.setdefault("poll_s", REPLAY_POLL_S)
-        kwargs.setdefault("metadata", MetadataPanes.for_nodes(source.node_names, source.voters))
-        super().__init__(source, source.broker_ids, boot=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(source, source.broker_ids, boot=False, poll_s=poll_s, keymap=keymap, presenter=presenter,
+                         metadata=MetadataPanes.for_nodes(source.node_names, source.voters))
         self.replay = source
         self.exit_at_end = exit_at_end
 

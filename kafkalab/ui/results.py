@@ -4,6 +4,7 @@ and throughput over the run with faults and leader changes marked."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Unpack
 
 from rich import box
 from rich.table import Table
@@ -15,6 +16,7 @@ from textual.widgets import Static
 from kafkalab.feeds.frames import ReportView, RunFrame
 from kafkalab.labs.results import Phase
 from kafkalab.ui.chart import ThroughputChart
+from kafkalab.ui.widget_options import WidgetOptions
 
 CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered",
            "recovered", "unexpected")
@@ -59,9 +61,9 @@ class ResultsPane(VerticalScroll):
     shown: ReportView | None = None  # the report on screen (dimmed to its verdict while a run is under way)
     in_progress = False
 
-    def __init__(self, reports: bool = True, **kwargs: object) -> None:
+    def __init__(self, reports: bool = True, **kwargs: Unpack[WidgetOptions]) -> None:
         """``reports``: whether runs here end in a report (a lab's do; a bare console's workload does not)."""
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)
         self.reports = reports
 
     def compose(self) -> ComposeResult:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from textual.app import App
 from textual.timer import Timer
@@ -22,7 +22,7 @@ class Poller(Generic[T]):
     """Calls ``fetch`` in a thread worker every ``interval`` seconds (after the last one finished),
     then ``apply`` on the event loop under ``batch_update``; ``on_error`` is told what raised."""
 
-    app: App[object]
+    app: App[Any]
     name: str
     fetch: Callable[[], T]
     apply: Callable[[T], None]
