@@ -9,6 +9,8 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, dataclass_transform
 
+from kafkalab.cluster.node import NodeState
+
 
 class EventKind(StrEnum):
     PHASE = "phase"
@@ -80,7 +82,7 @@ class Event:
 
 
 class NodeEvent(Event, kind=EventKind.NODE):
-    state: str
+    state: NodeState
 
 
 class FaultEvent(Event, kind=EventKind.FAULT):
