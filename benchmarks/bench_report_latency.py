@@ -39,13 +39,14 @@ from kafkalab.analysis.warmup import IDLE_ROUNDS
 from kafkalab.feeds.lab_source import LabSource
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.loader import find_lab
+from kafkalab.labs.results import Phase, PhaseChanged, RunFinished, SessionEvent
 from kafkalab.labs.run import PortChoice
 from kafkalab.ui.app import LabConsole
 
 CONSOLE_GOAL_S = 3.0
 CLI_GOAL_S = 8.0
 SIZES = {"15k": 15_000, "100k": 100_000}
-AFTER_DRAIN = ("auditing", "analyzing")
+AFTER_DRAIN = (Phase.AUDITING, Phase.ANALYZING)
 KAFKALAB = Path(sys.executable).with_name("kafkalab")
 
 
@@ -95,11 +96,12 @@ class DrainWatch:
         self.at: float | None = None
         self.done = threading.Event()
 
-    def __call__(self, event: Any) -> None:
-        if event.kind == "phase" and str(event.data) in AFTER_DRAIN and self.at is None:
-            self.at = time.monotonic()
-        elif event.kind == "result":
-            self.done.set()
+    def __call__(self, event: SessionEvent) -> None:
+        match event:
+            case PhaseChanged(phase=phase) if phase in AFTER_DRAIN and self.at is None:
+                self.at = time.monotonic()
+            case RunFinished():
+                self.done.set()
 
 
 async def console_runs(labs: dict[str, Path], runs: int, runs_root: Path,

@@ -62,6 +62,21 @@ def test_json_keys_and_fail_on() -> None:
     assert report.nonzero(["lost", "duplicated", "malformed"]) == ["duplicated", "malformed"]
 
 
+def test_a_report_read_back_from_its_json_is_the_report_written() -> None:
+    classes = dict.fromkeys(CLASSES, 0) | {"lost_by_brokers": None, "missed_by_consumers": None, "duplicated": 2}
+    written = json.loads(json.dumps(make_report(classes).to_json()))
+    back = Report.from_json(written)
+    assert back.to_json() == written
+    assert back.per_partition[0].leader_changes == 2 and back.samples["lost"][0].offset == -1
+    assert back.spark == SparkRun("local[2]", "4.3.0", 0, 2) and back.malformed == 2
+    assert back.nonzero(["lost", "duplicated", "malformed"]) == ["duplicated", "malformed"]
+    recorded = Path(__file__).parent / "recorded" / "leader-failover" / "report.json"
+    old = json.loads(recorded.read_text(encoding="utf-8"))  # written before reports named Spark's version
+    again = Report.from_json(old).to_json()
+    assert {k: again[k] for k in old if k != "inputs"} == {k: v for k, v in old.items() if k != "inputs"}
+    assert again["inputs"]["files"] == old["inputs"]["files"]
+
+
 def test_table_shows_partitions_totals_and_missing_audit_columns() -> None:
     console = Console(record=True, width=160)
     make_report(dict.fromkeys(CLASSES, 0) | {"lost": 7}, audit=True).print(console)

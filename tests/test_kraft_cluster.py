@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kafkalab.cluster import Cluster, NodeState
+from kafkalab.cluster import Cluster, NodeKind, NodeState
 from kafkalab.cluster.quorum import QuorumState
 from tests.helpers import wait_until
 
@@ -73,8 +73,8 @@ def test_killing_the_active_controller_elects_another(kraft_cluster: Cluster) ->
 def test_node_infos_name_controllers_and_brokers(kraft_cluster: Cluster) -> None:
     infos = {i.name: i for i in kraft_cluster.infos()}
     assert set(infos) == {"controller-1", "controller-2", "controller-3", "broker-1", "broker-2", "broker-3"}
-    assert infos["controller-3"].kind == "controller" and infos["controller-3"].node_id == 103
-    assert infos["broker-2"].kind == "broker" and infos["broker-2"].node_id == 2
+    assert infos["controller-3"].kind == NodeKind.CONTROLLER and infos["controller-3"].node_id == 103
+    assert infos["broker-2"].kind == NodeKind.BROKER and infos["broker-2"].node_id == 2
     for name in ("controller-1", "broker-1"):
         node_id = infos[name].node_id
         log = kraft_cluster.node(name).log_path.read_text(errors="replace")

@@ -13,7 +13,7 @@ from kafkalab.cluster.quorum import QuorumState
 from kafkalab.labs import load_lab
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.expectations import is_metric
-from kafkalab.labs.faults import parse_target, parse_trigger
+from kafkalab.labs.faults import TriggerKind, parse_target, parse_trigger
 from kafkalab.labs.loader import find_lab
 from kafkalab.labs.timeline import ClusterWatch, Timeline
 from tests.test_labs_unit import MINIMAL, error_of, write
@@ -66,7 +66,7 @@ def test_kraft_targets_and_the_controller_change_trigger() -> None:
     controller = parse_target("controller", 3)
     assert controller.nodes(snap, [], random.Random(1), {}) == ["broker-2"]  # ZooKeeper mode: a broker
     assert controller.nodes(snap, [], random.Random(1), {}, active_controller="controller-3") == ["controller-3"]
-    assert parse_trigger("controller-change").kind == "controller-change"
+    assert parse_trigger("controller-change").kind == TriggerKind.CONTROLLER_CHANGE
     assert is_metric("timeline.controller_changes") and is_metric("faults.failed")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.cli.common import add_mode_args, mode_fields
-from kafkalab.cluster import Cluster, ClusterSpec
+from kafkalab.cluster import Cluster, ClusterSpec, NodeKind
 from kafkalab.cluster.cluster import check_mode
 from kafkalab.cluster.configs import write_node_configs
 from kafkalab.cluster.kraft_storage import QuorumRecord, pin_recorded_ports, random_uuid, read_record
@@ -117,7 +117,7 @@ def test_nodes_are_named_for_the_control_socket(tmp_path: Path) -> None:
     dedicated = Cluster(ClusterSpec(tmp_path / "d", mode="kraft", controllers=3), Distribution(tmp_path, "x"))
     dedicated._build_nodes()
     assert dedicated.node("controller-2").node_id == 102 and dedicated.node("102").name == "controller-2"
-    assert dedicated.node(2).name == "broker-2" and dedicated.node(2).kind == "broker"
+    assert dedicated.node(2).name == "broker-2" and dedicated.node(2).kind == NodeKind.BROKER
     assert [n.name for n in dedicated.metadata_nodes] == ["controller-1", "controller-2", "controller-3"]
     with pytest.raises(KafkalabError, match=r"controller-1\.\.controller-3"):
         dedicated.node("zookeeper")

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from kafkalab.admin import ResetTarget
 from kafkalab.admin.groups import GroupActive, Groups, GroupUnreachable, OffsetMove
 from kafkalab.labs import load_lab
+from kafkalab.labs.faults import TargetKind
 from tests.test_labs_unit import MINIMAL, error_of, write
 
 RESET = MINIMAL.replace('at = "progress 20%"\ndo = "kill"\non = "leader test-topic/1"',
@@ -22,7 +23,7 @@ def test_reset_offsets_on_a_group_parses_every_cli_choice(tmp_path: Path) -> Non
                          ("to-datetime 2024-05-01T12:30:00", ResetTarget("to-datetime", "2024-05-01T12:30:00"))]:
         fault = load_lab(write(tmp_path, RESET.replace("RESET", text))).faults[0]
         assert (fault.action, fault.target.kind, fault.target.group, fault.reset) == \
-            ("reset-offsets", "group", "g1", target)
+            ("reset-offsets", TargetKind.GROUP, "g1", target)
     default = load_lab(write(tmp_path, RESET.replace('\nreset = "RESET"', ""))).faults[0]
     assert default.reset == ResetTarget("to-earliest")
 

@@ -14,7 +14,16 @@ from kafkalab.cluster import NodeState
 from kafkalab.labs import LabSession, Phase, load_lab
 from kafkalab.labs.events import Event, EventKind, FaultEvent
 from kafkalab.labs.model import Lab
-from kafkalab.labs.results import RunResult
+from kafkalab.labs.results import (
+    FaultState,
+    Outcome,
+    PhaseChanged,
+    RunFinished,
+    RunMessage,
+    RunResult,
+    SessionEvent,
+    TimelineEvent,
+)
 from kafkalab.labs.run import LabRun
 from tests.lab_fakes import World
 
@@ -52,8 +61,10 @@ def execute(tmp_path: Path, lab: Lab, world: World, said: list[str] | None = Non
     """Run ``lab`` in ``world``; the run's messages go to ``said``."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    emit = (lambda kind, data: said.append(data) if kind == "message" else None) if said is not None else None
-    run = LabRun(lab, run_dir, world.deps(), seed=3, **({"emit": emit} if emit else {}))
+    def emit(event: SessionEvent) -> None:
+        if said is not None and isinstance(event, RunMessage):
+            said.append(event.text)
+    run = LabRun(lab, run_dir, world.deps(), seed=3, emit=emit)
     return run, run.execute()
 
 
@@ -88,8 +99,8 @@ def test_faults_fire_in_order_on_progress_and_isr(tmp_path: Path) -> None:
     """)
     world = World()
     run, result = execute(tmp_path, lab, world)
-    assert result.outcome == "passed", result.failures
-    assert [f.state for f in result.faults] == ["fired"] * 4
+    assert result.outcome == Outcome.PASSED, result.failures
+    assert [f.state for f in result.faults] == [FaultState.FIRED] * 4
     fired = [f.fired_at for f in result.faults]
     assert fired == sorted(fired)
     (kill, start) = world.actions
@@ -131,7 +142,7 @@ def test_assigned_trigger_waits_for_the_late_consumer(tmp_path: Path) -> None:
     world = World()
     world.assign_after_s = 0.1
     run, result = execute(tmp_path, lab, world)
-    assert result.outcome == "passed", result.failures
+    assert result.outcome == Outcome.PASSED, result.failures
     events = run.timeline.events()
     assigned = next(i for i, e in enumerate(events)
                     if e.kind == EventKind.CONSUMER_ASSIGNED and e.source == "consumer-2")
@@ -216,7 +227,7 @@ def test_a_failed_expectation_is_named(tmp_path: Path) -> None:
     """)
     world = World()
     _run, result = execute(tmp_path, lab, world)
-    assert result.outcome == "failed"
+    assert result.outcome == Outcome.FAILED
     assert result.failures == ["lost > 0 (was 0)"]
     saved = json.loads((result.run_dir / "result.json").read_text())
     assert saved["failures"] == ["lost > 0 (was 0)"] and saved["passed"] is False
@@ -236,8 +247,8 @@ def test_a_trigger_that_never_comes_misses_the_rest(tmp_path: Path) -> None:
     """)
     world = World()
     _run, result = execute(tmp_path, lab, world)
-    assert [f.state for f in result.faults] == ["missed", "missed"]
-    assert result.outcome == "failed" and result.metrics["faults.missed"] == 2
+    assert [f.state for f in result.faults] == [FaultState.MISSED, FaultState.MISSED]
+    assert result.outcome == Outcome.FAILED and result.metrics["faults.missed"] == 2
     assert result.failures[0].startswith("fault 1 (kill broker 2 at acked 999999) missed: 'acked 999999'")
     assert world.actions == []
 
@@ -279,13 +290,13 @@ def test_session_runs_with_fakes_and_keeps_state_after(tmp_path: Path) -> None:
     """)
     world = World()
     session = LabSession(lab, tmp_path / "runs", seed=5, deps=world.deps())
-    events: list[str] = []
-    session.add_listener(lambda e: events.append(e.kind))
+    events: list[type] = []
+    session.add_listener(lambda e: events.append(type(e)))
     result = session.run()
     assert result.passed and result.seed == 5
     state = session.state()
     assert state.phase == Phase.DONE and state.result is result and state.run_dir == result.run_dir
-    assert {"phase", "timeline", "message", "result"} <= set(events)
+    assert {PhaseChanged, TimelineEvent, RunMessage, RunFinished} <= set(events)
     session.reset()
     assert session.state().phase == Phase.IDLE and session.cluster is None
 
@@ -375,8 +386,8 @@ def test_a_fault_expected_to_fail_fires_when_it_fails_and_fails_when_it_succeeds
     """)
     world = World()
     _run, result = execute(tmp_path, lab, world)
-    assert [f.state for f in result.faults] == ["fired", "failed"]
+    assert [f.state for f in result.faults] == [FaultState.FIRED, FaultState.FAILED]
     assert result.faults[0].detail.startswith("failed, as the lab expects: leader later/0 names no node")
     assert result.faults[1].detail == "succeeded, but the lab expects it to fail"
     assert result.metrics["faults.failed"] == 1 and result.metrics["faults.missed"] == 1
-    assert result.outcome == "failed" and world.actions == []
+    assert result.outcome == Outcome.FAILED and world.actions == []

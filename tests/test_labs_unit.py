@@ -15,11 +15,12 @@ from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.admin.reassign import plan_replicas
 from kafkalab.cli import main
 from kafkalab.clients.stats import ClientState, ProducerStats
+from kafkalab.cluster import NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import catalog, load_lab
 from kafkalab.labs.events import ClientRecord, EventKind, LeaderChange
 from kafkalab.labs.expectations import make_expectation, parse_check
-from kafkalab.labs.faults import parse_target, parse_trigger
+from kafkalab.labs.faults import TargetCategory, TargetKind, TriggerKind, parse_target, parse_trigger
 from kafkalab.labs.metrics import timeline_metrics
 from kafkalab.labs.timeline import FIRST_ACK_STALL_S, STALL_AFTER_S, ClusterWatch, Timeline
 
@@ -68,8 +69,9 @@ def test_minimal_lab_loads(tmp_path: Path) -> None:
     assert lab.topics[0].partitions == 6 and lab.topics[0].replication_factor == 3
     assert lab.consumers[0].settings["consumer.local-id"] == "1"
     fault = lab.faults[0]
-    assert (fault.at.kind, fault.at.value, fault.action) == ("progress", 20.0, "kill")
-    assert (fault.target.kind, fault.target.topic, fault.target.partition) == ("leader", "test-topic", 1)
+    assert (fault.at.kind, fault.at.value, fault.action) == (TriggerKind.PROGRESS, 20.0, "kill")
+    assert (fault.target.kind, fault.target.topic, fault.target.partition) == (TargetKind.LEADER, "test-topic", 1)
+    assert fault.target.category == TargetCategory.NODES
     assert lab.expectations[0].text == "lost > 0"
 
 
@@ -124,7 +126,7 @@ def test_toml_syntax_error_and_id_mismatch(tmp_path: Path) -> None:
 def test_triggers_parse() -> None:
     assert parse_trigger("after 3s").value == 3.0
     t = parse_trigger("isr test-topic/0 < 3")
-    assert (t.kind, t.topic, t.partition, t.op, t.value) == ("isr", "test-topic", 0, "<", 3)
+    assert (t.kind, t.topic, t.partition, t.op, t.value) == (TriggerKind.ISR, "test-topic", 0, "<", 3)
     assert parse_trigger("isr test-topic == 3").partition is None
     assert parse_trigger("consumed 200 by consumer 2").local_id == 2
     assert parse_trigger("leader-change test-topic/4").partition == 4
@@ -132,7 +134,9 @@ def test_triggers_parse() -> None:
     assert parse_trigger("brokers >= 3").op == ">="
     assert parse_trigger("assigned consumer 2").op == ""
     t = parse_trigger("assigned consumer 1 == 6")
-    assert (t.kind, t.local_id, t.op, t.value) == ("assigned", 1, "==", 6)
+    assert (t.kind, t.local_id, t.op, t.value) == (TriggerKind.ASSIGNED, 1, "==", 6)
+    assert parse_trigger("offline test-topic/2").kind == TriggerKind.OFFLINE
+    assert parse_trigger("at 10s").kind == TriggerKind.AT and parse_trigger("after 10s").kind == TriggerKind.AFTER
     for bad in ("soon", "after three seconds", "isr test-topic/0 ~ 3"):
         with pytest.raises(ValueError):
             parse_trigger(bad)
@@ -145,7 +149,8 @@ def snapshot() -> ClusterSnapshot:
 
 def test_targets_resolve_against_a_snapshot() -> None:
     snap, rng = snapshot(), random.Random(1)
-    states = {"broker-1": "running", "broker-2": "paused", "broker-3": "killed", "zookeeper": "running"}
+    states = {"broker-1": NodeState.RUNNING, "broker-2": NodeState.PAUSED, "broker-3": NodeState.KILLED,
+              "zookeeper": NodeState.RUNNING}
     assert parse_target("leader t/0", 3).nodes(snap, [], rng, states) == ["broker-2"]
     assert parse_target("controller", 3).nodes(snap, [], rng, states) == ["broker-3"]
     assert parse_target("followers t/0", 3).nodes(snap, [], rng, states) == ["broker-1", "broker-3"]
@@ -155,6 +160,8 @@ def test_targets_resolve_against_a_snapshot() -> None:
     assert parse_target("paused", 3).nodes(None, [], rng, states) == ["broker-2"]
     assert parse_target("down", 3).nodes(None, [], rng, states) == ["broker-3"]
     assert parse_target("brokers 1, 3", 3).brokers == (1, 3)
+    assert parse_target("consumer 2", 3).category == TargetCategory.CONSUMERS
+    assert parse_target("random follower t/0", 3).kind == TargetKind.RANDOM_FOLLOWER
 
 
 def test_expectations_compare_numbers_and_metrics() -> None:

@@ -589,15 +589,16 @@ async def test_a_failed_run_says_why_and_no_report_never_report_ready() -> None:
 
 def test_a_run_that_ended_before_its_analysis_has_no_report_view() -> None:
     from kafkalab.feeds.lab_source import report_view
-    from kafkalab.labs.results import RunResult
+    from kafkalab.labs.results import Outcome, RunResult
+    from tests.lab_fakes import clean_report
 
-    failed = RunResult("setup-check", Path("run"), "error", error="cluster did not start: port 9092 is taken")
+    failed = RunResult("setup-check", Path("run"), Outcome.ERROR, error="cluster did not start: port 9092 is taken")
     view = report_view(failed)
     assert view is not None and not view.analysed and not view.ok and not view.totals
     assert view.verdict == "cluster did not start: port 9092 is taken"  # once, not "X — X"
-    stopped = RunResult("setup-check", Path("run"), "stopped", error="stopped before the end")
+    stopped = RunResult("setup-check", Path("run"), Outcome.STOPPED, error="stopped before the end")
     assert report_view(stopped) == ReportView("stopped before the end", False, {}, {}, analysed=False)
-    done = RunResult("setup-check", Path("run"), "passed", report={"lost": 0, "per_partition": []}, verdict="ok")
+    done = RunResult("setup-check", Path("run"), Outcome.PASSED, report=clean_report("ok"), verdict="ok")
     assert report_view(done).analysed  # type: ignore[union-attr]
 
 

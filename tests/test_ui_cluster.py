@@ -35,6 +35,7 @@ from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.logtail import LogTail
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen
 from tests.helpers import wait_until
+from tests.lab_fakes import clean_report
 from tests.test_ui_app import leader_cell, sync
 
 pytestmark = pytest.mark.cluster
@@ -194,8 +195,7 @@ def test_g_again_in_a_lab_console_reuses_the_kept_cluster_and_the_run_reads_only
         distribution: kafka_install.Distribution, tmp_path: Path) -> None:
     """Real cluster, clients and audit; the Spark analysis is left out (this test claims the reuse, not the
     report): the second run keeps every node's process, and its topic holds only its own records."""
-    deps = replace(real_deps(distribution), analyze=lambda _d, _a, _l: {"verdict": "not analysed here", "lost": 0,
-                                                                         "duplicated": 0})
+    deps = replace(real_deps(distribution), analyze=lambda _d, _a, _l: clean_report("not analysed here"))
     session = LabSession(load_lab(find_lab("setup-check")), tmp_path / "runs", deps=deps, keep_cluster=True)
     source = LabSource(session)
     said: list[str] = []

@@ -10,8 +10,9 @@ from dataclasses import replace
 import pytest
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.analysis.job import Sample
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
-from kafkalab.cluster import NodeAction, NodeInfo, NodeState
+from kafkalab.cluster import NodeAction, NodeInfo, NodeKind, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import LabView, Marker, MarkerKind, NodesFrame, ReportView, RunFrame, TimelineStep
 from kafkalab.feeds.lab_source import sample_line
@@ -32,7 +33,7 @@ TOPIC = "test-topic"
 def node_info(name: str, state: NodeState = NodeState.RUNNING, broker_id: int | None = None,
               reason: str | None = None) -> NodeInfo:
     alive = state.alive
-    return NodeInfo(name=name, kind="broker" if broker_id else "zookeeper", broker_id=broker_id,
+    return NodeInfo(name=name, kind=NodeKind.BROKER if broker_id else NodeKind.ZOOKEEPER, broker_id=broker_id,
                     port=9092 + 100 * (broker_id or 0), state=state,
                     reason=reason or ("killed (SIGKILL)" if state == NodeState.KILLED else "ready in 9.1s"),
                     pid=4000 + (broker_id or 0) if alive else None, uptime_s=125.0 if alive else 0.0,
@@ -244,9 +245,8 @@ def test_parse_topic_request_rejects_bad_input(text: str) -> None:
 
 
 def test_a_sample_names_its_partition_and_offset_then_its_message_id() -> None:
-    assert sample_line({"msg_id": "r1:producer:17", "topic": "t", "partition": 3, "offset": 1204}) == \
-        "t/3 @ offset 1,204  r1:producer:17"
-    assert sample_line({"msg_id": None, "topic": "t", "partition": 0, "offset": 5}) == "t/0 @ offset 5"
+    assert sample_line(Sample("r1:producer:17", "t", 3, 1204)) == "t/3 @ offset 1,204  r1:producer:17"
+    assert sample_line(Sample(None, "t", 0, 5)) == "t/0 @ offset 5"
 
 
 def test_the_groups_feed_gives_each_cluster_its_own_admin_client_even_on_the_same_ports() -> None:

@@ -59,6 +59,11 @@ class InputFile:
         return {"path": str(self.path), "kind": self.kind, "size_bytes": self.size_bytes,
                 "malformed": self.malformed, "malformed_lines": self.malformed_lines}
 
+    @classmethod
+    def from_json(cls, d: dict) -> InputFile:
+        """A file as ``to_json`` wrote it: its path as written (a report read back opens no file)."""
+        return cls(d["path"], d["kind"], d["size_bytes"], d["malformed"], list(d["malformed_lines"]))
+
 
 def check_inputs(given: Mapping[str, Sequence[Path | str]],
                  remote: Callable[[], HadoopFiles]) -> dict[str, list[InputFile]]:

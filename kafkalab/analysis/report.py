@@ -32,6 +32,11 @@ class PartitionRow:
         return {"topic": self.topic, "partition": self.partition, "leader_changes": self.leader_changes,
                 **self.counts}
 
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PartitionRow:
+        counts = {k: v for k, v in d.items() if k not in ("topic", "partition", "leader_changes")}
+        return cls(d["topic"], d["partition"], counts, d.get("leader_changes"))
+
 
 @dataclass(frozen=True)
 class SparkRun:
@@ -85,6 +90,19 @@ class Report:
             "spark": vars(self.spark) if self.spark else None,
             "elapsed_s": round(self.elapsed_s, 3),
         }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Report:
+        """The report ``to_json`` wrote (a run dir's report.json, read back by a replay)."""
+        inputs = d["inputs"]
+        return cls(
+            run=d["run"], totals=d["totals"], classes={name: d[name] for name in CLASSES if name in d},
+            per_partition=[PartitionRow.from_json(row) for row in d["per_partition"]],
+            samples={name: [Sample(**s) for s in found] for name, found in d["samples"].items()},
+            verdict=d["verdict"], inputs=[InputFile.from_json(f) for f in inputs["files"]],
+            elapsed_s=d["elapsed_s"], spark=SparkRun(**d["spark"]) if d.get("spark") else None,
+            audit=inputs["audit"],
+        )
 
     def write_json(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n")

@@ -18,6 +18,7 @@ from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.results import Outcome
 from kafkalab.labs.run import PortChoice
 from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
@@ -121,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_json(args.json, results)
     if args.record is not None:
         render_recording(console, results[-1].run_dir, args.record)
-    if any(r.outcome == "error" for r in results):
+    if any(r.outcome == Outcome.ERROR for r in results):
         return 2 if len(results) == 1 else 1
     return 0 if all(r.passed for r in results) else 1
 

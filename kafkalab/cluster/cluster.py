@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR, write_node_configs
 from kafkalab.cluster.kraft_storage import LOST_BOOTSTRAP_NOTE, format_storage, lost_bootstrap, pin_recorded_ports
-from kafkalab.cluster.node import TICK_S, Node, NodeInfo, NodeState, end_and_wait, wait_ready
+from kafkalab.cluster.node import TICK_S, Node, NodeInfo, NodeKind, NodeState, end_and_wait, wait_ready
 from kafkalab.cluster.ports import resolve_and_claim_ports
 from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
 from kafkalab.cluster.quorum import QuorumState, QuorumWatch, quorum_watch_argv
@@ -174,7 +174,7 @@ class Cluster:
         for name, cid in spec.dedicated_controllers:
             self._nodes[name] = Node(
                 name, argv(name, spec.controller_heap, BROKER_MAIN, "server.properties"), spec.node_dir(name),
-                spec.controller_port(cid), self.backend, kind="controller", node_id=cid, kraft=True,
+                spec.controller_port(cid), self.backend, kind=NodeKind.CONTROLLER, node_id=cid, kraft=True,
             )
         for b in spec.broker_ids:
             name = f"broker-{b}"
@@ -227,11 +227,11 @@ class Cluster:
     @property
     def metadata_nodes(self) -> list[Node]:
         """What keeps the metadata apart from the brokers: ZooKeeper, or the dedicated controllers."""
-        return [n for n in self._nodes.values() if n.kind in ("zookeeper", "controller")]
+        return [n for n in self._nodes.values() if n.kind in (NodeKind.ZOOKEEPER, NodeKind.CONTROLLER)]
 
     @property
     def brokers(self) -> list[Node]:
-        return [n for n in self._nodes.values() if n.kind == "broker"]
+        return [n for n in self._nodes.values() if n.kind == NodeKind.BROKER]
 
     @property
     def nodes(self) -> list[Node]:

@@ -42,6 +42,29 @@ class NodeState(StrEnum):
         return self in (NodeState.STARTING, NodeState.RUNNING, NodeState.STOPPING, NodeState.PAUSED)
 
 
+class NodeKind(StrEnum):
+    ZOOKEEPER = "zookeeper"
+    BROKER = "broker"
+    CONTROLLER = "controller"  # a dedicated KRaft controller (a combined node is a broker)
+
+
+class EndCause(StrEnum):
+    """Why a node is down, or going down: the state it shows follows from it, the reason says it in words."""
+
+    NOT_STARTED = "not-started"
+    STOPPED = "stopped"  # a controlled stop (SIGTERM) asked by a person or a lab, or a start cancelled
+    KILLED = "killed"  # SIGKILL by a person or a lab
+    STOP_TIMED_OUT = "stop-timed-out"  # a controlled stop that did not end within its bound: SIGKILL sent
+    ENDED = "ended"  # ended by kafkalab itself (a run's teardown, a reset, quit): no fault, so not shown as killed
+    CRASHED = "crashed"  # exited on its own
+
+    @property
+    def state(self) -> NodeState:
+        """The state a node ended this way shows."""
+        return {EndCause.KILLED: NodeState.KILLED, EndCause.STOP_TIMED_OUT: NodeState.KILLED,
+                EndCause.CRASHED: NodeState.FAILED}.get(self, NodeState.STOPPED)
+
+
 class NodeAction(StrEnum):
     """What can be done to a node: by a fault, a console key, or `kafkalab broker ACTION` in another terminal."""
 
@@ -90,7 +113,7 @@ class NodeInfo:
     """A snapshot of one node, safe to hand to another thread."""
 
     name: str
-    kind: str
+    kind: NodeKind
     broker_id: int | None
     port: int
     state: NodeState
@@ -101,15 +124,16 @@ class NodeInfo:
     rss_bytes: int | None
     restarts: int
     node_id: int | None = None  # Kafka's broker.id / node.id (a controller's too); None for ZooKeeper
+    cause: EndCause | None = None  # why it is down or stopping; None while it starts, runs or is paused
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "name": self.name, "kind": self.kind, "broker_id": self.broker_id, "port": self.port,
+            "name": self.name, "kind": str(self.kind), "broker_id": self.broker_id, "port": self.port,
             "state": str(self.state), "reason": self.reason, "pid": self.pid,
             "uptime_s": round(self.uptime_s, 1),
             "cpu_percent": None if self.cpu_percent is None else round(self.cpu_percent, 1),
             "rss_bytes": self.rss_bytes, "restarts": self.restarts,
-            "node_id": self.node_id,
+            "node_id": self.node_id, "cause": None if self.cause is None else str(self.cause),
         }
 
 
@@ -123,14 +147,14 @@ class Node:
         backend: Backend,
         broker_id: int | None = None,
         session_timeout_s: float = 3.0,
-        kind: str | None = None,
+        kind: NodeKind | None = None,
         node_id: int | None = None,
         kraft: bool = False,
     ) -> None:
         """``session_timeout_s``: how long a SIGKILLed broker waits before its restart (its old ZooKeeper
         session; 0 in KRaft, where a restarted broker registers with a new incarnation at once)."""
         self.name = name
-        self.kind = kind or ("broker" if broker_id is not None else "zookeeper")
+        self.kind = kind or (NodeKind.BROKER if broker_id is not None else NodeKind.ZOOKEEPER)
         self.broker_id = broker_id
         self.node_id = node_id if node_id is not None else broker_id
         self._kraft_broker = kraft and broker_id is not None
@@ -150,6 +174,7 @@ class Node:
         self._proc: NodeProcess | None = None
         self.state = NodeState.STOPPED
         self.reason = "not started"
+        self.cause: EndCause | None = EndCause.NOT_STARTED
         self._started_at = 0.0
         self._log_offset = 0
         self._killed_at = 0.0
@@ -174,7 +199,7 @@ class Node:
                 return
             self._attempts = 0
             wait_s = self._session_timeout_s + 1.0 if self._session_timeout_s else 0.0
-            wait_until = self._killed_at + wait_s if self.kind == "broker" else 0
+            wait_until = self._killed_at + wait_s if self.kind == NodeKind.BROKER else 0
             self._schedule_start(wait_until)
 
     def stop(self, bound_s: float = STOP_BOUND_S) -> None:
@@ -183,24 +208,24 @@ class Node:
             if self._proc is None or not self.state.alive:
                 self._pending_start = False
                 if self.state == NodeState.STARTING:  # a delayed start not yet launched
-                    self._set(NodeState.STOPPED, "start cancelled")
+                    self._end(EndCause.STOPPED, "start cancelled")
                 return
             self._proc.terminate()
             if self.state == NodeState.PAUSED:
                 self._proc.resume()  # a stopped JVM cannot run its shutdown hook
             self._stop_deadline = time.monotonic() + bound_s
-            self._set(NodeState.STOPPING, "SIGTERM sent")
+            self._set(NodeState.STOPPING, "SIGTERM sent", EndCause.STOPPED)
 
     def kill(self) -> None:
         with self._lock:
             self._pending_start = False
             if self._proc is None or not self.state.alive:
                 if self.state == NodeState.STARTING:
-                    self._set(NodeState.STOPPED, "start cancelled")
+                    self._end(EndCause.STOPPED, "start cancelled")
                 return
             self._proc.kill()
             self._killed_at = time.monotonic()
-            self._set(NodeState.KILLED, "SIGKILL sent")
+            self._end(EndCause.KILLED, "SIGKILL sent")
 
     def end(self, reason: str) -> None:
         """Ended by kafkalab itself (a run's teardown, a reset, quit): SIGKILL, but shown as stopped with
@@ -211,7 +236,7 @@ class Node:
                 self._proc.kill()
                 self._killed_at = time.monotonic()
             if self.state.alive or self.state == NodeState.KILLED:
-                self._set(NodeState.STOPPED, reason)
+                self._end(EndCause.ENDED, reason)
 
     def pause(self) -> None:
         with self._lock:
@@ -262,18 +287,17 @@ class Node:
             elif self.state == NodeState.STOPPING and now > self._stop_deadline:
                 self._proc.kill()
                 self._killed_at = now
-                self._set(NodeState.STOPPING, "did not stop within the bound: SIGKILL sent")
+                self._set(NodeState.STOPPING, "did not stop within the bound: SIGKILL sent", EndCause.STOP_TIMED_OUT)
 
     def _on_exit(self, code: int) -> None:
         self._proc = None
         if self.state == NodeState.STOPPED:  # ended by kafkalab (end): its reason stays
             return
         if self.state == NodeState.STOPPING:
-            escalated = "SIGKILL" in self.reason
-            if escalated:
-                self._set(NodeState.KILLED, f"exited with {code} after SIGKILL (stop bound passed)")
+            if self.cause == EndCause.STOP_TIMED_OUT:
+                self._end(EndCause.STOP_TIMED_OUT, f"exited with {code} after SIGKILL (stop bound passed)")
             else:  # 143 is the JVM's answer to SIGTERM: the controlled stop asked for
-                self._set(NodeState.STOPPED, "stopped (controlled shutdown)" if code in (0, 143)
+                self._end(EndCause.STOPPED, "stopped (controlled shutdown)" if code in (0, 143)
                           else f"stopped, exited with {code}")
             if self._pending_start:
                 self._pending_start = False
@@ -295,7 +319,7 @@ class Node:
                 self._schedule_start(time.monotonic() + 1.0, keep_attempts=True)
                 self.reason = f"its old ZooKeeper session is still alive: retrying (try {self._attempts + 1})"
                 return
-            self._set(NodeState.FAILED, problem or f"exited with code {code}")
+            self._end(EndCause.CRASHED, problem or f"exited with code {code}")
 
     def _schedule_start(self, not_before: float, keep_attempts: bool = False) -> None:
         if not keep_attempts:
@@ -331,11 +355,16 @@ class Node:
                 return lines[-1].strip()[:300]
         return ""
 
-    def _set(self, state: NodeState, reason: str) -> None:
+    def _set(self, state: NodeState, reason: str, cause: EndCause | None = None) -> None:
+        """``cause``: why a stopping node goes down; None for a live state (an end goes through :meth:`_end`)."""
         old = self.state
-        self.state, self.reason = state, reason
+        self.state, self.reason, self.cause = state, reason, cause
         if self.on_change is not None and old != state:
             self.on_change(self, state, reason)
+
+    def _end(self, cause: EndCause, reason: str) -> None:
+        """Down for ``cause``: the state shown follows from it (ended by kafkalab reads as stopped, not killed)."""
+        self._set(cause.state, reason, cause)
 
     # ---- views -----------------------------------------------------------------------------------
     @property
@@ -351,7 +380,7 @@ class Node:
             name=self.name, kind=self.kind, broker_id=self.broker_id, port=self.port,
             state=self.state, reason=self.reason, pid=proc.pid if proc is not None else None,
             uptime_s=time.monotonic() - self._started_at if alive else 0.0,
-            cpu_percent=cpu, rss_bytes=rss, restarts=self.restarts, node_id=self.node_id,
+            cpu_percent=cpu, rss_bytes=rss, restarts=self.restarts, node_id=self.node_id, cause=self.cause,
         )
 
     def log_tail(self, lines: int = 50) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from kafkalab import kafka_install as kdist
 from kafkalab.cluster.control_socket import read_cluster_file, request
-from kafkalab.cluster.node import ActionNode, NodeAction, NodeInfo, NodeState
+from kafkalab.cluster.node import ActionNode, EndCause, NodeAction, NodeInfo, NodeKind, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.cluster.supervision import running_state_dirs
@@ -95,10 +95,11 @@ class RemoteCluster:
 def node_info_of(data: dict[str, Any]) -> NodeInfo:
     """A node's info from the owner's `status` answer (``NodeInfo.as_dict``)."""
     return NodeInfo(
-        name=str(data["name"]), kind=str(data["kind"]), broker_id=data.get("broker_id"), port=int(data["port"]),
+        name=str(data["name"]), kind=NodeKind(data["kind"]), broker_id=data.get("broker_id"), port=int(data["port"]),
         state=NodeState(data["state"]), reason=str(data.get("reason", "")), pid=data.get("pid"),
         uptime_s=float(data.get("uptime_s", 0.0)), cpu_percent=float(data.get("cpu_percent", 0.0)),
         rss_bytes=int(data.get("rss_bytes", 0)), restarts=int(data.get("restarts", 0)), node_id=data.get("node_id"),
+        cause=EndCause(data["cause"]) if data.get("cause") else None,
     )
 
 

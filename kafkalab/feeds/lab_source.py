@@ -9,11 +9,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.analysis import WarmSession
+from kafkalab.analysis.job import CLASSES, Sample
 from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, NodeAction, NodeState
@@ -35,11 +35,11 @@ from kafkalab.feeds.node_logs import NodeLogs
 from kafkalab.feeds.source import SNAPSHOT_WAIT_S, ConsoleAction, Source
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.model import Lab
-from kafkalab.labs.results import FaultStatus, RunResult
+from kafkalab.labs.results import FaultState, FaultStatus, Outcome, RunResult
 from kafkalab.labs.session import LabSession, Phase, SessionState
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
-FAULT_MARK = {"fired": True, "missed": True, "failed": True}
+FAULT_MARK = (FaultState.FIRED, FaultState.MISSED, FaultState.FAILED)  # a step ticked off: its turn is over
 
 
 class LabSource(Source):
@@ -195,10 +195,10 @@ class LabSource(Source):
             self._close_server()
 
 
-def sample_line(sample: dict[str, Any]) -> str:
+def sample_line(sample: Sample) -> str:
     """'test-topic/3 @ offset 1,204  run1:producer:17': where the record is, then its message id."""
-    where = f"{sample['topic']}/{sample['partition']} @ offset {sample['offset']:,}"
-    return f"{where}  {sample['msg_id']}" if sample.get("msg_id") else where
+    where = f"{sample.topic}/{sample.partition} @ offset {sample.offset:,}"
+    return f"{where}  {sample.msg_id}" if sample.msg_id else where
 
 
 def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
@@ -209,8 +209,8 @@ def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
 
 
 def lab_view(lab: Lab, faults: list[FaultStatus]) -> LabView:
-    steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in ("pending", "fired")
-                               else f.state + (f": {f.detail}" if f.detail else "")) for f in faults)
+    steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in (FaultState.PENDING, FaultState.FIRED)
+                               else str(f.state) + (f": {f.detail}" if f.detail else "")) for f in faults)
     instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
                                        if lab.why_deterministic else "")
     return LabView(lab.id, lab.title, instructions, steps)
@@ -220,16 +220,17 @@ def report_view(result: RunResult | None) -> ReportView | None:
     if result is None:
         return None
     if result.report is None and not result.verdict:  # ended before its analysis (the verdict is the analysis'):
-        why = "; ".join(result.failures[:2]) or result.outcome  # why, and no counts that would read as a report
+        why = "; ".join(result.failures[:2]) or str(result.outcome)  # why, and no counts that would read as a report
         return ReportView(why, False, {}, {}, analysed=False)
-    report = result.report or {}  # a replay of a run dir without report.json: the verdict, no counts
-    verdict = result.verdict or result.error or result.outcome
+    verdict = result.verdict or result.error or str(result.outcome)
     failures = result.failures
-    if failures and result.outcome != "passed":
+    if failures and result.outcome != Outcome.PASSED:
         verdict += f" — {'; '.join(failures[:2])}"
-    per_partition = {int(row["partition"]): {k: int(v or 0) for k, v in row.items() if k not in ("topic", "partition")}
-                     for row in report.get("per_partition", [])}
-    totals = {k: int(report.get(k) or 0) for k in ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated",
-                                                   "redelivered", "reordered", "recovered", "unexpected")}
-    samples = {name: tuple(sample_line(s) for s in found) for name, found in report.get("samples", {}).items()}
+    report = result.report
+    if report is None:  # a replay of a run dir without report.json: the verdict, no counts
+        return ReportView(verdict, result.passed, dict.fromkeys(CLASSES, 0), {}, {})
+    per_partition = {row.partition: {"leader_changes": row.leader_changes or 0,
+                                     **{k: v or 0 for k, v in row.counts.items()}} for row in report.per_partition}
+    totals = {k: report.classes.get(k) or 0 for k in CLASSES}
+    samples = {name: tuple(sample_line(s) for s in found) for name, found in report.samples.items()}
     return ReportView(verdict, result.passed, totals, per_partition, samples)

@@ -19,7 +19,7 @@ from kafkalab.feeds.source import Source
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
-from kafkalab.labs.results import FaultStatus, Phase
+from kafkalab.labs.results import Phase
 
 SPEEDS = (1.0, 2.0, 4.0)
 
@@ -104,7 +104,7 @@ class ReplaySource(Source):
         phase = Phase(self.recorded.phase(t))
         producer, consumers = self.recorded.clients(t)
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at
-        faults = [FaultStatus(**f) for f in self.recorded.faults(t)]
+        faults = self.recorded.faults(t)
         events = ((e["t"], e["kind"], e["detail"]) for e in self.recorded.events_until(t))
         return RunFrame(
             live=phase in LIVE_PHASES, phase=phase, producer=producer, consumers=consumers,

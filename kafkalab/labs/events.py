@@ -9,6 +9,8 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, dataclass_transform
 
+from kafkalab.cluster.node import NodeState
+
 
 class EventKind(StrEnum):
     PHASE = "phase"
@@ -78,7 +80,7 @@ class Event:
 
 class NodeEvent(Event):
     kind: EventKind = EventKind.NODE
-    state: str
+    state: NodeState
 
 
 class FaultEvent(Event):

@@ -15,12 +15,12 @@ from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import CheckEvent, EventKind, FaultEvent, FaultProblem
 from kafkalab.labs.expectations import parse_check
-from kafkalab.labs.faults import Fault, RunView
-from kafkalab.labs.results import ExpectationResult, FaultStatus, num
+from kafkalab.labs.faults import Fault, RunView, TargetCategory, TargetKind
+from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, num
 from kafkalab.labs.timeline import Timeline
 
 # node targets resolved from a fresh snapshot of the cluster
-_SNAPSHOT_TARGETS = ("leader", "controller", "random-follower", "followers")
+_SNAPSHOT_TARGETS = (TargetKind.LEADER, TargetKind.CONTROLLER, TargetKind.RANDOM_FOLLOWER, TargetKind.FOLLOWERS)
 
 
 class FaultHost(Protocol):
@@ -59,7 +59,7 @@ class FaultFiring:
     @property
     def failed(self) -> int:
         """Faults fired that could not be done (or, expected to fail, did not)."""
-        return sum(f.state == "failed" for f in self.statuses)
+        return sum(f.state == FaultState.FAILED for f in self.statuses)
 
     def run(self, host: FaultHost, view: RunView, sleep: Callable[[float], None], tick_s: float,
             past_deadline: Callable[[], bool]) -> None:
@@ -69,7 +69,7 @@ class FaultFiring:
         fired_prev_at = 0.0
         for i, fault in enumerate(self.faults):
             status = self.statuses[i]
-            status.state = "waiting"
+            status.state = FaultState.WAITING
             turn = time.monotonic()
             while not fault.at.due(view, fired_prev_at):
                 if time.monotonic() - turn > fault.timeout_s or past_deadline():
@@ -82,7 +82,7 @@ class FaultFiring:
                 targets = self.fire(host, fault, previous_nodes)
             except KafkalabError as exc:
                 if fault.fails:  # the lab's lesson: this step cannot succeed now
-                    status.state, status.detail = "fired", f"failed, as the lab expects: {exc}"
+                    status.state, status.detail = FaultState.FIRED, f"failed, as the lab expects: {exc}"
                     self.timeline.add(FaultEvent(source="lab", action=fault.action, targets=(), trigger=fault.at.text,
                                                  detail=f"fault {i + 1} ({fault.describe()}) {status.detail}"))
                     continue
@@ -91,23 +91,23 @@ class FaultFiring:
             if fault.fails:
                 self._failed(i, fault, "succeeded, but the lab expects it to fail")
                 continue
-            status.state, status.targets = "fired", targets
-            if fault.target.category == "nodes":
+            status.state, status.targets = FaultState.FIRED, targets
+            if fault.target.category == TargetCategory.NODES:
                 previous_nodes = targets
 
     def _failed(self, index: int, fault: Fault, detail: str) -> None:
         status = self.statuses[index]
-        status.state, status.detail = "failed", detail
+        status.state, status.detail = FaultState.FAILED, detail
         self.timeline.add(FaultProblem(kind=EventKind.FAULT_FAILED, source="lab", index=index,
                                        detail=f"fault {index + 1} ({fault.describe()}): {detail}"))
 
     def _missed(self, index: int, detail: str) -> None:
         status = self.statuses[index]
-        status.state, status.detail = "missed", detail
+        status.state, status.detail = FaultState.MISSED, detail
         self.timeline.add(FaultProblem(kind=EventKind.FAULT_MISSED, source="lab", detail=f"fault {index + 1}: {detail}",
                                        index=index))
         for rest in self.statuses[index + 1:]:
-            rest.state, rest.detail = "missed", "an earlier fault never fired"
+            rest.state, rest.detail = FaultState.MISSED, "an earlier fault never fired"
 
     def fire(self, host: FaultHost, fault: Fault, previous_nodes: list[str]) -> list[str]:
         """Do one fault now; returns what it acted on."""
@@ -118,15 +118,15 @@ class FaultFiring:
         if action == "check":
             self._check(host, fault)
             return []
-        if category == "nodes":
+        if category == TargetCategory.NODES:
             targets = self._nodes(host, fault, previous_nodes)
-        elif category == "producer":
+        elif category == TargetCategory.PRODUCER:
             host.producer_action(action == "start")
             targets = ["producer"]
-        elif category == "consumers":
-            ids = [fault.target.local_id] if fault.target.kind == "consumer" else self.consumer_ids
+        elif category == TargetCategory.CONSUMERS:
+            ids = [fault.target.local_id] if fault.target.kind == TargetKind.CONSUMER else self.consumer_ids
             targets = [f"consumer-{i}" for i in ids if i is not None and host.consumer_action(i, action)]
-        elif category == "group":
+        elif category == TargetCategory.GROUP:
             assert fault.reset is not None
             detail = host.reset_offsets(fault.target.group, fault.reset, fault.timeout_s)
             targets = [f"group {fault.target.group}"]
@@ -140,8 +140,8 @@ class FaultFiring:
     def _nodes(self, host: FaultHost, fault: Fault, previous_nodes: list[str]) -> list[str]:
         target = fault.target
         snap = host.fresh_snapshot() if target.kind in _SNAPSHOT_TARGETS else None
-        states = {name: str(state) for name, state in host.node_states().items()}
-        active = host.active_controller() if target.kind == "controller" else None
+        states = host.node_states()
+        active = host.active_controller() if target.kind == TargetKind.CONTROLLER else None
         names = target.nodes(snap, previous_nodes, self.rng, states, active)
         if not names:
             raise KafkalabError(f"{target.text} names no node right now")

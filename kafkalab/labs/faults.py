@@ -27,12 +27,13 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from kafkalab.admin import ClusterSnapshot, ResetTarget
 from kafkalab.admin.groups import RESET_MODES
 from kafkalab.clients.stats import ClientState
-from kafkalab.cluster.node import NodeAction
+from kafkalab.cluster.node import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind, LeaderChange
 from kafkalab.labs.expectations import OPS, parse_check
@@ -62,9 +63,29 @@ class RunView(Protocol):
     def events_since(self, since: float, kind: EventKind) -> list[Event]: ...
 
 
+class TriggerKind(StrEnum):
+    """The first word of an ``at``; see the module's doc for each one's form."""
+
+    START = "start"
+    AFTER = "after"
+    AT = "at"
+    PROGRESS = "progress"
+    ACKED = "acked"
+    CONSUMED = "consumed"
+    ASSIGNED = "assigned"
+    ISR = "isr"
+    LEADER_CHANGE = "leader-change"
+    CONTROLLER_CHANGE = "controller-change"
+    OFFLINE = "offline"
+    ONLINE = "online"
+    PREFERRED = "preferred"
+    PRODUCER = "producer"  # stalled, resumed or finished (in ``text``)
+    BROKERS = "brokers"
+
+
 @dataclass(frozen=True)
 class Trigger:
-    kind: str
+    kind: TriggerKind
     value: float = 0.0
     topic: str = ""
     partition: int | None = None
@@ -75,46 +96,46 @@ class Trigger:
     def due(self, view: RunView, fired_prev_at: float) -> bool:
         """``fired_prev_at``: run-relative seconds when the previous fault fired (0 for the first)."""
         k = self.kind
-        if k == "start":
+        if k == TriggerKind.START:
             return True
-        if k == "after":
+        if k == TriggerKind.AFTER:
             return view.elapsed() - fired_prev_at >= self.value
-        if k == "at":
+        if k == TriggerKind.AT:
             return view.elapsed() >= self.value
-        if k in ("progress", "acked", "producer"):
+        if k in (TriggerKind.PROGRESS, TriggerKind.ACKED, TriggerKind.PRODUCER):
             fraction, acked, state = view.producer_progress()
-            if k == "progress":
+            if k == TriggerKind.PROGRESS:
                 return fraction * 100 >= self.value
-            if k == "acked":
+            if k == TriggerKind.ACKED:
                 return acked >= self.value
             if self.text == "finished":
                 return state.ended
             return bool(view.events_since(fired_prev_at, EventKind(f"producer-{self.text}")))
-        if k == "consumed":
+        if k == TriggerKind.CONSUMED:
             return view.consumed(self.local_id) >= self.value
-        if k == "assigned":
+        if k == TriggerKind.ASSIGNED:
             count = len(view.assignment(self.local_id or 0))
             return OPS[self.op](count, self.value) if self.op else count > 0
-        if k == "controller-change":
+        if k == TriggerKind.CONTROLLER_CHANGE:
             return bool(view.events_since(fired_prev_at, EventKind.CONTROLLER_CHANGE))
-        if k == "leader-change":
+        if k == TriggerKind.LEADER_CHANGE:
             return any(isinstance(e, LeaderChange) and e.topic == self.topic and self.partition in (None, e.partition)
                        for e in view.events_since(fired_prev_at, EventKind.LEADER_CHANGE))
         snap = view.snapshot()
         if snap is None or not snap.reachable:
             return False
-        if k == "brokers":
+        if k == TriggerKind.BROKERS:
             return OPS[self.op](len(snap.brokers), self.value)
         parts = [p for p in snap.topic(self.topic) if self.partition in (None, p.partition)]
         if not parts:
             return False
-        if k == "isr":
+        if k == TriggerKind.ISR:
             return all(OPS[self.op](len(p.isr), self.value) for p in parts)
-        if k == "offline":
+        if k == TriggerKind.OFFLINE:
             return all(p.leader is None for p in parts)
-        if k == "online":
+        if k == TriggerKind.ONLINE:
             return all(p.leader is not None for p in parts)
-        if k == "preferred":
+        if k == TriggerKind.PREFERRED:
             return all(p.replicas and p.leader == p.replicas[0] and len(p.isr) == len(p.replicas) for p in parts)
         raise AssertionError(k)
 
@@ -122,30 +143,30 @@ class Trigger:
 def parse_trigger(text: str) -> Trigger:
     s = " ".join(text.strip().split())
     if s == "start":
-        return Trigger("start", text=s)
+        return Trigger(TriggerKind.START, text=s)
     if m := re.fullmatch(r"(after|at) (\d+(?:\.\d+)?) ?s", s):
-        return Trigger(m[1], float(m[2]), text=s)
+        return Trigger(TriggerKind(m[1]), float(m[2]), text=s)
     if m := re.fullmatch(r"progress (\d+(?:\.\d+)?) ?%", s):
         pct = float(m[1])
         if not 0 <= pct <= 100:
             raise ValueError(f"progress {pct:g}% is not within 0..100%")
-        return Trigger("progress", pct, text=s)
+        return Trigger(TriggerKind.PROGRESS, pct, text=s)
     if m := re.fullmatch(r"acked (\d+)", s):
-        return Trigger("acked", int(m[1]), text=s)
+        return Trigger(TriggerKind.ACKED, int(m[1]), text=s)
     if m := re.fullmatch(r"consumed (\d+)(?: by consumer (\d+))?", s):
-        return Trigger("consumed", int(m[1]), local_id=int(m[2]) if m[2] else None, text=s)
+        return Trigger(TriggerKind.CONSUMED, int(m[1]), local_id=int(m[2]) if m[2] else None, text=s)
     if m := re.fullmatch(rf"assigned consumer (?P<id>\d+)(?: ?{_OP} ?(?P<n>\d+))?", s):
-        return Trigger("assigned", int(m["n"] or 0), local_id=int(m["id"]), op=m["op"] or "", text=s)
+        return Trigger(TriggerKind.ASSIGNED, int(m["n"] or 0), local_id=int(m["id"]), op=m["op"] or "", text=s)
     if m := re.fullmatch(rf"isr {_TP} ?{_OP} ?(?P<n>\d+)", s):
-        return Trigger("isr", int(m["n"]), m["topic"], _part(m), m["op"], text=s)
+        return Trigger(TriggerKind.ISR, int(m["n"]), m["topic"], _part(m), m["op"], text=s)
     if m := re.fullmatch(rf"(?P<kind>leader-change|offline|online|preferred) {_TP}", s):
-        return Trigger(m["kind"], 0, m["topic"], _part(m), text=s)
+        return Trigger(TriggerKind(m["kind"]), 0, m["topic"], _part(m), text=s)
     if m := re.fullmatch(rf"brokers ?{_OP} ?(?P<n>\d+)", s):
-        return Trigger("brokers", int(m["n"]), op=m["op"], text=s)
+        return Trigger(TriggerKind.BROKERS, int(m["n"]), op=m["op"], text=s)
     if s == "controller-change":
-        return Trigger("controller-change", text=s)
+        return Trigger(TriggerKind.CONTROLLER_CHANGE, text=s)
     if m := re.fullmatch(r"producer (stalled|resumed|finished)", s):
-        return Trigger("producer", text=m[1])
+        return Trigger(TriggerKind.PRODUCER, text=m[1])
     raise ValueError(
         f"{text!r} is not a trigger: write start, 'after 3s', 'at 10s', 'progress 20%', 'acked 5000', "
         "'consumed 200 [by consumer 1]', 'assigned consumer 2 [== 6]', 'isr T/P < 3', 'leader-change T/P', "
@@ -159,10 +180,48 @@ def _part(m: re.Match[str]) -> int | None:
 
 
 # ---- targets ---------------------------------------------------------------------------------------
+class TargetCategory(StrEnum):
+    """What a target is, as far as the actions allowed on it go."""
+
+    NODES = "nodes"
+    PRODUCER = "producer"
+    CONSUMERS = "consumers"
+    TOPIC = "topic"
+    GROUP = "group"
+    NONE = "none"
+
+
+class TargetKind(StrEnum):
+    """What an ``on`` names; see the module's doc for each one's form."""
+
+    BROKERS = "brokers"
+    LEADER = "leader"
+    CONTROLLER = "controller"
+    CONTROLLERS = "controllers"
+    RANDOM_FOLLOWER = "random-follower"
+    FOLLOWERS = "followers"
+    SAME = "same"
+    PAUSED = "paused"
+    DOWN = "down"
+    ZOOKEEPER = "zookeeper"
+    PRODUCER = "producer"
+    CONSUMER = "consumer"
+    CONSUMERS = "consumers"
+    TOPIC = "topic"
+    GROUP = "group"
+    NONE = "none"  # a fault with no ``on``: a check or a note
+
+    @property
+    def category(self) -> TargetCategory:
+        others = {TargetKind.PRODUCER: TargetCategory.PRODUCER, TargetKind.CONSUMER: TargetCategory.CONSUMERS,
+                  TargetKind.CONSUMERS: TargetCategory.CONSUMERS, TargetKind.TOPIC: TargetCategory.TOPIC,
+                  TargetKind.GROUP: TargetCategory.GROUP, TargetKind.NONE: TargetCategory.NONE}
+        return others.get(self, TargetCategory.NODES)
+
+
 @dataclass(frozen=True)
 class Target:
-    kind: str  # brokers, leader, controller, controllers, random-follower, followers, same, zookeeper,
-    #            producer, consumer, consumers, topic, group, none
+    kind: TargetKind
     brokers: tuple[int, ...] = ()
     topic: str = ""
     group: str = ""
@@ -171,49 +230,45 @@ class Target:
     text: str = ""
 
     @property
-    def category(self) -> str:
-        """nodes, producer, consumers, topic, group or none: which actions apply."""
-        if self.kind in ("producer", "topic", "group", "none"):
-            return self.kind
-        if self.kind in ("consumer", "consumers"):
-            return "consumers"
-        return "nodes"
+    def category(self) -> TargetCategory:
+        """Which actions apply."""
+        return self.kind.category
 
     def nodes(self, snap: ClusterSnapshot | None, previous: Sequence[str], rng: random.Random,
-              states: Mapping[str, str], active_controller: str | None = None) -> list[str]:
+              states: Mapping[str, NodeState], active_controller: str | None = None) -> list[str]:
         """The node names (``broker-N``, ``zookeeper``, ``controller-N``) this target means now; [] when nobody is.
 
         ``states``: node name -> state (paused, stopped, killed, ...), for ``paused`` and ``down``.
         ``active_controller``: in KRaft mode, the node of the quorum's leader (``controller`` means it there).
         """
         k = self.kind
-        if k == "paused":
-            return [n for n, s in states.items() if s == "paused"]
-        if k == "down":
-            return [n for n, s in states.items() if s in ("stopped", "killed", "failed")]
-        if k == "brokers":
+        if k == TargetKind.PAUSED:
+            return [n for n, s in states.items() if s == NodeState.PAUSED]
+        if k == TargetKind.DOWN:
+            return [n for n, s in states.items() if s in (NodeState.STOPPED, NodeState.KILLED, NodeState.FAILED)]
+        if k == TargetKind.BROKERS:
             return [f"broker-{b}" for b in self.brokers]
-        if k == "zookeeper":
+        if k == TargetKind.ZOOKEEPER:
             return ["zookeeper"]
-        if k == "controllers":
+        if k == TargetKind.CONTROLLERS:
             return [f"controller-{c}" for c in self.brokers]
-        if k == "controller" and active_controller is not None:
+        if k == TargetKind.CONTROLLER and active_controller is not None:
             return [active_controller]
-        if k == "same":
+        if k == TargetKind.SAME:
             return list(previous)
         if snap is None or not snap.reachable:
             return []
-        if k == "controller":
+        if k == TargetKind.CONTROLLER:
             return [f"broker-{snap.controller}"] if snap.controller is not None else []
         part = snap.partition(self.topic, self.partition or 0)
         if part is None:
             return []
-        if k == "leader":
+        if k == TargetKind.LEADER:
             return [f"broker-{part.leader}"] if part.leader is not None else []
         followers = [b for b in part.isr if b != part.leader]
-        if k == "followers":
+        if k == TargetKind.FOLLOWERS:
             return [f"broker-{b}" for b in followers]
-        if k == "random-follower":
+        if k == TargetKind.RANDOM_FOLLOWER:
             return [f"broker-{rng.choice(followers)}"] if followers else []
         raise AssertionError(k)
 
@@ -225,22 +280,22 @@ def parse_target(text: str, brokers: int) -> Target:
         bad = [b for b in ids if not 1 <= b <= brokers]
         if bad:
             raise ValueError(f"broker {bad[0]} does not exist: this lab has brokers 1..{brokers}")
-        return Target("brokers", brokers=ids, text=s)
+        return Target(TargetKind.BROKERS, brokers=ids, text=s)
     if m := re.fullmatch(r"controllers? (\d+(?:, ?\d+)*)", s):
         ids = tuple(int(x) for x in m[1].replace(" ", "").split(","))
         if any(not 1 <= c <= 3 for c in ids):
             raise ValueError(f"{s!r}: KRaft controllers are numbered 1..3")
-        return Target("controllers", brokers=ids, text=s)
+        return Target(TargetKind.CONTROLLERS, brokers=ids, text=s)
     if s in ("controller", "same", "zookeeper", "producer", "consumers", "paused", "down"):
-        return Target(s, text=s)
+        return Target(TargetKind(s), text=s)
     if m := re.fullmatch(r"consumer (\d+)", s):
-        return Target("consumer", local_id=int(m[1]), text=s)
+        return Target(TargetKind.CONSUMER, local_id=int(m[1]), text=s)
     if m := re.fullmatch(rf"(?P<kind>leader|random follower|followers) {_TP}", s):
-        return Target(m["kind"].replace(" ", "-"), topic=m["topic"], partition=_part(m) or 0, text=s)
+        return Target(TargetKind(m["kind"].replace(" ", "-")), topic=m["topic"], partition=_part(m) or 0, text=s)
     if m := re.fullmatch(r"topic ([A-Za-z0-9._-]+)", s):
-        return Target("topic", topic=m[1], text=s)
+        return Target(TargetKind.TOPIC, topic=m[1], text=s)
     if m := re.fullmatch(r"group ([A-Za-z0-9._-]+)", s):
-        return Target("group", group=m[1], text=s)
+        return Target(TargetKind.GROUP, group=m[1], text=s)
     raise ValueError(
         f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', 'controllers 2,3', "
         "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'producer', 'consumer N', "
@@ -281,8 +336,9 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
             raise ValueError(f"{text!r}: send takes a control word: send {' | send '.join(CONTROL_WORDS)}")
         s = "send"
     allowed = {
-        "nodes": NODE_ACTIONS, "producer": PRODUCER_ACTIONS, "consumers": CONSUMER_ACTIONS,
-        "topic": TOPIC_ACTIONS, "group": GROUP_ACTIONS, "none": (),
+        TargetCategory.NODES: NODE_ACTIONS, TargetCategory.PRODUCER: PRODUCER_ACTIONS,
+        TargetCategory.CONSUMERS: CONSUMER_ACTIONS, TargetCategory.TOPIC: TOPIC_ACTIONS,
+        TargetCategory.GROUP: GROUP_ACTIONS, TargetCategory.NONE: (),
     }[target.category] + ANY_ACTIONS
     if s not in allowed:
         on = target.text or "nothing"
@@ -300,7 +356,7 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
 
     trigger = field_error("at", lambda: parse_trigger(str(raw["at"])))
     on = raw.get("on")
-    target = field_error("on", lambda: parse_target(str(on), brokers)) if on is not None else Target("none")
+    target = field_error("on", lambda: parse_target(str(on), brokers)) if on is not None else Target(TargetKind.NONE)
     action, word = field_error("do", lambda: parse_action(str(raw["do"]), target))
     if action == "check":
         if not raw.get("expect"):

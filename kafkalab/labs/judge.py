@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from kafkalab.analysis.report import Report
 from kafkalab.clients.payload_log import log_files
 from kafkalab.labs import metrics
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
-from kafkalab.labs.results import ExpectationResult, RunResult
+from kafkalab.labs.results import ExpectationResult, Outcome, RunResult
 
 REBALANCE_SUFFIXES = (".revoked", ".pause_s", ".stopped_s")
 
 
 def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after: Mapping[str, float],
-          report: dict[str, Any], faults: FaultFiring) -> RunResult:
+          report: Report, faults: FaultFiring) -> RunResult:
     """Fill ``result`` from the live metrics (``before_drain`` and ``after`` it) and the report."""
     # a consumer's partitions are those it held when the producer was done (draining closes them all)
     held = {k: v for k, v in before_drain.items() if k.endswith(".partitions")}
@@ -29,12 +29,12 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
         values |= metrics.group_metrics(logs)
     result.metrics = {k: round(v, 3) for k, v in sorted(values.items())}
     result.report = report
-    result.verdict = str(report.get("verdict", ""))
+    result.verdict = report.verdict
     if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
         result.verdict += "\n" + metrics.rebalance_summary(values)
     result.expectations = [evaluate(e, values) for e in lab.expectations]
     all_held = all(e.held for e in result.expectations) and all(c.held for c in faults.checks)
-    result.outcome = "passed" if all_held and not faults.went_wrong else "failed"
+    result.outcome = Outcome.PASSED if all_held and not faults.went_wrong else Outcome.FAILED
     return result
 
 

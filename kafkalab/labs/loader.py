@@ -18,7 +18,7 @@ from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.expectations import make_expectation
-from kafkalab.labs.faults import Fault, make_fault
+from kafkalab.labs.faults import Fault, TargetCategory, TargetKind, make_fault
 from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, TopicPlan
 from kafkalab.paths import labs_dir
 
@@ -336,7 +336,7 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
         for key, local_id in (("at", fault.at.local_id), ("on", fault.target.local_id)):
             if local_id is not None and local_id not in ids:
                 raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)
-        if fault.target.kind == "same" and not any(x.target.category == "nodes" for x in faults):
+        if fault.target.kind == TargetKind.SAME and not any(x.target.category == TargetCategory.NODES for x in faults):
             raise r.fail("fault", i, "on", "'same' needs an earlier fault on a node", array=True)
         faults.append(fault)
     return tuple(faults)

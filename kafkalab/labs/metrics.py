@@ -6,6 +6,7 @@ import csv
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed
 from kafkalab.labs.timeline import Timeline
@@ -146,14 +147,12 @@ def _owners(timeline: Timeline, groups: Mapping[str, str], group: str, until: fl
     return owner
 
 
-def report_metrics(report_json: Mapping[str, object]) -> dict[str, float]:
+def report_metrics(report: Report) -> dict[str, float]:
     from kafkalab.labs.expectations import REPORT_METRICS
 
     out: dict[str, float] = {}
-    totals = report_json.get("totals") or {}
-    assert isinstance(totals, dict)
-    for name in REPORT_METRICS:
-        value = report_json.get(name, totals.get(name))
+    for name in REPORT_METRICS:  # a class left uncounted (None: no audit log) is no metric, whatever the totals
+        value = report.classes[name] if name in report.classes else report.totals.get(name)
         if isinstance(value, int | float):
             out[name] = float(value)
     return out

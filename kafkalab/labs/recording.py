@@ -5,7 +5,8 @@
 
 - ``snapshot``: ``reachable``, ``controller``, ``brokers``, ``partitions`` as ``[topic, partition, leader,
   replicas, isr, min_isr]``, written only when a leader, an ISR, the controller or the live brokers changed;
-- ``nodes``: ``[name, kind, broker_id, port, state, reason, pid, restarts]`` per node, when one changed;
+- ``nodes``: ``[name, kind, broker_id, port, state, reason, pid, restarts, cause]`` per node, when one changed
+  (``cause``: why it is down or stopping, null while it starts, runs or is paused; absent in older runs);
 - ``quorum`` (KRaft): the DescribeQuorum answer as ``QuorumState.as_dict`` gives it, when it became reachable
   or not, its active controller or epoch changed, or a voter's log end offset became known or unknown;
 - ``clients``: the producer's and consumers' stats, every ``SAMPLE_S`` while they change: the fields that
@@ -28,19 +29,30 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
+from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.clients.throughput import ThroughputSampler
-from kafkalab.cluster import Cluster, NodeInfo, NodeState
+from kafkalab.cluster import Cluster, EndCause, NodeInfo, NodeKind, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.errors import KafkalabError
-from kafkalab.labs.results import ExpectationResult, FaultStatus, RunResult, SessionEvent
+from kafkalab.labs.results import (
+    ExpectationResult,
+    FaultStatus,
+    Outcome,
+    Phase,
+    PhaseChanged,
+    RunFinished,
+    RunMessage,
+    RunResult,
+    SessionEvent,
+)
 from kafkalab.labs.run import LabRun
 from kafkalab.labs.session_state import SessionState
 
 RECORDING = "recording.jsonl"
 SAMPLE_S = 0.5
 SNAPSHOT_SAMPLE_S = 0.1  # the cluster watch replaces its snapshot every 0.5 s: none is missed
-FINAL_PHASES = ("done", "stopped", "error")
+FINAL_PHASES = (Phase.DONE, Phase.STOPPED, Phase.ERROR)
 
 JsonLine = dict[str, Any]  # one line of recording.jsonl
 
@@ -68,6 +80,19 @@ def quorum_of(line: JsonLine, taken_at: float) -> QuorumState:
                      for voter, key in ((True, "voters"), (False, "observers")) for r in line[key])
     return QuorumState(taken_at, line["reachable"], line["leader"], line["epoch"], line["high_watermark"], replicas,
                        line["error"])
+
+
+def node_row(info: NodeInfo) -> list[Any]:
+    return [info.name, str(info.kind), info.broker_id, info.port, str(info.state), info.reason, info.pid,
+            info.restarts, None if info.cause is None else str(info.cause)]
+
+
+def node_of(row: list[Any]) -> NodeInfo:
+    """The node a row has; uptime, cpu and memory are not recorded (0 and unknown)."""
+    name, kind, broker_id, port, state, reason, pid, restarts, *later = row
+    cause = later[0] if later else None  # a run recorded before nodes had a cause has none
+    return NodeInfo(name, NodeKind(kind), broker_id, port, NodeState(state), reason, pid, 0.0, None, None, restarts,
+                    cause=EndCause(cause) if cause else None)
 
 
 def _quorum_shape(line: JsonLine) -> tuple[object, ...]:
@@ -99,12 +124,15 @@ class RunRecorder:
         self._last: dict[str, Any] = {}
 
     def on_event(self, event: SessionEvent) -> None:
-        if event.kind == "phase" and event.data == "starting":
-            self._begin()
-        elif event.kind in ("phase", "message") and self._file is not None:
-            self._write({"kind": event.kind, event.kind: str(event.data)})
-        elif event.kind == "result":
-            self._end()
+        match event:
+            case PhaseChanged(phase=Phase.STARTING):
+                self._begin()
+            case PhaseChanged(phase=phase) if self._file is not None:
+                self._write({"kind": "phase", "phase": str(phase)})
+            case RunMessage(text=text) if self._file is not None:
+                self._write({"kind": "message", "message": text})
+            case RunFinished():
+                self._end()
 
     def _begin(self) -> None:
         self._end()
@@ -114,7 +142,7 @@ class RunRecorder:
         self._file = open(run.run_dir / RECORDING, "w", encoding="utf-8")  # noqa: SIM115 (closed by _end)
         self._last = {}
         self._stop.clear()
-        self._write({"kind": "phase", "phase": "starting"})
+        self._write({"kind": "phase", "phase": str(Phase.STARTING)})
         self._thread = threading.Thread(target=self._sample_loop, name="kafkalab-recorder", daemon=True)
         self._thread.start()
 
@@ -152,9 +180,7 @@ class RunRecorder:
             self._changed("quorum", line, _quorum_shape(line))
         cluster = self.session.cluster
         if cluster is not None:
-            nodes = [[i.name, i.kind, i.broker_id, i.port, str(i.state), i.reason, i.pid, i.restarts]
-                     for i in cluster.infos()]
-            self._changed("nodes", {"kind": "nodes", "nodes": nodes})
+            self._changed("nodes", {"kind": "nodes", "nodes": [node_row(i) for i in cluster.infos()]})
         if clients:
             state = self.session.state()
             faults = [f.as_dict() for f in state.faults]
@@ -237,7 +263,7 @@ class RecordedRun:
         self.lines["clients"] = _full_clients(self.lines.get("clients", []))
         self._pid_since: dict[tuple[str, int], float] = {}
         for t, line in self.lines.get("nodes", []):
-            for name, *_, pid, _restarts in line["nodes"]:
+            for name, _kind, _id, _port, _state, _reason, pid, *_ in line["nodes"]:
                 self._pid_since.setdefault((name, pid), t)
         self._times = {kind: [t for t, _ in lines] for kind, lines in self.lines.items()}
         every = [t for lines in self.lines.values() for t, _ in lines]
@@ -267,9 +293,9 @@ class RecordedRun:
     def nodes(self, t: float) -> list[NodeInfo]:
         """The nodes at ``t``; uptime counted from the first line naming a process (cpu and memory unknown)."""
         line = self.at("nodes", t)
-        return [NodeInfo(name, kind, broker_id, port, NodeState(state), reason, pid,
-                         round(t - self._pid_since.get((name, pid), t), 1) if pid else 0.0, None, None, restarts)
-                for name, kind, broker_id, port, state, reason, pid, restarts in (line or {}).get("nodes", [])]
+        infos = [node_of(row) for row in (line or {}).get("nodes", [])]
+        return [dataclasses.replace(i, uptime_s=round(t - self._pid_since.get((i.name, i.pid), t), 1) if i.pid else 0.0)
+                for i in infos]
 
     def clients(self, t: float) -> tuple[ProducerStats | None, tuple[ConsumerStats, ...]]:
         line = self.at("clients", t)
@@ -289,13 +315,13 @@ class RecordedRun:
                 sampler.add(at, line["producer"]["acked"])
         return sampler.points
 
-    def phase(self, t: float) -> str:
+    def phase(self, t: float) -> Phase:
         line = self.at("phase", t)
-        return line["phase"] if line is not None else "idle"
+        return Phase(line["phase"]) if line is not None else Phase.IDLE
 
-    def faults(self, t: float) -> list[dict[str, Any]]:
+    def faults(self, t: float) -> list[FaultStatus]:
         line = self.at("faults", t)
-        return line["faults"] if line is not None else []
+        return [FaultStatus.from_dict(f) for f in line["faults"]] if line is not None else []
 
     def events_until(self, t: float) -> list[dict[str, Any]]:
         return [e for e in self.events if e["t"] <= t]
@@ -307,11 +333,12 @@ class RecordedRun:
             return None
         d = json.loads(path.read_text(encoding="utf-8"))
         report_path = self.run_dir / "report.json"
-        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
-        return RunResult(d["lab"], self.run_dir, d["outcome"],
+        report = Report.from_json(json.loads(report_path.read_text(encoding="utf-8"))) \
+            if report_path.is_file() else None
+        return RunResult(d["lab"], self.run_dir, Outcome(d["outcome"]),
                          expectations=[ExpectationResult(**e) for e in d["expectations"]],
                          checks=[ExpectationResult(**c) for c in d["checks"]],
-                         faults=[FaultStatus(**f) for f in d["faults"]], metrics=d["metrics"], report=report,
+                         faults=[FaultStatus.from_dict(f) for f in d["faults"]], metrics=d["metrics"], report=report,
                          verdict=d["verdict"], error=d["error"], duration_s=d["duration_s"], seed=d["seed"])
 
 

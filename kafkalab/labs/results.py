@@ -7,6 +7,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kafkalab.analysis.report import Report
+from kafkalab.labs.events import Event
+
 
 class Phase(StrEnum):
     IDLE = "idle"
@@ -20,27 +23,67 @@ class Phase(StrEnum):
     ERROR = "error"  # could not run (cluster would not start, bad lab at run time...)
 
 
+class Outcome(StrEnum):
+    """How a run ended: its expectations all held or not, ended early, or could not run."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    ERROR = "error"
+
+
+class FaultState(StrEnum):
+    PENDING = "pending"  # its turn has not come
+    WAITING = "waiting"  # its turn came: waiting for its trigger
+    FIRED = "fired"
+    MISSED = "missed"  # its trigger never came (or an earlier fault's never did)
+    FAILED = "failed"  # fired, but could not be done (or, expected to fail, was done)
+
+
+# ---- what a session tells its listeners, one record per kind ------------------------------------
 @dataclass(frozen=True)
-class SessionEvent:
-    kind: str  # phase | timeline | message | result
-    data: Any
+class PhaseChanged:
+    phase: Phase
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    event: Event
+
+
+@dataclass(frozen=True)
+class RunMessage:
+    text: str  # what the run says it is doing
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    result: RunResult
+
+
+SessionEvent = PhaseChanged | TimelineEvent | RunMessage | RunFinished
 
 
 @dataclass
 class FaultStatus:
     index: int
     text: str
-    state: str = "pending"  # pending, waiting, fired, missed, failed
+    state: FaultState = FaultState.PENDING
     fired_at: float | None = None  # seconds since the run began
     targets: list[str] = field(default_factory=list)
     detail: str = ""
 
     @property
     def went_wrong(self) -> bool:
-        return self.state in ("missed", "failed")
+        return self.state in (FaultState.MISSED, FaultState.FAILED)
 
     def copy(self) -> FaultStatus:
         return FaultStatus(**vars(self))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FaultStatus:
+        """A status as ``as_dict`` wrote it (result.json, recording.jsonl)."""
+        return cls(**{**d, "state": FaultState(d["state"])})
 
     def as_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -63,12 +106,12 @@ class ExpectationResult:
 class RunResult:
     lab_id: str
     run_dir: Path
-    outcome: str  # passed, failed, stopped, error
+    outcome: Outcome
     expectations: list[ExpectationResult] = field(default_factory=list)
     checks: list[ExpectationResult] = field(default_factory=list)
     faults: list[FaultStatus] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
-    report: dict[str, Any] | None = None
+    report: Report | None = None
     verdict: str = ""
     error: str = ""
     duration_s: float = 0.0
@@ -76,7 +119,7 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        return self.outcome == "passed"
+        return self.outcome == Outcome.PASSED
 
     @property
     def failures(self) -> list[str]:

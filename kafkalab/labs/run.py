@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.analysis.report import Report
 from kafkalab.clients import ProducerStats
 from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
@@ -29,7 +29,16 @@ from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.events import EventKind, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
-from kafkalab.labs.results import Phase, RunResult
+from kafkalab.labs.results import (
+    Outcome,
+    Phase,
+    PhaseChanged,
+    RunFinished,
+    RunMessage,
+    RunResult,
+    SessionEvent,
+    TimelineEvent,
+)
 from kafkalab.labs.reuse import clean_for, create_after_delete
 from kafkalab.labs.run_clients import RunClients
 from kafkalab.labs.run_context import RunContext
@@ -37,7 +46,7 @@ from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.run_view import RunControls
 from kafkalab.labs.timeline import ClusterWatch, Timeline
 
-Emit = Callable[[str, Any], None]  # (kind, data): phase | timeline | message | result
+Emit = Callable[[SessionEvent], None]
 
 
 class Aborted(Exception):
@@ -84,7 +93,7 @@ class LabRun:
     """One run's state and pipeline. ``execute`` runs it (in the session's thread); ``stop`` ends it early."""
 
     def __init__(self, lab: Lab, run_dir: Path, deps: RunDeps, *, seed: int | None = None,
-                 ports: PortChoice = PortChoice(), emit: Emit = lambda _kind, _data: None,
+                 ports: PortChoice = PortChoice(), emit: Emit = lambda _event: None,
                  keep_cluster: bool = False, reuse: Cluster | None = None) -> None:
         """``keep_cluster``: the cluster outlives the run (the console's: explored, then ended by
         :meth:`end_cluster`); otherwise the teardown ends it. ``reuse``: the running cluster the last run
@@ -109,7 +118,7 @@ class LabRun:
         self.clients: RunClients | None = None
         self.watch: ClusterWatch | None = None
         self.timeline = Timeline(lab.id)
-        self.timeline.add_listener(lambda e: self._emit("timeline", e))
+        self.timeline.add_listener(lambda e: self._emit(TimelineEvent(e)))
         self.faults = FaultFiring(lab.faults, self.timeline, random.Random(self.seed),
                                   [c.local_id for c in lab.consumers])
         self.result: RunResult | None = None
@@ -132,11 +141,11 @@ class LabRun:
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
         self.timeline.say(EventKind.PHASE, "lab", str(phase))
-        self._emit("phase", phase)
+        self._emit(PhaseChanged(phase))
 
     def say(self, message: str) -> None:
         self.message = message
-        self._emit("message", message)
+        self._emit(RunMessage(message))
 
     def sleep(self, seconds: float) -> None:
         """Wait; Aborted when the run is stopped meanwhile."""
@@ -150,7 +159,7 @@ class LabRun:
     def execute(self) -> RunResult:
         """Run it to the end (or to a stop); the result is also written as ``result.json``."""
         started = time.monotonic()
-        result = RunResult(self.lab.id, self.run_dir, "error", seed=self.seed)
+        result = RunResult(self.lab.id, self.run_dir, Outcome.ERROR, seed=self.seed)
         if self.lab.source is not None:
             shutil.copy(self.lab.source, self.run_dir / "lab.toml")
         try:
@@ -167,7 +176,7 @@ class LabRun:
             report = self._analyze(audit.logs())
             judge.judge(result, self.lab, before_drain, context.clients.live_metrics(), report, self.faults)
         except Aborted:
-            result.outcome = "stopped"
+            result.outcome = Outcome.STOPPED
             result.error = "stopped before the end: the run's files so far are kept"
         except KafkalabError as exc:
             result.error = str(exc)
@@ -184,14 +193,14 @@ class LabRun:
         result.faults = [f.copy() for f in self.faults.statuses]
         result.checks = list(self.faults.checks)
         result.duration_s = duration_s
-        if result.outcome == "error" and result.expectations:
-            result.outcome = "passed" if all(e.held for e in result.expectations) else "failed"
+        if result.outcome == Outcome.ERROR and result.expectations:
+            result.outcome = Outcome.PASSED if all(e.held for e in result.expectations) else Outcome.FAILED
         self.timeline.save(self.run_dir / "timeline.json")
         (self.run_dir / "result.json").write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
         self.result = result
-        self.phase = {"stopped": Phase.STOPPED, "error": Phase.ERROR}.get(result.outcome, Phase.DONE)
-        self._emit("phase", self.phase)
-        self._emit("result", result)
+        self.phase = {Outcome.STOPPED: Phase.STOPPED, Outcome.ERROR: Phase.ERROR}.get(result.outcome, Phase.DONE)
+        self._emit(PhaseChanged(self.phase))
+        self._emit(RunFinished(result))
         return result
 
     def _start_cluster(self) -> tuple[Cluster, Admin]:
@@ -243,7 +252,7 @@ class LabRun:
         def record(node: Node, state: NodeState, reason: str) -> None:
             if self.owns_cluster:
                 self.timeline.add(NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}",
-                                            state=str(state)))
+                                            state=state))
 
         cluster.add_listener(record)
 
@@ -293,7 +302,7 @@ class LabRun:
                           say=self.say, set_phase=self.set_phase, sleep=self.sleep, wait_node=self.wait_node,
                           create_topic=self.create_topic)
 
-    def _analyze(self, audits: list[Path]) -> dict[str, Any]:
+    def _analyze(self, audits: list[Path]) -> Report:
         self.set_phase(Phase.ANALYZING)
         self.say("analysing the payload logs with Spark")
         leader_changes: Mapping[tuple[str, int], int] = self.timeline.leader_changes()

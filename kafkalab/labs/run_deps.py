@@ -15,6 +15,7 @@ from typing import Any
 from kafkalab import KAFKA_VERSION
 from kafkalab import kafka_install as kdist
 from kafkalab.admin import Admin
+from kafkalab.analysis.report import Report
 from kafkalab.clients import Consumer, Producer
 from kafkalab.clients.stats import EventCallback
 from kafkalab.cluster import Cluster, ClusterSpec
@@ -27,8 +28,8 @@ AdminFactory = Callable[[str], Admin]  # bootstrap -> admin client
 ProducerFactory = Callable[[ProducerPlan, Path, str, EventCallback, int], Producer]
 ConsumerFactory = Callable[[ConsumerPlan, Path, str, EventCallback], Consumer]
 Auditor = Callable[[str, str, Path], Path]  # (bootstrap, topic, run dir) -> audit log
-# (run dir, audit logs, leader changes per partition) -> the report as JSON
-Analyzer = Callable[[Path, list[Path], Mapping[tuple[str, int], int]], dict[str, Any]]
+# (run dir, audit logs, leader changes per partition) -> the report
+Analyzer = Callable[[Path, list[Path], Mapping[tuple[str, int], int]], Report]
 ControlSender = Callable[[str, str, str], int]  # (bootstrap, topic, word) -> partitions sent to
 Reassigner = Callable[[str, str, dict[int, list[int]]], str]  # (bootstrap, topic, plan) -> the tool's line
 
@@ -89,14 +90,14 @@ def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None,
 
         return audit_topic(bootstrap, topic, run_dir)[0]
 
-    def analyze(run_dir: Path, audits: list[Path], leader_changes: Mapping[tuple[str, int], int]) -> dict[str, Any]:
+    def analyze(run_dir: Path, audits: list[Path], leader_changes: Mapping[tuple[str, int], int]) -> Report:
         from kafkalab.analysis import analyze as spark_analyze
         from kafkalab.clients.payload_log import log_files
 
         report = spark_analyze(log_files(run_dir, "producer"), log_files(run_dir, "consumer"), audits,
                                session=spark, leader_changes=leader_changes)
         report.write_json(run_dir / "report.json")
-        return report.to_json()
+        return report
 
     def send_control(bootstrap: str, topic: str, word: str) -> int:
         from kafkalab.clients.control_words import send_control as send

@@ -18,6 +18,7 @@ from rich.table import Table
 from kafkalab.labs.events import Event, EventKind, PartitionEvent
 from kafkalab.labs.loader import catalog, load_lab
 from kafkalab.labs.model import Lab
+from kafkalab.labs.results import RunMessage, TimelineEvent
 from kafkalab.labs.run import PortChoice
 from kafkalab.labs.session import LabSession, RunResult, SessionEvent
 
@@ -46,13 +47,13 @@ class HeadlessRun:
         self._lock = threading.Lock()
 
     def _on_event(self, event: SessionEvent) -> None:
-        e = event.data
-        if event.kind == "timeline" and e.kind in SHOWN and not internal(e):
-            with self._lock:
-                self.console.print(f"[dim]{e.t:7.1f}s[/] {e.kind:<17} {e.detail}", highlight=False)
-        elif event.kind == "message" and not self.console.is_terminal:
-            with self._lock:
-                self.console.print(f"        {event.data}", highlight=False)
+        match event:
+            case TimelineEvent(event=e) if e.kind in SHOWN and not internal(e):
+                with self._lock:
+                    self.console.print(f"[dim]{e.t:7.1f}s[/] {e.kind:<17} {e.detail}", highlight=False)
+            case RunMessage(text=text) if not self.console.is_terminal:
+                with self._lock:
+                    self.console.print(f"        {text}", highlight=False)
 
     def run(self) -> RunResult:
         lab = self.session.lab

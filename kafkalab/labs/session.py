@@ -1,7 +1,7 @@
 """LabSession: one lab's runs, driven by the console or headless; each run is a :class:`LabRun`.
 
     session = LabSession(lab, runs_root=Path("kafkalab-runs"))
-    session.add_listener(print)          # SessionEvent: phase / timeline / message / result
+    session.add_listener(print)          # SessionEvent: PhaseChanged / TimelineEvent / RunMessage / RunFinished
     session.start_run()                  # returns at once; the run goes on in a thread
     session.state()                      # a SessionState snapshot, safe to read from any thread
     result = session.wait()              # RunResult (expectations, metrics, report, paths)
@@ -27,7 +27,7 @@ from kafkalab.cluster import Cluster
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RunRecorder
-from kafkalab.labs.results import FaultStatus, Phase, RunResult, SessionEvent
+from kafkalab.labs.results import FaultStatus, Phase, PhaseChanged, RunResult, SessionEvent
 from kafkalab.labs.reuse import why_fresh
 from kafkalab.labs.run import LabRun, PortChoice, cluster_spec
 from kafkalab.labs.run_deps import RunDeps, real_deps
@@ -199,7 +199,7 @@ class LabSession:
         with self._lock:
             self._end_kept_cluster("run reset")
             self._run = None
-        self._emit("phase", Phase.IDLE)
+        self._emit(PhaseChanged(Phase.IDLE))
 
     def close(self) -> None:
         """Stop any run, the cluster it kept and the Spark session this session started."""
@@ -223,9 +223,9 @@ class LabSession:
             events=len(run.timeline.events()), result=run.result,
         )
 
-    def _emit(self, kind: str, data: Any) -> None:
+    def _emit(self, event: SessionEvent) -> None:
         for listener in list(self._listeners):
             try:
-                listener(SessionEvent(kind, data))
+                listener(event)
             except Exception:  # a broken listener must not break the run
                 continue

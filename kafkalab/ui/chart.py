@@ -8,11 +8,11 @@ from typing import Unpack
 from rich.text import Text
 from textual.widget import Widget
 
-from kafkalab.feeds.frames import Marker
+from kafkalab.feeds.frames import Marker, MarkerKind
 from kafkalab.ui.widget_options import WidgetOptions
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
-MARK_STYLE = {"fault": "bold red", "leader": "bold cyan"}
+MARK_STYLE = {MarkerKind.FAULT: "bold red", MarkerKind.LEADER: "bold cyan"}
 AXIS_W = 8
 
 
@@ -49,8 +49,8 @@ def marker_groups(markers: Sequence[Marker], plot_w: int, span: float) -> dict[i
 
 def legend_entry(symbol: str, group: list[Marker]) -> str:
     """'2 @14s kill broker-1, 3 leader changes': faults named, many leader changes counted."""
-    faults = [m.label for m in group if m.kind != "leader"]
-    leaders = [m.label for m in group if m.kind == "leader"]
+    faults = [m.label for m in group if m.kind == MarkerKind.FAULT]
+    leaders = [m.label for m in group if m.kind == MarkerKind.LEADER]
     if len(leaders) > LEADER_LABELS_SHOWN:
         leaders = [f"{len(leaders)} leader changes"]
     return f"{symbol} @{group[0].at_s:.0f}s " + ", ".join(faults + leaders)
@@ -83,7 +83,8 @@ def render_chart(series: Sequence[tuple[float, float]], markers: Sequence[Marker
     rows = max(2, height - 2 - len(legend))
     cols = columns(series, plot_w, span)
     peak = max(cols) or 1.0
-    kinds = {c: "fault" if any(m.kind != "leader" for m in g) else "leader" for c, g in groups.items()}
+    kinds = {c: MarkerKind.FAULT if any(m.kind == MarkerKind.FAULT for m in g) else MarkerKind.LEADER
+             for c, g in groups.items()}
     out = Text()
     for r in range(rows):
         label = f"{peak:>6,.0f}/s" if r == 0 else " " * AXIS_W
@@ -93,7 +94,7 @@ def render_chart(series: Sequence[tuple[float, float]], markers: Sequence[Marker
             eighths = round(value / peak * rows * 8)
             fill = max(0, min(8, eighths - (level_top - 8)))
             if fill == 0 and c in kinds:
-                out.append("│", style=MARK_STYLE.get(kinds[c], "red"))
+                out.append("│", style=MARK_STYLE[kinds[c]])
             else:
                 out.append(BLOCKS[fill], style="green")
         out.append("\n")
