@@ -129,6 +129,20 @@ class FakeAdmin:
         self.world.altered.append((name, dict(configs)))
 
 
+class FakeWatchSnapshots:
+    """The run's watch polling the fake admin in the test's process; tells whether the run closed it."""
+
+    def __init__(self, world: World) -> None:
+        self.admin = FakeAdmin(world)
+        self.closed = False
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.admin.snapshot(offsets=False, internal=True)
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class FakeProducer:
     """Acknowledges ``world.rate`` records per second until ``total``; ``world.stuck`` holds it at 0."""
 
@@ -236,6 +250,7 @@ class World:
         self.cluster: FakeCluster | None = None
         self.producer: FakeProducer | None = None
         self.consumers: list[FakeConsumer] = []
+        self.watch_snapshots: list[FakeWatchSnapshots] = []  # one per run that started its clients
         self.cluster_listeners: list[Callable[[Any, NodeState, str], None]] = []
         self.actions: list[tuple[str, str, float]] = []  # (action, node, producer progress then)
         self.altered: list[tuple[str, dict[str, str]]] = []
@@ -263,6 +278,10 @@ class World:
             self.consumers.append(FakeConsumer(self, plan, on_event))
             return self.consumers[-1]
 
+        def watch_snapshots(_bootstrap: str, _run_dir: Path) -> FakeWatchSnapshots:
+            self.watch_snapshots.append(FakeWatchSnapshots(self))
+            return self.watch_snapshots[-1]
+
         def audit(_bootstrap: str, _topic: str, run_dir: Path) -> Path:
             self.audits.append(sum(c.stop_calls for c in self.consumers))
             self.during_audit(len(self.audits))
@@ -273,5 +292,5 @@ class World:
             cluster=cluster, admin=lambda _b: FakeAdmin(self), producer=producer,  # type: ignore[arg-type,return-value]
             consumer=consumer, audit=audit, analyze=lambda _d, _a, _l: self.report,
             send_control=lambda _b, _t, _w: self.partitions, reassign=lambda _b, _t, _p: "reassigned",
-            timing=timing,
+            watch_snapshots=watch_snapshots, timing=timing,
         )

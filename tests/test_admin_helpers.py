@@ -20,7 +20,7 @@ from textual.widgets import Static
 from kafkalab.admin import ClusterSnapshot, GroupDescription, PartitionState
 from kafkalab.admin.groups import Member, PartitionLag
 from kafkalab.admin.helper_process import HelperClosed, HelperGone, HelperProcess
-from kafkalab.admin.snapshot_helper import SnapshotHelper
+from kafkalab.admin.snapshot_helper import SnapshotHelper, SnapshotRequest
 from kafkalab.cluster.ports import free_port
 from kafkalab.ui.partitions import PartitionTable
 from tests.helpers import process_gone, wait_until
@@ -39,7 +39,7 @@ def every_field_set(obj: Any) -> None:
         assert getattr(obj, f.name) != f.default, f"{type(obj).__name__}.{f.name} is left at its default"
 
 
-def through_the_pipe(wire: dict[str, Any]) -> Any:
+def through_the_pipe(wire: dict[str, Any] | list[Any]) -> Any:
     return json.loads(json.dumps(wire))
 
 
@@ -54,6 +54,12 @@ def test_a_snapshot_crosses_the_helpers_pipe_unchanged() -> None:
     assert ClusterSnapshot.from_wire(through_the_pipe(snap.to_wire())) == snap  # a list is no tuple: not equal
     empty = ClusterSnapshot(0.0, True)
     assert ClusterSnapshot.from_wire(through_the_pipe(empty.to_wire())) == empty
+
+
+def test_a_snapshot_request_crosses_the_helpers_pipe_unchanged() -> None:
+    ask = SnapshotRequest("127.0.0.1:9092", 140_000_000_123, 1.5, 2.0, offsets=False, internal=True)
+    every_field_set(ask)
+    assert SnapshotRequest.from_wire(through_the_pipe(ask.to_wire())) == ask
 
 
 def test_a_group_description_crosses_the_helpers_pipe_unchanged() -> None:

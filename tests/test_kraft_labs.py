@@ -90,7 +90,7 @@ def test_in_kraft_mode_the_timeline_takes_the_active_controller_from_the_quorum(
         return QuorumState(time.time(), leader is not None, leader, 7 if leader == 103 else 6)
 
     timeline = Timeline("demo")
-    watch = ClusterWatch(timeline, StillAdmin(), lambda: None, quorum=quorum)  # type: ignore[arg-type]
+    watch = ClusterWatch(timeline, StillAdmin().snapshot, lambda: None, quorum=quorum)
     for _ in range(5):
         watch.poll()
         watch._watch_quorum()

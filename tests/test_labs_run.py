@@ -8,6 +8,7 @@ import json
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from kafkalab.cluster import NodeState
@@ -121,6 +122,7 @@ def test_faults_fire_in_order_on_progress_and_isr(tmp_path: Path) -> None:
     assert by_kind["node"]["state"] == "running"  # the cluster's start
     assert [e["state"] for e in saved["events"] if e["kind"] == "node"][4:] == ["killed", "running"]
     assert by_kind["check"]["held"] is True
+    assert [w.closed for w in world.watch_snapshots] == [True]  # the watch's snapshots (a helper) ended with it
 
 
 def test_assigned_trigger_waits_for_the_late_consumer(tmp_path: Path) -> None:
@@ -280,7 +282,21 @@ def test_stop_mid_run_leaves_a_complete_result(tmp_path: Path) -> None:
     assert json.loads((run_dir / "timeline.json").read_text())["events"]
     assert world.cluster is not None and world.cluster.shut_down
     assert not any(c.running for c in world.consumers)
+    assert [w.closed for w in world.watch_snapshots] == [True]
     assert run.phase == Phase.STOPPED
+
+
+def test_a_run_that_fails_after_its_clients_started_still_closes_the_watchs_snapshots(tmp_path: Path) -> None:
+    def analysis_fails(_dir: Path, _audits: list[Path], _leaders: object) -> dict[str, object]:
+        raise RuntimeError("the analysis broke")
+
+    world = World()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    run = LabRun(lab_of(tmp_path, ""), run_dir, replace(world.deps(), analyze=analysis_fails), seed=3)
+    result = run.execute()
+    assert result.outcome == "error" and result.error == "RuntimeError: the analysis broke"
+    assert len(world.watch_snapshots) == 1 and world.watch_snapshots[0].closed
 
 
 def test_session_runs_with_fakes_and_keeps_state_after(tmp_path: Path) -> None:

@@ -241,7 +241,7 @@ def test_a_producer_stall_is_seen_while_an_admin_snapshot_hangs() -> None:
     stuck = ProducerStats(name="producer", state=ClientState.RUNNING, attempted=500, acked=100, failed={}, unknown=0,
                           in_flight=400, rate=0.0, total=1000)
     timeline = Timeline("demo")
-    watch = ClusterWatch(timeline, HangingAdmin(), lambda: stuck)  # type: ignore[arg-type]
+    watch = ClusterWatch(timeline, HangingAdmin().snapshot, lambda: stuck)
     watch.start()
     try:
         deadline = time.monotonic() + STALL_AFTER_S + 2
@@ -264,7 +264,7 @@ def test_a_stall_is_counted_from_records_in_flight_and_the_first_ack_gets_longer
     stats = [ProducerStats(name="producer", state=ClientState.STARTING, attempted=0, acked=0, failed={}, unknown=0,
                            in_flight=0, rate=0.0, total=1000)]
     timeline = Timeline("demo")
-    watch = ClusterWatch(timeline, None, lambda: stats[0])  # type: ignore[arg-type]
+    watch = ClusterWatch(timeline, lambda: ClusterSnapshot(0.0, False), lambda: stats[0])
 
     def at(seconds: float, **change: object) -> int:
         clock[0] += seconds
@@ -278,7 +278,7 @@ def test_a_stall_is_counted_from_records_in_flight_and_the_first_ack_gets_longer
     assert at(0.1, acked=100) == 0
     assert at(STALL_AFTER_S + 0.1) == 1  # acknowledgments stopped once they flowed
     fresh = Timeline("demo")
-    watch = ClusterWatch(fresh, None, lambda: stats[0])  # type: ignore[arg-type]
+    watch = ClusterWatch(fresh, lambda: ClusterSnapshot(0.0, False), lambda: stats[0])
     timeline = fresh
     stats[0] = replace(stats[0], acked=0)
     assert at(0.0) == 0 and at(FIRST_ACK_STALL_S + 0.1) == 1  # never a first one: stalled

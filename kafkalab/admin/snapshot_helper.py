@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,25 @@ from kafkalab.paths import state_root
 HELPER_COMMAND = (sys.executable, "-m", "kafkalab.admin.snapshot_helper")
 
 
+@dataclass(frozen=True)
+class SnapshotRequest:
+    """One :meth:`Admin.snapshot` asked across the helper's pipe (as a JSON list, in field order)."""
+
+    bootstrap: str
+    cluster: int  # tells one cluster from the next on the same ports
+    timeout_s: float
+    wait_s: float
+    offsets: bool = True
+    internal: bool = False
+
+    def to_wire(self) -> list[Any]:
+        return list(astuple(self))
+
+    @classmethod
+    def from_wire(cls, wire: list[Any]) -> SnapshotRequest:
+        return cls(*wire)
+
+
 class Answerer:
     """The helper's side: one :class:`Admin` per cluster, a new one when the key changes. A lab's next run may
     start a new cluster on the same ports, and a librdkafka client crossing from one cluster to the next at
@@ -29,10 +49,11 @@ class Answerer:
     def __init__(self) -> None:
         self._current: tuple[object, Admin] | None = None
 
-    def answer(self, bootstrap: str, key: object, timeout_s: float, wait_s: float) -> dict[str, Any]:
-        if self._current is None or self._current[0] != key:
-            self._current = (key, Admin(bootstrap, timeout_s=timeout_s))
-        return self._current[1].snapshot(wait_s=wait_s).to_wire()
+    def answer(self, *wire: Any) -> dict[str, Any]:
+        ask = SnapshotRequest.from_wire(list(wire))
+        if self._current is None or self._current[0] != ask.cluster:
+            self._current = (ask.cluster, Admin(ask.bootstrap, timeout_s=ask.timeout_s))
+        return self._current[1].snapshot(offsets=ask.offsets, internal=ask.internal, wait_s=ask.wait_s).to_wire()
 
 
 class SnapshotHelper:
@@ -47,13 +68,14 @@ class SnapshotHelper:
         """The helper's process id (None before its first start, once its death was told, after close)."""
         return self._process.pid
 
-    def snapshot(self, bootstrap: str, key: object, wait_s: float,
-                 timeout_s: float = REQUEST_TIMEOUT_S) -> ClusterSnapshot:
+    def snapshot(self, bootstrap: str, key: object, wait_s: float, timeout_s: float = REQUEST_TIMEOUT_S, *,
+                 offsets: bool = True, internal: bool = False) -> ClusterSnapshot:
         """What :meth:`Admin.snapshot` says of the cluster at ``bootstrap`` (``key`` tells one cluster from the next
         on the same ports); while the helper is dead, an unreachable snapshot that says so (the next call starts
         a new helper)."""
+        ask = SnapshotRequest(bootstrap, id(key), timeout_s, wait_s, offsets, internal)
         try:
-            return ClusterSnapshot.from_wire(self._process.ask((bootstrap, id(key), timeout_s, wait_s), wait_s))
+            return ClusterSnapshot.from_wire(self._process.ask(ask.to_wire(), wait_s))
         except HelperGone as gone:
             return ClusterSnapshot(time.time(), False, error=f"the admin helper {gone.why}: asking again",
                                    helper_failed=True)

@@ -42,7 +42,7 @@ from kafkalab.labs.results import (
 from kafkalab.labs.reuse import clean_for, create_after_delete
 from kafkalab.labs.run_clients import RunClients
 from kafkalab.labs.run_context import RunContext
-from kafkalab.labs.run_deps import RunDeps
+from kafkalab.labs.run_deps import RunDeps, WatchSnapshots
 from kafkalab.labs.run_view import RunControls
 from kafkalab.labs.timeline import ClusterWatch, Timeline
 
@@ -117,6 +117,7 @@ class LabRun:
         self.admin: Admin | None = None
         self.clients: RunClients | None = None
         self.watch: ClusterWatch | None = None
+        self.watch_snapshots: WatchSnapshots | None = None  # the watch's helper process: ended in the teardown
         self.timeline = Timeline(lab.id)
         self.timeline.add_listener(lambda e: self._emit(TimelineEvent(e)))
         self.faults = FaultFiring(lab.faults, self.timeline, random.Random(self.seed),
@@ -285,7 +286,8 @@ class LabRun:
         self.clients = clients = RunClients(self.lab, self.run_dir, cluster.bootstrap, self.timeline,
                                             self.deps, self.sleep, self.say)
         quorum = (lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None
-        self.watch = watch = ClusterWatch(self.timeline, admin, clients.producer_stats, quorum=quorum)
+        self.watch_snapshots = snapshots = self.deps.watch_snapshots(cluster.bootstrap, self.run_dir)
+        self.watch = watch = ClusterWatch(self.timeline, snapshots.snapshot, clients.producer_stats, quorum=quorum)
         watch.poll()
         watch.start()
         waiting = [c for c in self.lab.consumers if c.start]
@@ -309,12 +311,17 @@ class LabRun:
         return self.deps.analyze(self.run_dir, audits, leader_changes)
 
     def _teardown(self) -> None:
-        """Whatever happened: clients ended, the watch stopped, every node stopped, data dirs removed."""
+        """Whatever happened: clients ended, the watch stopped (its helper process too), every node stopped, data
+        dirs removed."""
         self.say("stopping the clients" + ("" if self.keep_cluster else " and the cluster"))
-        if self.clients is not None:
-            self.clients.close()
-        if self.watch is not None:
-            self.watch.stop()
+        try:
+            if self.clients is not None:
+                self.clients.close()
+            if self.watch is not None:
+                self.watch.stop()
+        finally:  # no helper process outlives the run, even when the clients' close failed
+            if self.watch_snapshots is not None:
+                self.watch_snapshots.close()
         if not self.keep_cluster:
             self.end_cluster("run ended")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalab import KAFKA_VERSION
 from kafkalab import kafka_install as kdist
-from kafkalab.admin import Admin
+from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.analysis.report import Report
 from kafkalab.clients import Consumer, Producer
 from kafkalab.clients.stats import EventCallback
@@ -24,6 +25,18 @@ from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 
 ClusterFactory = Callable[[ClusterSpec], Cluster]
 AdminFactory = Callable[[str], Admin]  # bootstrap -> admin client
+ADMIN_TIMEOUT_S = 1.5  # the run's admin requests (the watch's too): a killed broker must not hold a poll long
+
+
+class WatchSnapshots(Protocol):
+    """What the run's cluster watch polls (internal topics too, no end offsets); the run closes it."""
+
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def close(self) -> None: ...
+
+
+WatchSnapshotsFactory = Callable[[str, Path], WatchSnapshots]  # (bootstrap, run dir) -> the watch's snapshots
 # (plan, log dir, bootstrap, on_event, seed) -> producer; the log dir's name is the run id
 ProducerFactory = Callable[[ProducerPlan, Path, str, EventCallback, int], Producer]
 ConsumerFactory = Callable[[ConsumerPlan, Path, str, EventCallback], Consumer]
@@ -56,7 +69,25 @@ class RunDeps:
     analyze: Analyzer
     send_control: ControlSender
     reassign: Reassigner
+    watch_snapshots: WatchSnapshotsFactory
     timing: RunTiming = field(default_factory=RunTiming)
+
+
+class HelperWatchSnapshots:
+    """The watch's snapshots asked in a helper process (:mod:`kafkalab.admin.snapshot_helper`, started on the
+    first poll): a librdkafka crash while a lab kills brokers costs the watch one poll, seen as an unreachable
+    cluster, not the console the run lives in. Its log: ``snapshot-helper.log`` in the run dir."""
+
+    def __init__(self, bootstrap: str, run_dir: Path) -> None:
+        self.bootstrap = bootstrap
+        self.helper = SnapshotHelper(run_dir / "snapshot-helper.log")
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.helper.snapshot(self.bootstrap, self, ADMIN_TIMEOUT_S + 0.5, ADMIN_TIMEOUT_S,
+                                    offsets=False, internal=True)
+
+    def close(self) -> None:
+        self.helper.close()
 
 
 def lab_distribution(version: str = KAFKA_VERSION) -> kdist.Distribution:
@@ -110,7 +141,8 @@ def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None,
         return run_reassignment(dist(), bootstrap, topic, plan)
 
     return RunDeps(
-        cluster=lambda spec: Cluster(spec, dist()), admin=lambda bootstrap: Admin(bootstrap, timeout_s=1.5),
+        cluster=lambda spec: Cluster(spec, dist()),
+        admin=lambda bootstrap: Admin(bootstrap, timeout_s=ADMIN_TIMEOUT_S),
         producer=producer, consumer=consumer, audit=audit, analyze=analyze, send_control=send_control,
-        reassign=reassign,
+        reassign=reassign, watch_snapshots=HelperWatchSnapshots,
     )

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
 
-from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin import ClusterSnapshot
 from kafkalab.clients.stats import ClientEvent, ClientState, ProducerStats
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.labs.events import (
@@ -130,13 +130,15 @@ class ClusterWatch:
     when an admin snapshot can take seconds: watched after each snapshot, a short stall went unseen.
     """
 
-    def __init__(self, timeline: Timeline, admin: Admin,
+    def __init__(self, timeline: Timeline, snapshots: Callable[[], ClusterSnapshot],
                  producer_stats: Callable[[], ProducerStats | None],
                  quorum: Callable[[], QuorumState] | None = None) -> None:
-        """``quorum``: KRaft mode's DescribeQuorum; the active controller's changes come from it (a KRaft
-        broker names a random broker as "controller" in its metadata, which would look like churn)."""
+        """``snapshots``: the cluster's controller, leaders and ISR (internal topics too, no end offsets; an
+        unreachable one is skipped). ``quorum``: KRaft mode's DescribeQuorum; the active controller's changes
+        come from it (a KRaft broker names a random broker as "controller" in its metadata, which would look
+        like churn)."""
         self.timeline = timeline
-        self.admin = admin
+        self._snapshots = snapshots
         self._producer_stats = producer_stats
         self._quorum = quorum
         self._quorum_leader: int | None = None
@@ -173,7 +175,7 @@ class ClusterWatch:
 
     def poll(self) -> None:
         """One cluster snapshot, its changes on the timeline."""
-        snap = self.admin.snapshot(offsets=False, internal=True)
+        snap = self._snapshots()
         if snap.reachable:
             self._diff(snap)
             self.last = snap
