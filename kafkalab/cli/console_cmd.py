@@ -79,9 +79,9 @@ def cmd_console(args: argparse.Namespace) -> int:
         source, broker_ids, metadata = _bare_source(args) if args.no_lab else _lab_source(args)
     console_class = LabConsole
     if args.show_keys or os.environ.get(SHOW_KEYS_ENV):
-        from kafkalab.ui.key_caption import with_key_captions
+        from kafkalab.ui.key_caption import CaptionedConsole
 
-        console_class = with_key_captions(LabConsole)
+        console_class = CaptionedConsole
     app = console_class(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
     try:
         app.run()

@@ -4,12 +4,12 @@ screencast tools show them: the viewer of a recording sees which key did what.""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Any, TypeVar
 
 from textual import events
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.widgets import Static
+
+from kafkalab.ui.app import LabConsole
 
 SHOWN_S = 2.0  # a key's caption stays this long after the last key
 KEPT = 6  # keys shown at once, the newest last
@@ -61,24 +61,17 @@ class KeyCaption(Static):
             self.display = False
 
 
-AppT = TypeVar("AppT", bound=App[Any])
+class CaptionedConsole(LabConsole):
+    """The console with a caption of every key pressed (seen before any widget or binding acts on it)."""
 
+    caption: KeyCaption | None = None
 
-def with_key_captions(base: type[AppT]) -> type[AppT]:
-    """``base`` with a caption of every key pressed (seen before any widget or binding acts on it)."""
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        self.caption = KeyCaption()
+        yield self.caption
 
-    class Captioned(base):  # type: ignore[valid-type,misc]  # mypy takes no variable as a base class
-        caption: KeyCaption | None = None
-
-        def compose(self) -> Iterable[Any] | ComposeResult:
-            yield from super().compose()
-            self.caption = KeyCaption()
-            yield self.caption
-
-        async def on_event(self, event: events.Event) -> None:
-            if isinstance(event, events.Key) and not event.is_forwarded and self.caption is not None:
-                self.caption.press(caption_of(event))
-            await super().on_event(event)
-
-    Captioned.__name__ = f"Captioned{base.__name__}"
-    return Captioned
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded and self.caption is not None:
+            self.caption.press(caption_of(event))
+        await super().on_event(event)
