@@ -156,7 +156,7 @@ PILOT = textwrap.dedent("""
 
     async def main() -> None:
         spec = ClusterSpec(state_dir=Path(sys.argv[1]), brokers=1, free_ports=True)
-        source = ClusterSource(Cluster(spec, dist.locate()))
+        source = ClusterSource(Cluster(spec, kafka_install.locate()))
         app = LabConsole(source, spec.broker_ids)
         try:
             async with app.run_test(size=(120, 36)) as pilot:
