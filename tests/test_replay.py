@@ -20,6 +20,7 @@ from kafkalab.feeds.replay_source import ReplayClock, ReplaySource
 from kafkalab.labs.recording import RECORDING, RecordedRun, _quorum_shape, quorum_line, quorum_of, read_recording
 from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
 from kafkalab.ui.line import Line
+from kafkalab.ui.modals import HelpScreen
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.replay_app import ReplayConsole
 from kafkalab.ui.zookeeper import ZooKeeperPane
@@ -290,3 +291,17 @@ def test_the_replay_position_counts_from_the_recordings_start() -> None:
     from kafkalab.ui.replay_app import minutes
 
     assert [minutes(s) for s in (-3.0, 0.0, 59.9, 65.4, 342.8)] == ["0:00", "0:00", "0:59", "1:05", "5:42"]
+
+
+@sync
+async def test_a_replays_key_screen_lists_its_own_keys_and_no_action_on_a_cluster() -> None:
+    """The `?` screen of a replay named none of its speed, pause and scrub keys, and offered to reset a
+    group's offsets, which a replay has no cluster for."""
+    app = ReplayConsole(ReplaySource(RUN_DIR), exit_at_end=False, poll_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        ids = {row[2] for row in app.screen.rows}
+        assert {"replay.speed.4", "replay.pause", "replay.back", "replay.forward"} <= ids
+        assert not ids & {"group.reset", "run.start", "run.stop", "lab.reset", "topic.alter"}, ids

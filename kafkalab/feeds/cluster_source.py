@@ -25,7 +25,7 @@ class ClusterSource(Source):
     default workload (the demo topic, a producer and a consumer) on `g` / `x`."""
 
     offers = frozenset({ConsoleAction.NODE, ConsoleAction.START_RUN, ConsoleAction.STOP_RUN,
-                        ConsoleAction.EDIT_TOPIC})
+                        ConsoleAction.EDIT_TOPIC, ConsoleAction.RESET_GROUP})
     reports = False  # the default workload is not analysed: no report in Results
     why_not = "no lab loaded: open the console on a lab (`kafkalab console LAB`) for runs, settings and resets"
 

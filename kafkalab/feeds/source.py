@@ -31,6 +31,7 @@ class ConsoleAction(StrEnum):
     SEND_CONTROL = "send_control"
     EDIT_SETTING = "edit_setting"
     EDIT_TOPIC = "edit_topic"
+    RESET_GROUP = "reset_group"  # move a consumer group's committed offsets
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeSta
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
 
 
+# the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
+HELP_GROUPS = ("app.", "broker.", "run.", "lab.", "consumer.", "topic.", "view.", "results.", "group.", "replay.")
 TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
 WIDE_TABS = ("tab-results", "tab-groups", "tab-records")  # on a narrow screen: the whole row, no partition table
 SCROLLING_TABS = {"tab-results": "#results", "tab-lab": "#lab", "tab-groups": "#groups"}  # focused when shown
@@ -558,8 +560,7 @@ class LabConsole(App[None]):
             binding = active.binding
             if not self.offered(binding):
                 continue
-            if binding.id and binding.id.startswith(("app.", "broker.", "run.", "lab.", "consumer.", "topic.",
-                                                     "view.", "results.", "group.")):
+            if binding.id and binding.id.startswith(HELP_GROUPS):
                 rows.append((self.get_key_display(binding) or key, binding.description, binding.id))
         return rows
 
