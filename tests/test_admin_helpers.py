@@ -19,7 +19,7 @@ from textual.widgets import Static
 
 from kafkalab.admin import ClusterSnapshot, GroupDescription, PartitionState
 from kafkalab.admin.groups import Member, PartitionLag
-from kafkalab.admin.helper_process import HelperClosed, HelperGone, HelperProcess
+from kafkalab.admin.helper_process import ClusterGenerations, HelperClosed, HelperGone, HelperProcess
 from kafkalab.admin.snapshot_helper import SnapshotHelper, SnapshotRequest
 from kafkalab.cluster.ports import free_port
 from kafkalab.ui.partitions import PartitionTable
@@ -150,3 +150,13 @@ async def test_the_partition_pane_says_the_admin_helper_died_not_that_the_broker
         assert "UNREACHABLE" not in status and "brokers unreachable" not in status
         table = app.query_one(PartitionTable)
         assert table.stale and table.row_count == 6 and app.query_one("#partitions").has_class("-stale")
+
+
+def test_a_new_cluster_object_is_a_new_generation_even_where_the_last_ones_id_is_reused() -> None:
+    """The helpers told clusters apart by ``id()``, which Python reuses once the old object is freed: a lab's
+    next cluster could have been taken for the last one, its admin client kept."""
+    generations = ClusterGenerations()
+    first = object()
+    assert generations.of(first) == generations.of(first) == 1
+    del first
+    assert [generations.of(object()) for _ in range(100)] == list(range(2, 102))  # each freed at once

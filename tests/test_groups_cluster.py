@@ -317,9 +317,9 @@ def test_the_helper_asks_through_a_new_client_after_a_coordinator_gave_no_answer
         return made[-1]
 
     answerer = Answerer(make)  # type: ignore[arg-type]
-    ok, stuck = answerer.answer("127.0.0.1:1", "cluster", 1.0, 1.0)
+    ok, stuck = answerer.answer("127.0.0.1:1", 1, 1.0, 1.0)
     assert ok and [d.state for d in stuck] == ["Unknown"]  # type: ignore[attr-defined]
-    ok, fresh = answerer.answer("127.0.0.1:1", "cluster", 1.0, 1.0)
+    ok, fresh = answerer.answer("127.0.0.1:1", 1, 1.0, 1.0)
     assert ok and [d.state for d in fresh] == ["Empty"] and len(made) == 2  # type: ignore[attr-defined]
-    answerer.answer("127.0.0.1:1", "cluster", 1.0, 1.0)
+    answerer.answer("127.0.0.1:1", 1, 1.0, 1.0)
     assert len(made) == 2, "a client that answers is kept"

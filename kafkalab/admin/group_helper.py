@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kafkalab.admin.client import Admin
 from kafkalab.admin.groups import GroupDescription, Groups
-from kafkalab.admin.helper_process import HelperGone, HelperProcess, serve
+from kafkalab.admin.helper_process import ClusterGenerations, HelperGone, HelperProcess, serve
 from kafkalab.errors import KafkalabError
 
 HELPER_COMMAND = (sys.executable, "-m", "kafkalab.admin.group_helper")
@@ -38,12 +38,13 @@ class Answerer:
 
     def __init__(self, make: Callable[[str, float], Groups] | None = None) -> None:
         self._make = make or (lambda bootstrap, timeout_s: Groups(Admin(bootstrap, timeout_s=timeout_s)))
-        self._current: tuple[object, Groups] | None = None
+        self._current: tuple[tuple[str, int], Groups] | None = None
 
-    def answer(self, bootstrap: str, key: object, timeout_s: float, wait_s: float) -> tuple[bool, object]:
-        """(True, every group described) or (False, the error's one line)."""
-        if self._current is None or self._current[0] != key:
-            self._current = (key, self._make(bootstrap, timeout_s))
+    def answer(self, bootstrap: str, cluster: int, timeout_s: float, wait_s: float) -> tuple[bool, object]:
+        """(True, every group described) or (False, the error's one line); ``cluster`` is the cluster's
+        generation (:class:`~kafkalab.admin.helper_process.ClusterGenerations`)."""
+        if self._current is None or self._current[0] != (bootstrap, cluster):
+            self._current = ((bootstrap, cluster), self._make(bootstrap, timeout_s))
         try:
             described = describe_every_group(self._current[1], wait_s)
         except KafkalabError as exc:
@@ -53,9 +54,9 @@ class Answerer:
             self._current = None
         return True, described
 
-    def wire(self, bootstrap: str, key: object, timeout_s: float, wait_s: float) -> tuple[bool, object]:
+    def wire(self, bootstrap: str, cluster: int, timeout_s: float, wait_s: float) -> tuple[bool, object]:
         """:meth:`answer` as the pipe carries it: the descriptions as JSON-able dicts."""
-        ok, answer = self.answer(bootstrap, key, timeout_s, wait_s)
+        ok, answer = self.answer(bootstrap, cluster, timeout_s, wait_s)
         if not ok:
             return False, answer
         assert isinstance(answer, tuple)
@@ -68,6 +69,7 @@ class GroupHelper:
     def __init__(self, log_path: Path) -> None:
         self.log_path = log_path
         self._process = HelperProcess(HELPER_COMMAND, log_path)
+        self._clusters = ClusterGenerations()
 
     @property
     def pid(self) -> int | None:
@@ -78,7 +80,7 @@ class GroupHelper:
         """Every group of the cluster at ``bootstrap`` (``key`` tells one cluster from the next on the same
         ports); KafkalabError when the cluster does not answer or the helper died answering."""
         try:
-            ok, answer = self._process.ask((bootstrap, id(key), timeout_s, wait_s), wait_s)
+            ok, answer = self._process.ask((bootstrap, self._clusters.of(key), timeout_s, wait_s), wait_s)
         except HelperGone as gone:
             raise KafkalabError(f"the group helper process {gone.why}: the next poll starts a new one "
                                 f"(its log: {self.log_path})") from None

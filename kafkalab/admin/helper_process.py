@@ -38,6 +38,21 @@ class HelperClosed(KafkalabError):
     """Asked after :meth:`HelperProcess.close`: the console is closing, no new helper starts."""
 
 
+class ClusterGenerations:
+    """Which cluster a request is about, as a number the helper can compare: a new number whenever the key
+    object changes. The key is held, so a new cluster object can never be taken for the last one (an ``id()``
+    is reused once its object is freed, and a lab's next cluster may listen on the same ports)."""
+
+    def __init__(self) -> None:
+        self._last: object | None = None
+        self._generation = 0
+
+    def of(self, key: object) -> int:
+        if key is not self._last:
+            self._last, self._generation = key, self._generation + 1
+        return self._generation
+
+
 def serve(answer: Callable[..., Any]) -> None:
     """The helper's loop (stderr to its log): each request on stdin is ``answer(*request)``'s JSON on stdout,
     until the console's end closes."""

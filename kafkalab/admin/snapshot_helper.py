@@ -1,8 +1,10 @@
-"""The console's partition table asked in a helper process (:mod:`kafkalab.admin.helper_process`).
+"""Cluster snapshots asked in a helper process (:mod:`kafkalab.admin.helper_process`): the console's partition
+table and a lab run's cluster watch.
 
-The console polls a cluster's snapshot every second, while brokers are killed and leaders move: a librdkafka
-crash under that poll (a segfault ended a leader-failover console at 94%, its cluster with it) now costs one
-poll. Its log: ``snapshots-<console pid>.log`` under the state root's ``helpers`` directory.
+Both poll a cluster's snapshot every second, while brokers are killed and leaders move: a librdkafka crash
+under that poll (a segfault ended a leader-failover console at 94%, its cluster with it) now costs one poll.
+The console's log is ``snapshots-<console pid>.log`` under the state root's ``helpers`` directory; a run's is
+``snapshot-helper.log`` in its run dir.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.admin.client import REQUEST_TIMEOUT_S, Admin
-from kafkalab.admin.helper_process import HelperClosed, HelperGone, HelperProcess, serve
+from kafkalab.admin.helper_process import ClusterGenerations, HelperClosed, HelperGone, HelperProcess, serve
 from kafkalab.admin.snapshot import ClusterSnapshot
 from kafkalab.paths import state_root
 
@@ -27,7 +29,7 @@ class SnapshotRequest:
     """One :meth:`Admin.snapshot` asked across the helper's pipe (as a JSON list, in field order)."""
 
     bootstrap: str
-    cluster: int  # tells one cluster from the next on the same ports
+    cluster: int  # tells one cluster from the next on the same ports (ClusterGenerations)
     timeout_s: float
     wait_s: float
     offsets: bool = True
@@ -47,12 +49,12 @@ class Answerer:
     the same address aborted a console once (see :class:`kafkalab.feeds.groups_feed.AdminGroupsFeed`)."""
 
     def __init__(self) -> None:
-        self._current: tuple[object, Admin] | None = None
+        self._current: tuple[tuple[str, int], Admin] | None = None
 
     def answer(self, *wire: Any) -> dict[str, Any]:
         ask = SnapshotRequest.from_wire(list(wire))
-        if self._current is None or self._current[0] != ask.cluster:
-            self._current = (ask.cluster, Admin(ask.bootstrap, timeout_s=ask.timeout_s))
+        if self._current is None or self._current[0] != (ask.bootstrap, ask.cluster):
+            self._current = ((ask.bootstrap, ask.cluster), Admin(ask.bootstrap, timeout_s=ask.timeout_s))
         return self._current[1].snapshot(offsets=ask.offsets, internal=ask.internal, wait_s=ask.wait_s).to_wire()
 
 
@@ -62,6 +64,7 @@ class SnapshotHelper:
     def __init__(self, log_path: Path | None = None) -> None:
         self._process = HelperProcess(HELPER_COMMAND,
                                       log_path or state_root() / "helpers" / f"snapshots-{os.getpid()}.log")
+        self._clusters = ClusterGenerations()
 
     @property
     def pid(self) -> int | None:
@@ -73,7 +76,7 @@ class SnapshotHelper:
         """What :meth:`Admin.snapshot` says of the cluster at ``bootstrap`` (``key`` tells one cluster from the next
         on the same ports); while the helper is dead, an unreachable snapshot that says so (the next call starts
         a new helper)."""
-        ask = SnapshotRequest(bootstrap, id(key), timeout_s, wait_s, offsets, internal)
+        ask = SnapshotRequest(bootstrap, self._clusters.of(key), timeout_s, wait_s, offsets, internal)
         try:
             return ClusterSnapshot.from_wire(self._process.ask(ask.to_wire(), wait_s))
         except HelperGone as gone:

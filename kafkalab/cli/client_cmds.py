@@ -17,7 +17,7 @@ from kafkalab.clients.control_words import CONTROL_WORDS, send_control
 from kafkalab.clients.options import BOOTSTRAP, DEFAULT_BOOTSTRAP, option_table, parse_defines
 from kafkalab.clients.producer import Producer
 from kafkalab.clients.seed_export import export_seed_format
-from kafkalab.clients.stats import ClientEvent
+from kafkalab.clients.stats import ClientEvent, ClientState
 from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
@@ -140,7 +140,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         else:
             def line() -> None:
                 s = producer.stats()
-                if s.state != "starting":
+                if s.state != ClientState.STARTING:
                     print(f"{producer.name}: {s.acked}/{s.total} acked, {s.failed_total} failed, "
                           f"{s.in_flight} in flight, {s.rate:,.0f} msg/s ({s.state})", flush=True)
 
@@ -150,7 +150,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         producer.stop(drain=False)
         producer.join()
     s = producer.stats()
-    if s.state == "failed":
+    if s.state == ClientState.FAILED:
         raise KafkalabError(s.error or "the producer failed")
     failed = ", ".join(f"{n} {e}" for e, n in sorted(s.failed.items())) or "none failed"
     console.print(f"{producer.name}: {s.acked} acked, {failed}, {s.unknown} unknown")
@@ -177,7 +177,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 _watch(lambda: consumer.running, lambda: status.update(counters()), 0.25)
         else:
             def line() -> None:
-                if consumer.stats().state != "starting":
+                if consumer.stats().state != ClientState.STARTING:
                     print(counters(), flush=True)
 
             _watch(lambda: consumer.running, line, _PLAIN_EVERY_S)
@@ -186,11 +186,11 @@ def cmd_consume(args: argparse.Namespace) -> int:
         consumer.stop()
         consumer.join()
     s = consumer.stats()
-    if s.state == "failed":
+    if s.state == ClientState.FAILED:
         raise KafkalabError(s.error or "the consumer failed")
     console.print(f"{consumer.name}: {s.processed} processed ({s.state})")
     console.print(f"payload log: {s.log_path}")
-    return 1 if s.state == "crashed" else 0
+    return 1 if s.state == ClientState.CRASHED else 0
 
 
 def cmd_send(args: argparse.Namespace) -> int:

@@ -23,7 +23,6 @@ from kafkalab.kafka_install import Distribution, java_helper_argv
 from kafkalab.paths import package_file
 
 QUORUM_WATCH_SOURCE = package_file("kafkalab.cluster", "QuorumWatch.java")
-QUORUM_WATCH_MAIN = "QuorumWatch"
 RESTART_BACKOFF_S = 5.0
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafkalab-quorum-spawner")
 """Launches from one long-lived thread: a parent-death signal fires when the launching thread ends."""

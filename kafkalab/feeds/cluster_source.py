@@ -40,7 +40,7 @@ class ClusterSource(Source):
         self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned
-        self.admin_helper = SnapshotHelper()  # the table's polls: no librdkafka client in the console's process
+        self.admin_helper = SnapshotHelper()  # the table's polls run in a helper process
         self._booted = False
         self._server: ControlServer | None = None
         self._down = threading.Event()

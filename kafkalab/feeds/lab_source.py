@@ -55,7 +55,7 @@ class LabSource(Source):
         self.label = session.lab.id
         self._cluster: Cluster | None = None
         self._up = False  # the current cluster's brokers have run: its table is asked for
-        self.admin_helper = SnapshotHelper()  # the table's polls: no librdkafka client in the console's process
+        self.admin_helper = SnapshotHelper()  # the table's polls run in a helper process
         self._server: ControlServer | None = None
         self._logs = NodeLogs()
         self._facts = MetadataFacts()

@@ -19,7 +19,6 @@ from kafkalab.feeds.source import Source
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
-from kafkalab.labs.results import Phase
 
 SPEEDS = (1.0, 2.0, 4.0)
 
@@ -101,14 +100,14 @@ class ReplaySource(Source):
 
     def run(self) -> RunFrame:
         t = self.clock.now()
-        phase = Phase(self.recorded.phase(t))
+        phase = self.recorded.phase(t)
         producer, consumers = self.recorded.clients(t)
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at
         faults = self.recorded.faults(t)
         events = ((e["t"], e["kind"], e["detail"]) for e in self.recorded.events_until(t))
         return RunFrame(
             live=phase in LIVE_PHASES, phase=phase, producer=producer, consumers=consumers,
-            throughput=tuple(self.recorded.throughput(t)), markers=markers(events),
+            throughput=self.recorded.throughput(t), markers=markers(events),
             lab=lab_view(self.lab, faults) if self.lab is not None else None,
             report=report_view(self._result if result_in else None),
             settings=dict(self.lab.producer.settings) if self.lab is not None else {},

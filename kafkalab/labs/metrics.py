@@ -9,6 +9,7 @@ from pathlib import Path
 from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed
+from kafkalab.labs.results import Phase
 from kafkalab.labs.timeline import Timeline
 
 
@@ -89,8 +90,8 @@ def rebalance_metrics(timeline: Timeline, groups: Mapping[str, str]) -> dict[str
       begun (a stop-the-world rebalance; 0 when some partitions always kept their consumer).
     """
     phases = timeline.events(EventKind.PHASE)
-    since = min((e.t for e in phases if e.detail == "running"), default=float("inf"))
-    until = min((e.t for e in phases if e.detail == "draining"), default=float("inf"))
+    since = min((e.t for e in phases if e.detail == Phase.RUNNING), default=float("inf"))
+    until = min((e.t for e in phases if e.detail == Phase.DRAINING), default=float("inf"))
     moves = sorted((e for e in timeline.events() if e.kind in _MEMBERSHIP and e.source in groups
                     and since <= e.t < until and isinstance(e, ClientRecord)), key=lambda e: e.t)
     out: dict[str, float] = {}

@@ -1,5 +1,5 @@
-"""What a run builds and calls outside itself: the cluster, the admin client, the producer and consumers,
-the audit and the analysis.
+"""What a run builds and calls outside itself: the cluster, the admin client, the cluster watch's snapshots
+(in a helper process), the producer and consumers, the audit and the analysis.
 
 :class:`~kafkalab.labs.run.LabRun` takes them as factories, so a run's logic (fault order, triggers, drain,
 judging) can be tested with fakes in milliseconds; :func:`real_deps` builds the real ones.

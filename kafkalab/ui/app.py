@@ -420,24 +420,26 @@ class LabConsole(App[None]):
             return
         name = self.selected
         state = self.node_states.get(name, NodeState.STOPPED)
-        if action == "pause_resume":
-            action = "resume" if state == NodeState.PAUSED else "pause"
+        if action == "pause_resume":  # the keys that toggle: what they do depends on the node's state
+            act = NodeAction.RESUME if state == NodeState.PAUSED else NodeAction.PAUSE
         elif action == "start_restart":
-            action = "restart" if state in (NodeState.RUNNING, NodeState.PAUSED) else "start"
-        last = self.last_isr_of(name) if action in ("stop", "kill") else []
+            act = NodeAction.RESTART if state in (NodeState.RUNNING, NodeState.PAUSED) else NodeAction.START
+        else:
+            act = NodeAction(action)
+        last = self.last_isr_of(name) if act in (NodeAction.STOP, NodeAction.KILL) else []
         if last:
             shown = ", ".join(last[:6]) + (f" and {len(last) - 6} more" if len(last) > 6 else "")
             self.push_screen(
-                ConfirmScreen(f"{action.capitalize()} {name}, the last in-sync replica?",
+                ConfirmScreen(f"{act.capitalize()} {name}, the last in-sync replica?",
                               f"{len(last)} partition(s) go offline: {shown}"),
-                lambda yes: self.do_node(name, action) if yes else self.set_action(f"{action} {name} cancelled"),
+                lambda yes: self.do_node(name, act) if yes else self.set_action(f"{act} {name} cancelled"),
             )
             return
-        self.do_node(name, action)
+        self.do_node(name, act)
 
-    def do_node(self, name: str, action: str) -> None:
+    def do_node(self, name: str, action: NodeAction) -> None:
         self.set_action(f"{action} → {name}")
-        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, NodeAction(action)))
+        self.in_thread(f"{action} {name}", lambda: self.source.node_action(name, action))
 
     def last_isr_of(self, name: str) -> list[str]:
         """Partitions whose only in-sync replica is this broker."""

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
-from kafkalab.clients.stats import ConsumerStats
+from kafkalab.clients.stats import ClientState, ConsumerStats
 
 # short headings; the group is in the pane's title (in the name, name@group, when consumers are in several groups)
 HEADINGS = {"name": "consumer", "state": "state", "assigned": "parts", "received": "recv", "processed": "proc",
@@ -47,7 +47,7 @@ def cell(text: str, style: str = "") -> Text:
 
 def consumer_row(c: ConsumerStats, with_group: bool = False, narrow: bool = False) -> dict[str, Text]:
     """The cells of one consumer; ``narrow``: counts in short form and the state as the name's colour."""
-    state = c.group_state if c.state == "running" else c.state
+    state = c.group_state if c.state == ClientState.RUNNING else c.state
     state_style = STATE_STYLES.get(state, "")
     count = compact if narrow else "{:,}".format
     lag = c.total_lag
