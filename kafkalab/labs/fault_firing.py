@@ -44,12 +44,13 @@ class FaultHost(Protocol):
 
 class FaultFiring:
     def __init__(self, faults: Sequence[Fault], timeline: Timeline, rng: random.Random,
-                 consumer_ids: Sequence[int]) -> None:
+                 consumer_ids: Sequence[int], attendee: bool = False) -> None:
+        """``attendee``: these are a fix attempt's live actions, not the lab's faults."""
         self.faults = list(faults)
         self.timeline = timeline
         self.rng = rng
         self.consumer_ids = list(consumer_ids)
-        self.statuses = [FaultStatus(i, f.describe()) for i, f in enumerate(self.faults)]
+        self.statuses = [FaultStatus(i, f.describe(), attendee=attendee) for i, f in enumerate(self.faults)]
         self.checks: list[ExpectationResult] = []
 
     @property

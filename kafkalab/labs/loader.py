@@ -19,6 +19,7 @@ from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, TargetCategory, TargetKind, make_fault
+from kafkalab.labs.fix import Change, FixExercise, Hint, Incident, Rule, parse_changes
 from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, TopicPlan
 from kafkalab.paths import labs_dir
 
@@ -30,7 +31,10 @@ TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
               "fails"}
-TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect"}
+TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect", "fix", "incident"}
+FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong"}
+CHANGES_KEYS = {"settings", "topics", "brokers", "actions"}
+INCIDENT_KEYS = {"ticket", "question", "choices", "answer", "explanation"}
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
 _KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
@@ -161,6 +165,8 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
         raise r.fail("expect", 0, None, "empty: a lab says what must show, e.g. lost = \"> 0\"")
     if producer.config.topic not in {t.name for t in topics}:
         raise r.fail("producer", 0, "producer.topic", "names no [[topic]] of this lab: add the topic")
+    fix = _fix(r, data["fix"], len(faults), cluster.brokers) if "fix" in data else None
+    incident = _incident(r, data["incident"]) if "incident" in data else None
     # last: a copied lab's first error must be its real one, not the name it has not been given yet
     if path is not None and lab_id_of(path) != lab_id:
         raise r.fail("lab", 0, "id", f"{lab_id!r} differs from the file name {path.name}: make them agree")
@@ -178,6 +184,8 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
         audit=r.typed(lab, "audit", bool, "lab", default=True),
         heal_before_audit=r.typed(lab, "heal_before_audit", bool, "lab", default=True),
         source=path,
+        fix=fix,
+        incident=incident,
     )
 
 
@@ -340,6 +348,87 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
             raise r.fail("fault", i, "on", "'same' needs an earlier fault on a node", array=True)
         faults.append(fault)
     return tuple(faults)
+
+
+def _strings(r: _Reader, raw: dict[str, Any], key: str, table: str, index: int = 0, array: bool = False) -> list[str]:
+    value = r.typed(raw, key, list, table, index, default=[], array=array)
+    if any(not isinstance(v, str) for v in value):
+        raise r.fail(table, index, key, "must be a list of strings", array)
+    return list(value)
+
+
+def _changes(r: _Reader, raw: Any, table: str, index: int, brokers: int, array: bool = False) -> tuple[Change, ...]:
+    """A solution or a wrong fix: ``settings`` (-D), ``topics`` (--topic), ``brokers``, ``actions``."""
+    if not isinstance(raw, dict):
+        raise r.fail(table, index, None, "must be a table of settings, topics, brokers and actions", array)
+    r.only(raw, CHANGES_KEYS, table, index, array)
+    lists = {k: _strings(r, raw, k, table, index, array) for k in CHANGES_KEYS}
+    return tuple(_wrap(r, table, index, None, partial(parse_changes, brokers, lists["settings"], lists["topics"],
+                                                       lists["brokers"], lists["actions"]), array))
+
+
+def _fix(r: _Reader, raw: Any, fault_count: int, brokers: int) -> FixExercise:
+    if not isinstance(raw, dict):
+        raise r.fail("", 0, "fix", "must be a table ([fix])")
+    r.only(raw, FIX_KEYS, "fix")
+    allow = _strings(r, raw, "allow", "fix")
+    if not allow:
+        raise r.fail("fix", 0, "allow", "missing: list what the attendee may change, e.g. [\"producer.*\"]")
+    expectations = tuple(
+        _wrap(r, "fix.expect", 0, key, partial(make_expectation, key, value, r.index.line("fix.expect", 0, key)))
+        for key, value in r.table(raw, "expect").items())
+    if not expectations:
+        raise r.fail("fix", 0, "expect", "missing: say what must hold once fixed, e.g. [fix.expect] lost = 0")
+    runs = r.typed(raw, "runs", int, "fix", default=2)
+    if not 1 <= runs <= 10:
+        raise r.fail("fix", 0, "runs", f"{runs}: give 1..10 graded runs")
+    drop = r.typed(raw, "drop_faults", list, "fix", default=[])
+    if any(not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= fault_count for n in drop):
+        raise r.fail("fix", 0, "drop_faults", f"{drop!r}: list fault numbers within 1..{fault_count}")
+    rules = []
+    for i, rule in enumerate(r.typed(raw, "rule", list, "fix", default=[])):
+        r.only(rule, {"when", "says", "outcome"}, "fix.rule", i, array=True)
+        when = _strings(r, rule, "when", "fix.rule", i, array=True)
+        outcome = r.typed(rule, "outcome", str, "fix.rule", i, default="", array=True)
+        if outcome not in ("", "passed", "failed"):
+            raise r.fail("fix.rule", i, "outcome", f"{outcome!r}: give \"passed\" or \"failed\"", array=True)
+        rules.append(Rule(tuple(when), r.typed(rule, "says", str, "fix.rule", i, array=True), outcome))
+    hints = []
+    for i, hint in enumerate(r.typed(raw, "hint", list, "fix", default=[])):
+        r.only(hint, {"after", "cost", "text"}, "fix.hint", i, array=True)
+        after = r.typed(hint, "after", (int, float), "fix.hint", i, default=0, array=True)
+        cost = r.typed(hint, "cost", int, "fix.hint", i, array=True)
+        hints.append(Hint(float(after), cost, r.typed(hint, "text", str, "fix.hint", i, array=True)))
+    if sum(h.cost for h in hints) >= 100:
+        raise r.fail("fix", 0, "hint", "the hints cost 100 points or more: every hint taken must still leave "
+                     "solving worth more than not solving")
+    solution = _changes(r, raw.get("solution"), "fix.solution", 0, brokers)
+    if not solution:
+        raise r.fail("fix", 0, "solution", "missing: give the reference solution ([fix.solution])")
+    wrong = tuple(_changes(r, w, "fix.wrong", i, brokers, array=True)
+                  for i, w in enumerate(r.typed(raw, "wrong", list, "fix", default=[])))
+    fix = FixExercise(
+        task=r.typed(raw, "task", str, "fix"), allow=tuple(allow), expectations=expectations, solution=solution,
+        runs=runs, seed=r.typed(raw, "seed", int, "fix", default=1), rules=tuple(rules), hints=tuple(hints),
+        drop_faults=tuple(drop), wrong=wrong)
+    for table, changes in (("fix.solution", solution), *(("fix.wrong", w) for w in wrong)):
+        _wrap(r, table, 0, None, partial(fix.check, changes))
+    return fix
+
+
+def _incident(r: _Reader, raw: Any) -> Incident:
+    if not isinstance(raw, dict):
+        raise r.fail("", 0, "incident", "must be a table ([incident])")
+    r.only(raw, INCIDENT_KEYS, "incident")
+    choices = _strings(r, raw, "choices", "incident")
+    if len(choices) < 2:
+        raise r.fail("incident", 0, "choices", "give at least two possible root causes")
+    answer = r.typed(raw, "answer", int, "incident")
+    if not 1 <= answer <= len(choices):
+        raise r.fail("incident", 0, "answer", f"{answer}: give the number of the right choice, 1..{len(choices)}")
+    return Incident(r.typed(raw, "ticket", str, "incident"),
+                    r.typed(raw, "question", str, "incident", default="What is the root cause?"),
+                    tuple(choices), answer - 1, r.typed(raw, "explanation", str, "incident"))
 
 
 def lab_id_of(path: Path) -> str:

@@ -11,6 +11,7 @@ from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.faults import Fault
+from kafkalab.labs.fix import FixExercise, Incident
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,9 @@ class Lab:
     audit: bool = True
     heal_before_audit: bool = True  # start stopped brokers before the audit reads every partition
     source: Path | None = None
+    fix: FixExercise | None = None  # the lab as an exercise: what may change, what must then hold
+    incident: Incident | None = None  # the lab told as a ticket: symptoms, then the root cause to name
+    actions: tuple[Fault, ...] = ()  # a fix attempt's live actions: fired beside the timeline, in their order
 
     @property
     def topic(self) -> str:

@@ -72,6 +72,7 @@ class FaultStatus:
     fired_at: float | None = None  # seconds since the run began
     targets: list[str] = field(default_factory=list)
     detail: str = ""
+    attendee: bool = False  # a live action of a fix attempt, not one of the lab's faults
 
     @property
     def went_wrong(self) -> bool:

@@ -9,6 +9,7 @@ clients, audit and analysis come from :class:`~kafkalab.labs.run_deps.RunDeps` f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
@@ -122,6 +123,9 @@ class LabRun:
         self.timeline.add_listener(lambda e: self._emit(TimelineEvent(e)))
         self.faults = FaultFiring(lab.faults, self.timeline, random.Random(self.seed),
                                   [c.local_id for c in lab.consumers])
+        self.actions = FaultFiring(lab.actions, self.timeline, random.Random(self.seed),
+                                   [c.local_id for c in lab.consumers], attendee=True)
+        self._producer_done = threading.Event()  # ends the actions' track: a trigger not seen by then never comes
         self.result: RunResult | None = None
 
     # ---- driving it ------------------------------------------------------------------------------
@@ -167,8 +171,12 @@ class LabRun:
             context = self._start_clients(*self._start_cluster())
             self.set_phase(Phase.RUNNING)
             controls = RunControls(context)
+            actions = self._start_actions(controls)
             self.faults.run(controls, controls, self.sleep, self.deps.timing.tick_s, self.past_deadline)
             context.clients.wait_producer(self.past_deadline)
+            self._producer_done.set()
+            if actions is not None:
+                actions.join()
             before_drain = context.clients.live_metrics()
             self.set_phase(Phase.DRAINING)
             audit = AuditStep(context)
@@ -190,8 +198,23 @@ class LabRun:
                 result.error = result.error or f"teardown: {type(exc).__name__}: {exc}"
         return self._finish(result, time.monotonic() - started)
 
+    def _start_actions(self, controls: RunControls) -> threading.Thread | None:
+        """A fix attempt's live actions, fired beside the lab's faults once their triggers hold."""
+        if not self.actions.faults:
+            return None
+
+        def track() -> None:
+            with contextlib.suppress(Aborted):
+                self.actions.run(controls, controls, self.sleep, self.deps.timing.tick_s,
+                                 lambda: self.past_deadline() or self._producer_done.is_set())
+
+        thread = threading.Thread(target=track, name=f"kafkalab-actions-{self.lab.id}", daemon=True)
+        thread.start()
+        return thread
+
     def _finish(self, result: RunResult, duration_s: float) -> RunResult:
-        result.faults = [f.copy() for f in self.faults.statuses]
+        self._producer_done.set()
+        result.faults = [f.copy() for f in [*self.faults.statuses, *self.actions.statuses]]
         result.checks = list(self.faults.checks)
         result.duration_s = duration_s
         if result.outcome == Outcome.ERROR and result.expectations:

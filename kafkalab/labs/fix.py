@@ -1,0 +1,232 @@
+"""Fix exercises: what an attendee may change in a lab, and the graded lab their changes make.
+
+A lab's ``[fix]`` table turns its demonstration into an exercise. The graded run is the lab as shipped (its
+cluster, workload, faults, triggers and seeds), with the attendee's changes applied, the faults that
+demonstrate the cure left out (``drop_faults``), and the fix's own expectations in place of the
+demonstration's: ``lost > 0`` is what the break shows, ``lost = 0`` is what the fix must make hold.
+
+A change is named the way the allow-list and the rules name it:
+
+- ``producer.acks`` / ``consumer.auto-commit``: a client setting (``-D producer.acks=all``);
+- ``topic.test-topic.replication_factor``, ``topic.test-topic.min.insync.replicas``: a topic's plan
+  (``--topic "test-topic rf=3 min.isr=2"``);
+- ``broker.unclean.leader.election.enable``: a broker setting for every broker (``--broker-config``);
+- ``action.replicate``: a live action, a fault of the attendee's own that fires beside the lab's timeline
+  when its trigger holds (``--action "brokers >= 3 -> replicate topic test-topic rf=3"``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.expectations import Expectation
+from kafkalab.labs.faults import Fault, make_fault
+from kafkalab.settings_text import name_value
+
+# the workload's size and shape: a fix that sends less, or slower, would pass by doing less
+FROZEN = ("producer.topic", "producer.num-rolls", "producer.num-records-per-roll", "producer.wait-after-roll",
+          "producer.wait-after-send", "producer.local-id", "consumer.topic", "consumer.local-id")
+# the kinds of fault an attendee may add as a live action (operations, not faults)
+ACTION_KINDS = ("replicate", "alter-config", "elect-preferred", "reset-offsets")
+_TOPIC_KEYS = {"rf": "replication_factor", "replication_factor": "replication_factor",
+               "min.isr": "min.insync.replicas", "min_isr": "min.insync.replicas"}
+_ACTION = re.compile(r"\s*(?P<at>.+?)\s*->\s*(?P<do>[a-z-]+)\s+(?P<on>(?:topic|group)\s+\S+)\s*(?P<rest>.*)")
+
+
+class ChangeKind(StrEnum):
+    SETTING = "setting"  # producer.* / consumer.*
+    TOPIC = "topic"  # a topic's replication factor or config
+    BROKER = "broker"  # a broker setting, on every broker
+    ACTION = "action"  # a live action during the run
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing the attendee changed. ``name`` is what allow-lists and rules match; ``value`` its new value
+    (for an action, the action as written)."""
+
+    kind: ChangeKind
+    name: str
+    value: str
+    fault: Fault | None = None  # an action's fault
+
+    @property
+    def text(self) -> str:
+        if self.kind == ChangeKind.ACTION:
+            return f"action: {self.value}"
+        return f"{self.name}={self.value}"
+
+
+def setting_change(text: str) -> Change:
+    """``producer.acks=all`` (``-D``)."""
+    name, value = name_value(text, "-D", "producer.acks=all", need_value=True)
+    if not name.startswith(("producer.", "consumer.")):
+        raise KafkalabError(f"-D {text!r}: {name} is not a producer.* or consumer.* setting: e.g. -D producer.acks=all")
+    return Change(ChangeKind.SETTING, name, value)
+
+
+def broker_change(text: str) -> Change:
+    """``unclean.leader.election.enable=true`` (``--broker-config``)."""
+    name, value = name_value(text, "--broker-config", "min.insync.replicas=2", need_value=True)
+    return Change(ChangeKind.BROKER, f"broker.{name.removeprefix('broker.')}", value)
+
+
+def topic_changes(text: str) -> list[Change]:
+    """``test-topic rf=3 min.isr=2 retention.ms=1000`` (``--topic``): one change per setting."""
+    words = text.split()
+    if len(words) < 2 or "=" in words[0]:
+        raise KafkalabError(f"--topic {text!r}: give the topic, then its settings: "
+                            "e.g. --topic \"test-topic rf=3 min.isr=2\"")
+    topic, out = words[0], []
+    for word in words[1:]:
+        key, value = name_value(word, "--topic", "\"test-topic rf=3 min.isr=2\"", need_value=True)
+        key = _TOPIC_KEYS.get(key, key)
+        if key in ("replication_factor", "min.insync.replicas") and not value.isdigit():
+            raise KafkalabError(f"--topic {text!r}: {key} must be a whole number, not {value!r}")
+        out.append(Change(ChangeKind.TOPIC, f"topic.{topic}.{key}", value))
+    return out
+
+
+def action_change(text: str, brokers: int) -> Change:
+    """``WHEN -> DO ON [key=value ...]``, e.g. ``brokers >= 3 -> replicate topic test-topic rf=3``: a fault of
+    the attendee's own, fired beside the lab's timeline once WHEN holds."""
+    example = "--action \"brokers >= 3 -> replicate topic test-topic rf=3\""
+    m = _ACTION.fullmatch(text)
+    if not m:
+        raise KafkalabError(f"--action {text!r} is not WHEN -> DO topic|group NAME [key=value]: e.g. {example}")
+    if m["do"] not in ACTION_KINDS:
+        raise KafkalabError(f"--action {text!r}: {m['do']!r} is not an action: give one of {', '.join(ACTION_KINDS)}")
+    raw: dict[str, object] = {"at": m["at"], "do": m["do"], "on": m["on"]}
+    configs: dict[str, str] = {}
+    for word in m["rest"].split():
+        key, value = name_value(word, "--action", example, need_value=True)
+        if key in ("rf", "replication_factor"):
+            if not value.isdigit():
+                raise KafkalabError(f"--action {text!r}: rf must be a whole number, not {value!r}")
+            raw["replication_factor"] = int(value)
+        elif key == "reset":
+            raw["reset"] = value
+        else:
+            configs[key] = value
+    if configs:
+        raw["configs"] = configs
+    try:
+        fault = make_fault(raw, brokers)
+    except ValueError as exc:
+        raise KafkalabError(f"--action {text!r}: {exc}") from None
+    return Change(ChangeKind.ACTION, f"action.{m['do']}", text.strip(), fault)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a change meant: shown on the grade card when every ``when`` matches the attendee's changes.
+
+    ``when`` entries: ``name`` (any value), ``name=value``, or ``!name`` (not changed). ``outcome``: show it
+    only on a passed or a failed grade ("" for either)."""
+
+    when: tuple[str, ...]
+    says: str
+    outcome: str = ""
+
+    def applies(self, changes: Sequence[Change], passed: bool) -> bool:
+        if self.outcome and self.outcome != ("passed" if passed else "failed"):
+            return False
+        return all(_matches(cond, changes) for cond in self.when)
+
+
+def _matches(cond: str, changes: Sequence[Change]) -> bool:
+    if cond.startswith("!"):
+        return not _matches(cond[1:], changes)
+    name, sep, value = cond.partition("=")
+    return any(fnmatch.fnmatchcase(c.name, name) and (not sep or _same(c.value, value)) for c in changes)
+
+
+def _same(a: str, b: str) -> bool:
+    aliases = {"-1": "all", "True": "true", "False": "false"}
+    return aliases.get(a.strip(), a.strip()) == aliases.get(b.strip(), b.strip())
+
+
+@dataclass(frozen=True)
+class Hint:
+    after_s: float  # offered this long after the task was shown
+    cost: int  # points off the score of a passing grade
+    text: str
+
+
+@dataclass(frozen=True)
+class FixExercise:
+    task: str  # what must hold, in the attendee's words (Markdown); never the cause
+    allow: tuple[str, ...]  # change names the attendee may change (fnmatch patterns)
+    expectations: tuple[Expectation, ...]  # what must hold under the same faults, in every graded run
+    solution: tuple[Change, ...]  # the reference solution: shown only when solved or given up
+    runs: int = 2  # seeded runs that must all pass: a fix that holds once by luck is not a fix
+    seed: int = 1  # the first run's seed; run k has seed + k
+    rules: tuple[Rule, ...] = ()
+    hints: tuple[Hint, ...] = ()
+    drop_faults: tuple[int, ...] = ()  # 1-based: faults that show the cure, left out of the graded run
+    wrong: tuple[tuple[Change, ...], ...] = field(default=())  # plausible wrong fixes, each must grade FAIL
+
+    def allows(self, change: Change) -> bool:
+        return change.name not in FROZEN and any(fnmatch.fnmatchcase(change.name, p) for p in self.allow)
+
+    def check(self, changes: Iterable[Change]) -> None:
+        """KafkalabError, one line, for the first change this exercise does not allow."""
+        for change in changes:
+            if not self.allows(change):
+                frozen = " (the workload's size is frozen)" if change.name in FROZEN else ""
+                raise KafkalabError(f"{change.text}: {change.name} is not yours to change in this lab{frozen}; "
+                                    f"you may change {', '.join(self.allow)}")
+
+    def rules_for(self, changes: Sequence[Change], passed: bool) -> list[str]:
+        return [r.says for r in self.rules if r.applies(changes, passed)]
+
+    @property
+    def max_score(self) -> int:
+        return 100
+
+
+def actions_of(changes: Iterable[Change]) -> tuple[Fault, ...]:
+    return tuple(c.fault for c in changes if c.kind == ChangeKind.ACTION and c.fault is not None)
+
+
+def parse_changes(brokers_count: int, settings: Iterable[str] = (), topics: Iterable[str] = (),
+                  brokers: Iterable[str] = (), actions: Iterable[str] = ()) -> list[Change]:
+    """Every change as the command line gives it, in that order; KafkalabError (one line) on the first bad one."""
+    out = [setting_change(s) for s in settings]
+    for t in topics:
+        out += topic_changes(t)
+    out += [broker_change(b) for b in brokers]
+    out += [action_change(a, brokers_count) for a in actions]
+    return out
+
+
+def change_from_text(brokers: int, text: str) -> list[Change]:
+    """One line as the console's prompt takes it: ``producer.acks=all``, ``topic test-topic rf=3``,
+    ``broker unclean.leader.election.enable=true`` or ``action brokers >= 3 -> replicate topic T rf=3``."""
+    word, _, rest = text.strip().partition(" ")
+    if word == "topic":
+        return topic_changes(rest)
+    if word == "broker":
+        return [broker_change(rest)]
+    if word == "action":
+        return [action_change(rest, brokers)]
+    return [setting_change(text)]
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A lab told as a ticket: symptoms only; the cause is the answer to ``question``."""
+
+    ticket: str  # what was reported (Markdown), never the cause
+    question: str  # "What is the root cause?"
+    choices: tuple[str, ...]
+    answer: int  # 0-based index into ``choices``
+    explanation: str  # the root cause in full, shown once solved or given up
+
+    def is_right(self, choice: int) -> bool:
+        return choice == self.answer

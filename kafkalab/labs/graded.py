@@ -1,0 +1,60 @@
+"""The lab a graded fix attempt runs: the attendee's changes applied to the lab as shipped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.fix import Change, ChangeKind, FixExercise, actions_of
+from kafkalab.labs.model import ClusterPlan, Lab, TopicPlan
+
+
+def fix_of(lab: Lab) -> FixExercise:
+    if lab.fix is None:
+        raise KafkalabError(f"lab {lab.id} has no fix exercise: `kafkalab labs` marks the labs that have one")
+    return lab.fix
+
+
+def apply_changes(lab: Lab, changes: Iterable[Change]) -> Lab:
+    """``lab`` with settings, topics and broker settings changed (actions are not part of the lab: they run
+    beside its timeline); KafkalabError when the result is not valid, as on the command line."""
+    for change in changes:
+        if change.kind == ChangeKind.SETTING:
+            lab = lab.with_setting(change.name, change.value)
+        elif change.kind == ChangeKind.BROKER:
+            lab = replace(lab, cluster=_with_override(lab.cluster, change.name.removeprefix("broker."), change.value))
+        elif change.kind == ChangeKind.TOPIC:
+            lab = _with_topic_setting(lab, change)
+    return lab
+
+
+def _with_override(cluster: ClusterPlan, name: str, value: str) -> ClusterPlan:
+    return replace(cluster, overrides={**cluster.overrides, name: value})
+
+
+def _with_topic_setting(lab: Lab, change: Change) -> Lab:
+    rest = change.name.removeprefix("topic.")
+    topics = {t.name: t for t in lab.topics}
+    topic = next((t for t in sorted(topics, key=len, reverse=True) if rest.startswith(t + ".")), None)
+    if topic is None:
+        raise KafkalabError(f"{change.text}: this lab has no such topic: its topics are {', '.join(topics)}")
+    key = rest.removeprefix(topic + ".")
+    plan: TopicPlan = topics[topic]
+    if key == "replication_factor":
+        if not 1 <= int(change.value) <= lab.cluster.brokers:
+            raise KafkalabError(f"{change.text}: give 1..{lab.cluster.brokers} (the lab's brokers)")
+        plan = replace(plan, replication_factor=int(change.value))
+    else:
+        plan = replace(plan, configs={**plan.configs, key: change.value})
+    return replace(lab, topics=tuple(plan if t.name == topic else t for t in lab.topics))
+
+
+def graded_lab(lab: Lab, changes: Sequence[Change]) -> Lab:
+    """The lab a graded run runs: changes applied, the cure's faults left out, the fix's expectations.
+    KafkalabError (one line) for a lab with no fix exercise or a change it does not allow."""
+    fix = fix_of(lab)
+    fix.check(changes)
+    changed = apply_changes(lab, changes)
+    faults = tuple(f for i, f in enumerate(lab.faults, start=1) if i not in fix.drop_faults)
+    return replace(changed, faults=faults, expectations=fix.expectations, actions=actions_of(changes))
