@@ -1,0 +1,186 @@
+"""Fix exercises and incidents, the core: parsing a lab's [fix] and [incident], changes and their refusals,
+the graded lab, the grade of a set of runs, progress. No cluster needed."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kafkalab.errors import KafkalabError
+from kafkalab.labs import load_lab
+from kafkalab.labs import progress as progress_store
+from kafkalab.labs.fix import ChangeKind, action_change, change_from_text, parse_changes, topic_changes
+from kafkalab.labs.fix_attempt import FixAttempt
+from kafkalab.labs.grade import ACTIONS_ROW, FAULTS_ROW, read_grade
+from kafkalab.labs.graded import apply_changes, graded_lab
+from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, Outcome, RunResult
+from tests.test_labs_unit import MINIMAL
+
+FIX = MINIMAL + """
+[[fault]]
+at = "after 3s"
+do = "start"
+on = "same"
+
+[fix]
+task = "Nothing acknowledged may go missing."
+allow = ["producer.acks", "topic.test-topic.*", "broker.min.insync.replicas", "action.replicate"]
+runs = 3
+seed = 40
+drop_faults = [2]
+
+[fix.expect]
+lost = 0
+"producer.acked" = "> 0"
+
+[[fix.rule]]
+when = ["producer.acks=all"]
+says = "acks=all mattered"
+outcome = "passed"
+
+[[fix.rule]]
+when = ["topic.test-topic.replication_factor", "!producer.acks"]
+says = "replicas alone did not matter"
+
+[[fix.hint]]
+after = 30
+cost = 10
+text = "look at the producer"
+
+[[fix.hint]]
+after = 90
+cost = 25
+text = "acks"
+
+[fix.solution]
+settings = ["producer.acks=all"]
+topics = ["test-topic min.isr=2"]
+
+[[fix.wrong]]
+topics = ["test-topic rf=3"]
+"""
+
+
+def lab_file(tmp_path: Path, text: str = FIX) -> Path:
+    path = tmp_path / "demo.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_fix_table_parses(tmp_path: Path) -> None:
+    lab = load_lab(lab_file(tmp_path))
+    assert lab.fix is not None
+    assert lab.fix.runs == 3 and lab.fix.seed == 40 and lab.fix.drop_faults == (2,)
+    assert [e.text for e in lab.fix.expectations] == ["lost == 0", "producer.acked > 0"]
+    assert [c.text for c in lab.fix.solution] == ["producer.acks=all", "topic.test-topic.min.insync.replicas=2"]
+    assert [h.cost for h in lab.fix.hints] == [10, 25]
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ('"topic.test-topic.*", ', "", "not yours to change"),  # the solution's topic change is then refused
+    ("runs = 3", "runs = 11", "1..10"),
+    ("drop_faults = [2]", "drop_faults = [3]", "within 1..2"),
+    ("cost = 25", "cost = 95", "100 points"),
+])
+def test_fix_table_refusals_name_the_field(tmp_path: Path, old: str, new: str, words: str) -> None:
+    text = FIX.replace(old, new, 1)
+    with pytest.raises(KafkalabError, match=words) as err:
+        load_lab(lab_file(tmp_path, text))
+    assert "demo.toml:" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_changes_parse_and_refuse_in_one_line() -> None:
+    assert [c.name for c in topic_changes("test-topic rf=3 min.isr=2")] == [
+        "topic.test-topic.replication_factor", "topic.test-topic.min.insync.replicas"]
+    action = action_change("brokers >= 3 -> replicate topic test-topic rf=3", brokers=3)
+    assert action.kind == ChangeKind.ACTION and action.fault is not None
+    assert action.fault.replication_factor == 3 and action.fault.action == "replicate"
+    assert change_from_text(3, "broker unclean.leader.election.enable=true")[0].name == \
+        "broker.unclean.leader.election.enable"
+    for bad in (lambda: parse_changes(3, ["acks=all"]), lambda: topic_changes("test-topic rf=three"),
+                lambda: action_change("soon -> replicate topic t rf=3", 3),
+                lambda: action_change("brokers >= 3 -> kill topic t", 3)):
+        with pytest.raises(KafkalabError) as err:
+            bad()
+        assert "\n" not in str(err.value)
+
+
+def test_graded_lab_applies_changes_drops_the_cure_and_grades_the_fix(tmp_path: Path) -> None:
+    lab = load_lab(lab_file(tmp_path))
+    changes = parse_changes(3, ["producer.acks=all"], ["test-topic rf=3 min.isr=2"], ["min.insync.replicas=2"],
+                            ["brokers >= 3 -> replicate topic test-topic rf=3"])
+    graded = graded_lab(lab, changes)
+    assert graded.producer.config.acks == "all"
+    assert graded.topics[0].replication_factor == 3 and graded.topics[0].configs["min.insync.replicas"] == "2"
+    assert graded.cluster.overrides["min.insync.replicas"] == "2"
+    assert len(graded.faults) == 1 and len(graded.actions) == 1
+    assert graded.expectations == lab.fix.expectations  # never the demonstration's `lost > 0`
+    with pytest.raises(KafkalabError, match="frozen"):
+        graded_lab(lab, parse_changes(3, ["producer.num-records-per-roll=10"]))
+    with pytest.raises(KafkalabError, match="you may change producer.acks"):
+        graded_lab(lab, parse_changes(3, ["producer.retries=5"]))
+    with pytest.raises(KafkalabError, match="no such topic"):
+        apply_changes(lab, topic_changes("other rf=2"))
+
+
+def result(run_dir: Path, lost: float, seed: int, action_missed: bool = False) -> RunResult:
+    r = RunResult("demo", run_dir, Outcome.PASSED, seed=seed, duration_s=30.0)
+    r.expectations = [ExpectationResult("lost == 0", lost == 0, lost, 0.0),
+                      ExpectationResult("producer.acked > 0", True, 900.0, 0.0)]
+    r.faults = [FaultStatus(0, "kill", FaultState.FIRED),
+                FaultStatus(0, "replicate", FaultState.MISSED if action_missed else FaultState.FIRED, attendee=True)]
+    return r
+
+
+def test_grade_passes_only_when_every_run_held(tmp_path: Path) -> None:
+    lab = load_lab(lab_file(tmp_path))
+    attempt = FixAttempt(lab, parse_changes(3, ["producer.acks=all"]), "ann", hints_taken=1)
+    assert attempt.seeds == [40, 41, 42]
+    dirs = [tmp_path / f"run{i}" for i in range(3)]
+    for d in dirs:
+        d.mkdir()
+    good = attempt.grade([result(d, 0, 40 + i) for i, d in enumerate(dirs)], time_on_task_s=200)
+    assert good.passed and good.score == 90 and good.rules == ["acks=all mattered"]
+    assert [r.text for r in good.rows] == ["lost == 0", "producer.acked > 0", FAULTS_ROW, ACTIONS_ROW]
+    assert read_grade(dirs[-1] / "grade.json").as_dict() == good.as_dict()
+    once = attempt.grade([result(dirs[0], 0, 40), result(dirs[1], 17, 41), result(dirs[2], 0, 42)])
+    lost = once.rows[0]
+    assert not once.passed and once.score == 0 and (lost.seen, lost.runs_held, lost.runs) == (17, 2, 3)
+    assert "lost == 0" in once.verdict and "acks=all mattered" not in once.rules
+    missed = attempt.grade([result(d, 0, 40, action_missed=True) for d in dirs])
+    assert not missed.passed and not next(r for r in missed.rows if r.text == ACTIONS_ROW).passed
+
+
+def test_wrong_fix_gets_the_rule_that_says_why(tmp_path: Path) -> None:
+    lab = load_lab(lab_file(tmp_path))
+    assert lab.fix is not None
+    wrong = lab.fix.wrong[0]
+    assert lab.fix.rules_for(wrong, passed=False) == ["replicas alone did not matter"]
+
+
+INCIDENT = MINIMAL + """
+[incident]
+ticket = "Orders stopped arriving."
+choices = ["the network", "acks=0", "the disk"]
+answer = 2
+explanation = "acks=0 never waits"
+"""
+
+
+def test_incident_parses_and_progress_persists(tmp_path: Path) -> None:
+    lab = load_lab(lab_file(tmp_path, INCIDENT))
+    assert lab.incident is not None and lab.incident.is_right(1) and not lab.incident.is_right(0)
+    assert lab.incident.question == "What is the root cause?"
+    with pytest.raises(KafkalabError, match="1..3"):
+        load_lab(lab_file(tmp_path, INCIDENT.replace("answer = 2", "answer = 4")))
+    store = tmp_path / "progress.json"
+    p = progress_store.load("demo", store)
+    assert not p.revealed
+    p.wrong_answers, p.diagnosed = 1, True
+    progress_store.save("demo", p, store)
+    again = progress_store.load("demo", store)
+    assert again.revealed and again.wrong_answers == 1
+    store.write_text("{not json")
+    assert not progress_store.load("demo", store).revealed  # unreadable: no progress, no crash
