@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.errors import KafkalabError
+from kafkalab.labs.expectations import OPS
 from kafkalab.labs.fix import Change, FixExercise
 from kafkalab.labs.results import FaultStatus, Outcome, RunResult, num
 from kafkalab.paths import state_root
@@ -41,7 +42,11 @@ class GradeRow:
 
     @property
     def wanted_text(self) -> str:
-        op = self.text.split()[1] if len(self.text.split()) > 2 else "=="
+        if self.wanted is None:
+            return "-"
+        words = self.text.split()
+        # an expectation's row reads "lost == 0"; the faults' and actions' rows are sentences: "== N" for them
+        op = words[1] if len(words) > 2 and words[1] in OPS else "=="
         return f"{op} {num(self.wanted)}"
 
 
