@@ -14,8 +14,10 @@ from rich.table import Table
 
 from kafkalab.cli.common import with_mode
 from kafkalab.cli.console_cmd import cmd_console, console_args
+from kafkalab.cli.fix_cmds import add_change_args, answer, changed_lab, give_up, show_lab
 from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
+from kafkalab.labs import progress
 from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.results import Outcome
@@ -32,7 +34,12 @@ RECORD_SPEED = 4
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     labs = subparsers.add_parser("labs", help="list the lab catalog")
     labs.add_argument("--json", action="store_true", help="print the catalog as JSON")
-    labs.add_argument("--show", metavar="LAB", help="print one lab's instructions and why it works every time")
+    labs.add_argument("--show", metavar="LAB", help="print one lab's instructions and why it works every time "
+                      "(an incident's ticket until you name its cause; a fix exercise's task)")
+    labs.add_argument("--answer", nargs=2, metavar=("LAB", "N"), default=None,
+                      help="name an incident's root cause: choice N of those `--show LAB` lists")
+    labs.add_argument("--give-up", metavar="LAB", default=None,
+                      help="see an incident's cause and a fix exercise's solution (your progress says so)")
     labs.add_argument("--check", metavar="FILE", type=Path, help="validate a lab file and say what is wrong")
     labs.add_argument("--metrics", action="store_true", help="list the metric names expectations can use")
     labs.set_defaults(func=cmd_labs)
@@ -51,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      help="use free ports for every node (default: the usual ports, free ones where taken)")
     run.add_argument("--record", metavar="FILE.cast", type=Path, default=None,
                      help="after the run, render its replay into an asciicast v2 file (no terminal needed)")
+    add_change_args(run)  # a plain run with changes: headless, nothing graded
     run.set_defaults(func=cmd_run)
 
     clean = subparsers.add_parser("clean", help="remove old lab runs")
@@ -70,22 +78,24 @@ def cmd_labs(args: argparse.Namespace) -> int:
         print(f"{args.check}: lab {lab.id} is valid ({len(lab.faults)} faults, {len(lab.expectations)} expectations)")
         return 0
     if args.show:
-        lab = load_lab(find_lab(args.show))
-        console.print(f"[bold]{lab.title}[/] ({lab.id})\n")
-        from rich.markdown import Markdown
-
-        console.print(Markdown(lab.instructions))
-        console.print(f"\n[bold]Why it works every time:[/] {lab.why_deterministic}", highlight=False)
+        show_lab(console, load_lab(find_lab(args.show)))
         return 0
+    if args.answer:
+        return answer(console, load_lab(find_lab(args.answer[0])), args.answer[1])
+    if args.give_up:
+        return give_up(console, load_lab(find_lab(args.give_up)))
     rows = catalog_rows()
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     table = Table(title="kafkalab labs", header_style="bold")
-    for col in ("#", "id", "title", "teaches"):
+    for col in ("#", "id", "title", "teaches", "offers"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(str(r["number"]), r["id"], r["title"], r["teaches"])
+        title, teaches = r["title"], r["teaches"]
+        if "incident" in r["offers"] and not progress.load(r["id"]).revealed:
+            title, teaches = "(an incident: its ticket in --show)", "named once you find the cause"  # no spoiler
+        table.add_row(str(r["number"]), r["id"], title, teaches, ", ".join(r["offers"]))
     console.print(table)
     console.print("run one: kafkalab run ID [--headless]; read one: kafkalab labs --show ID", highlight=False)
     return 0
@@ -98,10 +108,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise KafkalabError(f"--record {args.record}: give one run (no --repeat) and a file name ending in .cast")
     path = find_lab(args.lab)
     lab = with_mode(load_lab(path), args.mode)  # refused here, before anything starts, when it does not validate
+    lab, changes = changed_lab(args, lab)  # so are the changes' bad values
     lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
-    if not args.headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
+    headless = args.headless or bool(changes)  # the console opens a lab as shipped; changes run headless
+    if not headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
         return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else [])]))
     console = Console()
+    if changes:
+        console.print(f"changed: {', '.join(c.text for c in changes)}", highlight=False)
     results: list[RunResult] = []
     for i in range(args.repeat):
         ports = PortChoice.picked(lab) if args.free_ports else None

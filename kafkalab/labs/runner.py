@@ -105,10 +105,12 @@ def write_json(path: Path, results: list[RunResult]) -> None:
 
 
 def catalog_rows() -> list[dict[str, Any]]:
-    """One row per catalog lab: number, id, title, teaches, short."""
+    """One row per catalog lab: number, id, title, teaches, short, offers (``fix`` for a [fix] table,
+    ``incident`` for an [incident])."""
     rows = []
     for number, path in enumerate(catalog(), start=1):
         lab = load_lab(path)
+        offers = [name for name, table in (("fix", lab.fix), ("incident", lab.incident)) if table is not None]
         rows.append({"number": number, "id": lab.id, "title": lab.title, "teaches": lab.teaches,
-                     "short": lab.short, "path": str(path)})
+                     "short": lab.short, "offers": offers, "path": str(path)})
     return rows

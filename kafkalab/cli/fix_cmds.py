@@ -1,0 +1,422 @@
+"""`kafkalab fix LAB`, `kafkalab grades DIR...`: break-fix headless. A fix is graded by running the lab with the
+attendee's changes under the same faults, once per seed, each run on a fresh cluster; the grade card says what
+held. A room's grade.json files are collected into one class table.
+
+Also what `kafkalab labs` shows of a fix exercise or an incident (the task, never the solution; the ticket,
+never the cause until it is named), and the diagnosis an attendee gives (`labs --answer`, `labs --give-up`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from kafkalab.cli.common import with_mode
+from kafkalab.cli.console_cmd import DEFAULT_RUNS_DIR
+from kafkalab.cluster.spec import MODES
+from kafkalab.errors import KafkalabError
+from kafkalab.labs import progress
+from kafkalab.labs.fix import FROZEN, Change, ChangeKind, FixExercise, Incident, parse_changes
+from kafkalab.labs.fix_attempt import FixAttempt
+from kafkalab.labs.grade import GRADE_FILE, Grade, read_grade, set_name, who_am_i
+from kafkalab.labs.graded import apply_changes, fix_of
+from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import RunResult, num
+from kafkalab.labs.run import PortChoice
+from kafkalab.labs.run_deps import lab_distribution
+from kafkalab.labs.runner import HeadlessRun
+
+MAX_RUNS = 10  # as a lab's own [fix] runs may ask
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fix = subparsers.add_parser(
+        "fix", help="grade a fix: the lab with your changes, under the same faults, once per seed",
+        description="Grade a fix of a lab that has a [fix] table (`kafkalab labs` marks them): the lab runs with "
+                    "your changes under the same faults, on a fresh cluster per run, and every check must hold in "
+                    "every run. Exit 0 when it passes, 1 when it does not, 2 for bad input.")
+    fix.add_argument("lab", help="a lab id, catalog number or .toml path")
+    add_change_args(fix, actions=True)
+    which = fix.add_mutually_exclusive_group()
+    which.add_argument("--solution", action="store_true",
+                       help="grade the lab's reference solution instead (an instructor's check: must pass)")
+    which.add_argument("--wrong", type=int, metavar="K", default=None,
+                       help="grade the lab's K-th [[fix.wrong]] (the grader's self-check: must fail)")
+    which.add_argument("--shipped", action="store_true",
+                       help="grade the lab as shipped, with no change (the grader's self-check: must fail)")
+    fix.add_argument("--runs", type=int, default=None, metavar="N",
+                     help="graded runs, each with the next seed (default: the lab's [fix] runs)")
+    fix.add_argument("--seed", type=int, default=None, metavar="S",
+                     help="the first run's seed (default: the lab's [fix] seed)")
+    fix.add_argument("--who", default=None, metavar="NAME",
+                     help="whose grade it is (default: the name set with `kafkalab grades --set-name`, else "
+                          "login@host)")
+    fix.add_argument("--hints", type=int, default=None, metavar="N",
+                     help="hints taken, each costing its points (default: the hints your progress records)")
+    fix.add_argument("--json", metavar="OUT", type=Path, help="write the grade as JSON to OUT")
+    fix.add_argument("--mode", choices=MODES, default=None, help="metadata mode (default: the lab's own)")
+    fix.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR,
+                     help=f"where run directories go (default ./{DEFAULT_RUNS_DIR})")
+    fix.add_argument("--free-ports", action="store_true", help="use free ports for every node")
+    fix.set_defaults(func=cmd_fix)
+
+    grades = subparsers.add_parser(
+        "grades", help="collect a room's grade.json files into a class table",
+        description="Every grade.json under the folders (any layout), one row per attendee and lab: the best "
+                    "attempt, and how many there were.")
+    grades.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="folders to search, recursively")
+    grades.add_argument("--csv", action="store_true", help="write CSV to stdout instead of the table")
+    grades.add_argument("--set-name", metavar="NAME", default=None,
+                        help="store NAME as who you are in kafkalab's config (used by `kafkalab fix`) and exit")
+    grades.set_defaults(func=cmd_grades)
+
+
+def add_change_args(parser: argparse.ArgumentParser, actions: bool = False) -> None:
+    """-D, --topic, --broker-config (and --action, for a graded fix): the changes a lab runs with."""
+    parser.add_argument("-D", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                        help="a producer.* or consumer.* setting, e.g. -D producer.acks=all (repeatable)")
+    parser.add_argument("--topic", dest="topics", action="append", default=[], metavar='"NAME rf=N min.isr=N"',
+                        help="a topic's replication factor and configs, e.g. --topic \"test-topic rf=3 min.isr=2\"")
+    parser.add_argument("--broker-config", dest="brokers", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for every broker, e.g. --broker-config unclean.leader.election.enable=true")
+    if actions:
+        parser.add_argument("--action", dest="actions", action="append", default=[], metavar='"WHEN -> DO topic T k=v"',
+                            help="a live action fired once WHEN holds, e.g. "
+                                 "--action \"brokers >= 3 -> replicate topic test-topic rf=3\"")
+
+
+def changes_of(args: argparse.Namespace, lab: Lab) -> list[Change]:
+    """The changes the options give; KafkalabError (one line) on the first bad one."""
+    return parse_changes(lab.cluster.brokers, args.settings, args.topics, args.brokers,
+                         getattr(args, "actions", ()))
+
+
+def changed_lab(args: argparse.Namespace, lab: Lab) -> tuple[Lab, list[Change]]:
+    """A plain run's lab with the options' changes applied (no allow-list: only bad values are refused)."""
+    changes = changes_of(args, lab)
+    return apply_changes(lab, changes), changes
+
+
+# ---- kafkalab fix --------------------------------------------------------------------------------------
+def attempt_of(args: argparse.Namespace) -> FixAttempt:
+    """Everything checked before the first cluster starts: the lab, its fix, the changes, the counts."""
+    lab = with_mode(load_lab(find_lab(args.lab)), args.mode)
+    fix = fix_of(lab)
+    given = changes_of(args, lab)
+    which = ("--solution" if args.solution else "--shipped" if args.shipped
+             else "--wrong" if args.wrong is not None else "")
+    if which and given:
+        raise KafkalabError(f"{which} grades the lab's own changes: give it without -D, --topic, --broker-config "
+                            "or --action")
+    if args.solution:
+        changes: Sequence[Change] = fix.solution
+    elif args.wrong is not None:
+        if not fix.wrong:
+            raise KafkalabError(f"lab {lab.id} has no [[fix.wrong]]: --wrong grades one of a lab's wrong fixes")
+        if not 1 <= args.wrong <= len(fix.wrong):
+            raise KafkalabError(f"--wrong {args.wrong}: lab {lab.id} has wrong fixes 1..{len(fix.wrong)}")
+        changes = fix.wrong[args.wrong - 1]
+    elif args.shipped:
+        changes = []
+    elif not given:
+        raise KafkalabError("give your fix: -D NAME=VALUE, --topic \"NAME rf=N\", --broker-config NAME=VALUE or "
+                            "--action \"WHEN -> DO ...\" (--shipped grades the lab with no change)")
+    else:
+        changes = given
+    if args.runs is not None and not 1 <= args.runs <= MAX_RUNS:
+        raise KafkalabError(f"--runs {args.runs}: give 1..{MAX_RUNS}")
+    hints = progress.load(lab.id).hints_taken if args.hints is None else args.hints
+    if not 0 <= hints <= len(fix.hints):
+        raise KafkalabError(f"--hints {hints}: lab {lab.id} has {len(fix.hints)} hints: give 0..{len(fix.hints)}")
+    attempt = FixAttempt(lab, changes, who_am_i(args.who), hints_taken=hints, runs=args.runs, first_seed=args.seed)
+    lab_distribution(attempt.lab.cluster.kafka_version)  # its Kafka fetched
+    return attempt
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    attempt = attempt_of(args)
+    own = not (args.solution or args.shipped or args.wrong is not None)
+    console = Console()
+    what = ", ".join(c.text for c in attempt.changes) or "no change (the lab as shipped)"
+    console.print(f"[bold]grading[/] {attempt.lab_id} for {attempt.who}: {what}; {len(attempt.seeds)} run(s), "
+                  f"seeds {', '.join(map(str, attempt.seeds))}", highlight=False)
+    results: list[RunResult] = []
+    for i, seed in enumerate(attempt.seeds, start=1):
+        console.print(f"[bold]graded run {i} of {len(attempt.seeds)}[/] (seed {seed})", highlight=False)
+        ports = PortChoice.picked(attempt.lab) if args.free_ports else None
+        runner = HeadlessRun(attempt.lab, args.runs_dir, console, seed=seed, ports=ports)
+        try:
+            result = runner.run()
+        except KeyboardInterrupt:
+            console.print("stopped: no grade; the runs' files so far are kept", highlight=False)
+            return 130
+        results.append(result)
+        console.print(f"run {i}: {result.outcome}, files: {result.run_dir} ({result.duration_s:.0f}s)",
+                      highlight=False)
+    g = attempt.grade(results)
+    print_grade(console, g, attempt.fix)
+    console.print(f"grade written: {Path(g.runs[-1]) / GRADE_FILE}", highlight=False)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(_json(g), encoding="utf-8")
+        console.print(f"grade as JSON: {args.json}", highlight=False)
+    if own:
+        _record(attempt, g)
+    return 0 if g.passed else 1
+
+
+def _json(g: Grade) -> str:
+    return json.dumps(g.as_dict(), indent=2) + "\n"
+
+
+def _record(attempt: FixAttempt, g: Grade) -> None:
+    """An attendee's own attempt goes into their progress: solved, the best score, the hints counted."""
+    p = progress.load(attempt.lab_id)
+    p.hints_taken = max(p.hints_taken, g.hints_taken)
+    if g.passed:
+        p.fixed = True
+        p.best_score = max(p.best_score, g.score)
+    progress.save(attempt.lab_id, p)
+
+
+def print_grade(console: Console, g: Grade, fix: FixExercise) -> None:
+    """The grade card: a row per check (PASS/FAIL, seen, wanted, runs it held in), the rules, score, verdict."""
+    table = Table(title=f"{g.lab_id}: grade of {g.who}", header_style="bold")
+    table.add_column("")
+    table.add_column("check")
+    table.add_column("seen", justify="right")
+    table.add_column("wanted")
+    table.add_column("held in", justify="right")
+    for row in g.rows:
+        table.add_row("[green]PASS[/]" if row.passed else "[red]FAIL[/]", row.text, row.seen_text,
+                      row.wanted_text, f"{row.runs_held}/{row.runs} runs")
+    console.print(table)
+    if g.changes:
+        console.print(f"changes: {', '.join(g.changes)}", highlight=False)
+    for says in g.rules:
+        console.print(f"- {says}", highlight=False)
+    cost = f" ({g.hints_taken} hint(s) taken: -{g.hint_cost})" if g.hints_taken else ""
+    console.print(f"score: {g.score}/{fix.max_score}{cost}", highlight=False)
+    style = "green" if g.passed else "red"
+    console.print(f"[bold {style}]{g.verdict}[/]", highlight=False)
+
+
+# ---- kafkalab grades -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClassRow:
+    """One attendee's best attempt at one lab, and how many they made."""
+
+    best: Grade
+    attempts: int
+    path: Path
+
+    @property
+    def solved(self) -> str:
+        return "given up" if self.best.given_up else "PASS" if self.best.passed else "FAIL"
+
+
+def _rank(g: Grade) -> tuple[bool, int, bool, float]:
+    # a pass beats anything, a higher score a lower, giving up (the solution seen) a plain fail; then the first
+    return g.passed, g.score, g.given_up, -g.finished_at
+
+
+def find_grades(dirs: Iterable[Path]) -> tuple[list[tuple[Path, Grade]], int]:
+    """Every readable grade under ``dirs`` (each once), and how many folders held none; one line on stderr per
+    folder without grades and per grade file that cannot be read."""
+    found: dict[Path, Grade] = {}
+    empty = 0
+    for folder in dirs:
+        if not folder.is_dir():
+            print(f"kafkalab: {folder}: no such folder", file=sys.stderr)
+            empty += 1
+            continue
+        paths = sorted(folder.rglob(GRADE_FILE))
+        if not paths:
+            print(f"kafkalab: {folder}: no {GRADE_FILE} in it", file=sys.stderr)
+            empty += 1
+        for path in paths:
+            key = path.resolve()
+            if key in found:
+                continue
+            try:
+                found[key] = read_grade(path)
+            except KafkalabError as exc:
+                print(f"kafkalab: skipped: {exc}", file=sys.stderr)
+    return list(found.items()), empty
+
+
+def class_rows(grades: Sequence[tuple[Path, Grade]]) -> list[ClassRow]:
+    """The best attempt per (who, lab), by who then lab."""
+    by: dict[tuple[str, str], list[tuple[Path, Grade]]] = {}
+    for path, g in grades:
+        by.setdefault((g.who, g.lab_id), []).append((path, g))
+    rows = []
+    for key in sorted(by):
+        path, best = max(by[key], key=lambda pg: _rank(pg[1]))
+        rows.append(ClassRow(best, len(by[key]), path))
+    return rows
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def time_text(g: Grade) -> str:
+    runs = f"{duration(g.duration_s)} runs"
+    return runs if g.time_on_task_s is None else f"{runs}, {duration(g.time_on_task_s)} on task"
+
+
+CSV_HEADER = ("who", "lab", "solved", "hints_taken", "runs_s", "time_on_task_s", "score", "attempts",
+              "finished_at", "grade_file")
+
+
+def cmd_grades(args: argparse.Namespace) -> int:
+    if args.set_name is not None:
+        name = args.set_name.strip()
+        if not name:
+            raise KafkalabError("--set-name: give a name, e.g. --set-name \"Ada L.\"")
+        path = set_name(name)
+        print(f"you are {name} on your grades from now on (kept in {path})")
+        return 0
+    if not args.dirs:
+        raise KafkalabError("give the folders to collect grade.json files from, e.g. kafkalab grades ./handed-in")
+    grades, _empty = find_grades(args.dirs)
+    if not grades:
+        raise KafkalabError(f"no {GRADE_FILE} in {', '.join(map(str, args.dirs))}: `kafkalab fix` writes one in "
+                            "its last run's folder")
+    rows = class_rows(grades)
+    if args.csv:
+        out = csv.writer(sys.stdout, lineterminator="\n")
+        out.writerow(CSV_HEADER)
+        for r in rows:
+            g = r.best
+            out.writerow((g.who, g.lab_id, r.solved, g.hints_taken, num(g.duration_s),
+                          "" if g.time_on_task_s is None else num(g.time_on_task_s), g.score, r.attempts,
+                          datetime.fromtimestamp(g.finished_at).isoformat(timespec="seconds"), str(r.path)))
+        return 0
+    table = Table(title=f"kafkalab grades: {len(rows)} attendee-lab pairs, {len(grades)} attempts",
+                  header_style="bold")
+    for col in ("who", "lab", "solved", "hints", "time", "score", "attempts"):
+        table.add_column(col, justify="right" if col in ("hints", "score", "attempts") else "left", overflow="fold")
+    for r in rows:
+        g = r.best
+        style = "green" if g.passed else "yellow" if g.given_up else "red"
+        table.add_row(g.who, g.lab_id, f"[{style}]{r.solved}[/]", str(g.hints_taken), time_text(g), str(g.score),
+                      str(r.attempts))
+    Console().print(table)
+    return 0
+
+
+# ---- what `kafkalab labs` shows and records of a fix exercise or an incident ----------------------------
+def show_fix(console: Console, lab: Lab, fix: FixExercise) -> None:
+    """The task, what may be changed and when hints come: never the solution or the rules."""
+    console.print("\n[bold]Fix it[/]")
+    console.print(Markdown(fix.task))
+    console.print(f"you may change: {', '.join(fix.allow)} (never the workload's size: {', '.join(FROZEN)})",
+                  highlight=False)
+    console.print(f"graded: {fix.runs} run(s) under the same faults, every check must hold in each", highlight=False)
+    for i, hint in enumerate(fix.hints, start=1):
+        console.print(f"hint {i}: offered after {duration(hint.after_s)}, costs {hint.cost} points", highlight=False)
+    console.print(f"grade a fix: kafkalab fix {lab.id} -D NAME=VALUE | --topic \"T rf=N\" | --broker-config NAME=VALUE",
+                  highlight=False)
+
+
+def show_incident(console: Console, lab: Lab, incident: Incident, revealed: bool) -> None:
+    """The ticket and the question; the cause only once ``revealed``."""
+    console.print(f"[bold]Incident[/] ({lab.id})\n")
+    console.print(Markdown(incident.ticket))
+    console.print(f"\n[bold]{incident.question}[/]", highlight=False)
+    for i, choice in enumerate(incident.choices, start=1):
+        mark = "  <- the cause" if revealed and incident.is_right(i - 1) else ""
+        console.print(f"  {i}. {choice}{mark}", highlight=False)
+    if revealed:
+        console.print(f"\n[bold]The cause:[/] {incident.explanation}", highlight=False)
+    else:
+        console.print(f"\nanswer: kafkalab labs --answer {lab.id} N; give up: kafkalab labs --give-up {lab.id}",
+                      highlight=False)
+
+
+def show_lab(console: Console, lab: Lab) -> None:
+    """`labs --show`: an incident's ticket until its cause is revealed, else the lab; then the fix's task."""
+    revealed = progress.load(lab.id).revealed
+    if lab.incident is not None and not revealed:
+        show_incident(console, lab, lab.incident, revealed=False)
+    else:
+        console.print(f"[bold]{lab.title}[/] ({lab.id})\n")
+        console.print(Markdown(lab.instructions))
+        console.print(f"\n[bold]Why it works every time:[/] {lab.why_deterministic}", highlight=False)
+        if lab.incident is not None:
+            console.print()
+            show_incident(console, lab, lab.incident, revealed=True)
+    if lab.fix is not None:
+        show_fix(console, lab, lab.fix)
+
+
+def incident_of(lab: Lab) -> Incident:
+    if lab.incident is None:
+        raise KafkalabError(f"lab {lab.id} is no incident: `kafkalab labs` marks the labs that are")
+    return lab.incident
+
+
+def answer(console: Console, lab: Lab, choice: str) -> int:
+    """`labs --answer LAB N`: right, the cause revealed (0); wrong, one line and counted (1)."""
+    incident = incident_of(lab)
+    if not choice.isdigit() or not 1 <= int(choice) <= len(incident.choices):
+        raise KafkalabError(f"--answer {lab.id} {choice}: give a choice 1..{len(incident.choices)} "
+                            f"(kafkalab labs --show {lab.id} lists them)")
+    p = progress.load(lab.id)
+    if incident.is_right(int(choice) - 1):
+        p.diagnosed = True
+        progress.save(lab.id, p)
+        console.print(f"[bold green]right:[/] {incident.explanation}", highlight=False)
+        return 0
+    p.wrong_answers += 1
+    progress.save(lab.id, p)
+    console.print(f"{choice}. {incident.choices[int(choice) - 1]}: not the cause", highlight=False)
+    return 1
+
+
+def give_up(console: Console, lab: Lab) -> int:
+    """`labs --give-up LAB`: the cause and the reference solution shown, progress says so."""
+    if lab.incident is None and lab.fix is None:
+        raise KafkalabError(f"lab {lab.id} has no incident and no fix exercise: nothing to give up")
+    p = progress.load(lab.id)
+    p.given_up = True
+    progress.save(lab.id, p)
+    if lab.incident is not None:
+        console.print(f"[bold]The cause:[/] {lab.incident.explanation}", highlight=False)
+    if lab.fix is not None:
+        console.print("[bold]The solution:[/] " + "; ".join(_as_option(c) for c in lab.fix.solution), highlight=False)
+        console.print(f"see it graded: kafkalab fix {lab.id} --solution", highlight=False)
+    return 0
+
+
+def _as_option(change: Change) -> str:
+    """A change as the command line gives it."""
+    match change.kind:
+        case ChangeKind.SETTING:
+            return f"-D {change.text}"
+        case ChangeKind.BROKER:
+            return f"--broker-config {change.name.removeprefix('broker.')}={change.value}"
+        case ChangeKind.TOPIC:
+            for key, short in (("replication_factor", "rf"), ("min.insync.replicas", "min.isr")):
+                if change.name.endswith(f".{key}"):
+                    topic = change.name.removeprefix("topic.").removesuffix(f".{key}")
+                    return f"--topic \"{topic} {short}={change.value}\""
+            return change.text
+        case ChangeKind.ACTION:
+            return f"--action \"{change.value}\""
