@@ -26,7 +26,7 @@ from kafkalab.cli.console_cmd import DEFAULT_RUNS_DIR
 from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import progress
-from kafkalab.labs.fix import FROZEN, Change, ChangeKind, FixExercise, Incident, parse_changes
+from kafkalab.labs.fix import Change, ChangeKind, FixExercise, Incident, parse_changes
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import GRADE_FILE, Grade, read_grade, set_name, who_am_i
 from kafkalab.labs.graded import apply_changes, fix_of
@@ -326,8 +326,8 @@ def show_fix(console: Console, lab: Lab, fix: FixExercise) -> None:
     """The task, what may be changed and when hints come: never the solution or the rules."""
     console.print("\n[bold]Fix it[/]")
     console.print(Markdown(fix.task))
-    console.print(f"you may change: {', '.join(fix.allow)} (never the workload's size: {', '.join(FROZEN)})",
-                  highlight=False)
+    console.print(f"you may change: {', '.join(fix.allow)} (never the workload's size: how many records, how fast, "
+                  "to which topic)", highlight=False)
     console.print(f"graded: {fix.runs} run(s) under the same faults, every check must hold in each", highlight=False)
     for i, hint in enumerate(fix.hints, start=1):
         console.print(f"hint {i}: offered after {duration(hint.after_s)}, costs {hint.cost} points", highlight=False)

@@ -75,7 +75,8 @@ class Grade:
         if self.given_up:
             return "given up: the reference solution was run"
         if self.passed:
-            return f"FIXED: every check held in all {len(self.runs)} runs under the same faults"
+            runs = "the graded run" if len(self.runs) == 1 else f"all {len(self.runs)} graded runs"
+            return f"FIXED: every check held in {runs} under the same faults"
         failing = [r.text for r in self.rows if not r.passed]
         return f"NOT FIXED YET: {', '.join(failing[:3])} did not hold"
 
