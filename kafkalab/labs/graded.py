@@ -18,11 +18,19 @@ def fix_of(lab: Lab) -> FixExercise:
 
 def apply_changes(lab: Lab, changes: Iterable[Change]) -> Lab:
     """``lab`` with settings, topics and broker settings changed (actions are not part of the lab: they run
-    beside its timeline); KafkalabError when the result is not valid, as on the command line."""
+    beside its timeline); KafkalabError when the result is not valid, as on the command line.
+
+    Client settings are applied together, as -D's are: ``producer.max-inflight=5`` and
+    ``producer.idempotent=true`` are valid together whichever comes first."""
+    changes = list(changes)
+    producer = {c.name: c.value for c in changes if c.kind == ChangeKind.SETTING and c.name.startswith("producer.")}
+    consumer = {c.name: c.value for c in changes if c.kind == ChangeKind.SETTING and c.name.startswith("consumer.")}
+    if producer:
+        lab = replace(lab, producer=lab.producer.with_settings(producer))
+    if consumer:
+        lab = replace(lab, consumers=tuple(c.with_settings(consumer) for c in lab.consumers))
     for change in changes:
-        if change.kind == ChangeKind.SETTING:
-            lab = lab.with_setting(change.name, change.value)
-        elif change.kind == ChangeKind.BROKER:
+        if change.kind == ChangeKind.BROKER:
             lab = replace(lab, cluster=_with_override(lab.cluster, change.name.removeprefix("broker."), change.value))
         elif change.kind == ChangeKind.TOPIC:
             lab = _with_topic_setting(lab, change)
