@@ -390,9 +390,38 @@ def render_report_latency(name: str, data: Json) -> list[str]:
     return table(header, rows) + source_line(name, data, load)
 
 
+# ---- fix*.json ------------------------------------------------------------------------------------
+def render_fix(name: str, data: Json) -> list[str]:
+    """labs -> attempts (shipped / solution / wrong N) -> {changes, wants, gradings, as_wanted, median_run_s,
+    failing_rows}: whether each fix exercise grades the way it must, both ways."""
+    rows = []
+    gradings = as_wanted = 0
+    for lab_id, lab in data["labs"].items():
+        own = lab.get("lab_median_s")
+        for key, a in lab["attempts"].items():
+            gradings += a["gradings"]
+            as_wanted += a["as_wanted"]
+            ok = f"{a['as_wanted']} of {a['gradings']}"
+            seen: list[str] = next((r for r in a.get("failing_rows", []) if r), [])
+            rows.append([lab_id, key, ", ".join(f"`{c}`" for c in a["changes"]) or "(none)", a["wants"],
+                         f"**{ok}**" if a["as_wanted"] == a["gradings"] else ok,
+                         f"{num(a['median_run_s'])} s" if a.get("median_run_s") is not None else "—",
+                         f"{num(own)} s" if own is not None else "—", "; ".join(seen) or "—"])
+    header = ["lab", "attempt", "changes", "must grade", "graded so", "median graded run", "lab's own run",
+              "rows that did not hold"]
+    extra = f"{plural(len(data['labs']), 'lab')}, {lab_runs(data)}**{as_wanted} of {gradings} gradings as wanted**"
+    return table(header, rows) + source_line(name, data, extra)
+
+
+def lab_runs(data: Json) -> str:
+    runs = {lab.get("graded_runs") for lab in data["labs"].values()}
+    return f"{next(iter(runs))} graded runs per grading, " if len(runs) == 1 and None not in runs else ""
+
+
 # ---- dispatch -------------------------------------------------------------------------------------
 FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"labs(-.+)?"), render_labs),
+    (re.compile(r"fix(-.+)?"), render_fix),
     (re.compile(r"cluster"), render_cluster),
     (re.compile(r"clients"), render_clients),
     (re.compile(r"analysis-cluster"), render_analysis_cluster),

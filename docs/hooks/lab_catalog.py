@@ -30,6 +30,7 @@ class LabInfo:
     brokers: int
     controllers: int
     combined: bool
+    fix: dict[str, Any] | None = None  # the lab's [fix] table, when it is an exercise too
 
     def runs_on(self) -> str:
         """e.g. ``ZooKeeper, KRaft`` or ``KRaft (3 controllers)``; the first mode is the default."""
@@ -66,7 +67,7 @@ def read_labs(root: Path) -> tuple[list[LabInfo], list[str]]:
                 number, lab["id"], lab["title"], lab["teaches"], lab["why"], lab["instructions"],
                 (mode, *[m for m in modes if m != mode]) if mode else modes,
                 cluster.get("kafka_version", default_version), cluster.get("brokers", 3),
-                cluster.get("controllers", 1), cluster.get("combined", False)))
+                cluster.get("controllers", 1), cluster.get("combined", False), data.get("fix")))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             problems.append(f"labs/{path.name}: cannot read it ({type(exc).__name__}: {exc})")
     if not labs:
@@ -97,7 +98,22 @@ def render_labs(root: Path) -> tuple[str, list[str]]:
                 + f", `kafkalab console {lab.id}`.", ""]
         out += [f"**Teaches:** {lab.teaches}.", "", f"**Why it shows on every run:** {lab.why}", ""]
         out += [f'??? note "Instructions (`kafkalab labs --show {lab.id}`)"', "", *_instructions(lab.instructions), ""]
+        if lab.fix:
+            out += _fix_part(lab.fix)
     return "\n".join(out), problems
+
+
+def _fix_part(fix: dict[str, Any]) -> list[str]:
+    """A lab's fix exercise as the attendee gets it: the task, what may change, what is graded; never the
+    solution (it is shown once solved or given up)."""
+    expect = ", ".join(f"`{k} {v if str(v)[:1] in '<>=!' else '== ' + str(v)}`"
+                       for k, v in fix.get("expect", {}).items())
+    out = ["**Fix exercise.** " + " ".join(str(fix.get("task", "")).split()), ""]
+    out += [f"You may change {', '.join(f'`{a}`' for a in fix.get('allow', []))}; graded over "
+            f"{fix.get('runs', 2)} seeded runs, each of which must hold {expect}"
+            + (f" (the lab's faults {', '.join(str(n) for n in fix['drop_faults'])}, which show the cure, "
+               "are left out)" if fix.get("drop_faults") else "") + ".", ""]
+    return out
 
 
 def check_readme(root: Path) -> list[str]:
