@@ -9,6 +9,7 @@ from enum import StrEnum
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.cluster.quorum import QuorumState
+from kafkalab.labs.grade import Grade
 from kafkalab.labs.results import Phase
 
 # snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE
@@ -50,11 +51,64 @@ class TimelineStep:
 
 
 @dataclass(frozen=True)
+class HintOffer:
+    """The next hint: its number (1-based), its cost in points, and how long until it is offered (0: now)."""
+
+    number: int
+    cost: int
+    ready_in_s: float
+
+    @property
+    def ready(self) -> bool:
+        return self.ready_in_s <= 0
+
+
+@dataclass(frozen=True)
+class IncidentView:
+    """A lab told as a ticket: the cause (``explanation``) is "" until diagnosed or given up."""
+
+    ticket: str  # markdown
+    question: str
+    choices: tuple[str, ...]
+    revealed: bool
+    explanation: str = ""
+    wrong_answers: int = 0
+
+
+@dataclass(frozen=True)
+class ExerciseView:
+    """A lab's break-fix exercise as the Lab tab shows it: the task, what may change, the attendee's changes,
+    hints, the best score; an incident's ticket. ``fixable``: the lab has a [fix] (a graded check to run)."""
+
+    fixable: bool
+    task: str = ""  # markdown
+    allow: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    hints_taken: tuple[str, ...] = ()
+    hints_total: int = 0
+    next_hint: HintOffer | None = None
+    best_score: int = 0
+    fixed: bool = False
+    given_up: bool = False
+    runs: int = 0  # graded runs per check
+    grading: str = ""  # "graded run 1 of 2" while a graded check runs
+    failed: str = ""  # why the last graded check ended without a grade
+    solution: tuple[str, ...] = ()  # the reference solution's changes, once given up or fixed
+    incident: IncidentView | None = None
+
+    @property
+    def revealed(self) -> bool:
+        """The cause and the walkthrough may be shown."""
+        return self.fixed or self.given_up or (self.incident is not None and self.incident.revealed)
+
+
+@dataclass(frozen=True)
 class LabView:
     lab_id: str
     title: str
     instructions: str  # markdown
     steps: tuple[TimelineStep, ...] = ()
+    exercise: ExerciseView | None = None  # a lab with a [fix] or an [incident]
 
 
 @dataclass(frozen=True)
@@ -81,3 +135,9 @@ class RunFrame:
     report: ReportView | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
     message: str = ""  # what the run does now ("creating topic test-topic ...", "reusing the running cluster")
+    grade: Grade | None = None  # the last graded check's, shown in Results in place of the run's verdict
+    grading: str = ""  # "graded run 1 of 2" while a graded check runs
+
+    @property
+    def exercise(self) -> ExerciseView | None:
+        return self.lab.exercise if self.lab is not None else None

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin import ClusterSnapshot, replication_plan
 from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.analysis import WarmSession
 from kafkalab.analysis.job import CLASSES, Sample
@@ -19,9 +19,11 @@ from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.frames import (
     CLUSTER_STARTING,
     NO_CLUSTER_YET,
+    ExerciseView,
     LabView,
     Marker,
     MarkerKind,
@@ -34,23 +36,39 @@ from kafkalab.feeds.metadata_facts import MetadataFacts
 from kafkalab.feeds.node_logs import NodeLogs
 from kafkalab.feeds.source import SNAPSHOT_WAIT_S, ConsoleAction, Source
 from kafkalab.labs.events import EventKind
+from kafkalab.labs.fix_attempt import FixAttempt
+from kafkalab.labs.grade import who_am_i
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import FaultState, FaultStatus, Outcome, RunResult
 from kafkalab.labs.session import LabSession, Phase, SessionState
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
+# what every lab offers; a lab with a [fix] or an [incident] adds its exercise's keys
+LAB_ACTIONS = frozenset(ConsoleAction) - {ConsoleAction.TAKE_HINT, ConsoleAction.CHECK_FIX, ConsoleAction.GIVE_UP,
+                                          ConsoleAction.ANSWER_INCIDENT}
 FAULT_MARK = (FaultState.FIRED, FaultState.MISSED, FaultState.FAILED)  # a step ticked off: its turn is over
 
 
 class LabSource(Source):
     """A lab's runs: every console action, the cluster of the current run, a report after each."""
 
-    offers = frozenset(ConsoleAction)
+    offers = LAB_ACTIONS
 
-    def __init__(self, session: LabSession, spark: WarmSession | None = None) -> None:
-        """``spark`` is the warm session given to ``session`` too: started at boot, stopped by the session."""
+    def __init__(self, session: LabSession, spark: WarmSession | None = None, *,
+                 exercise: Exercise | None = None, who: str | None = None) -> None:
+        """``spark`` is the warm session given to ``session`` too: started at boot, stopped by the session.
+        ``exercise``: the lab's [fix] / [incident] as played here (default: one kept in the state root's
+        progress, for a lab that has either); ``who``: the name on its grades (default: :func:`who_am_i`)."""
         self.session = session
         self.spark = spark
+        lab = session.lab
+        if exercise is None and (lab.fix is not None or lab.incident is not None):
+            exercise = Exercise(lab)
+        self.exercise = exercise
+        self.who = who
+        self.offers = LAB_ACTIONS | exercise_actions(lab)
+        self._grading: threading.Thread | None = None
+        self._stop_grading = threading.Event()
         self.title = f"kafkalab · {session.lab.title}"
         self.label = session.lab.id
         self._cluster: Cluster | None = None
@@ -130,12 +148,14 @@ class LabSource(Source):
         self._sample(state)
         lab = self.lab
         run = self.session.current
+        grading = self.exercise.grading if self.exercise else ""  # between graded runs too: no verdict yet
         return RunFrame(
-            live=state.phase in LIVE_PHASES, phase=state.phase, producer=state.producer,
+            live=state.phase in LIVE_PHASES or bool(grading), phase=state.phase, producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=self._throughput.points,
             markers=markers((e.t, e.kind, e.detail) for e in (run.timeline.events() if run is not None else ())),
-            lab=lab_view(lab, state.faults), report=report_view(state.result), settings=dict(lab.producer.settings),
-            message=state.message,
+            lab=lab_view(lab, state.faults, self.exercise.view() if self.exercise else None),
+            report=None if grading else report_view(state.result), settings=dict(lab.producer.settings),
+            message=state.message, grade=self.exercise.grade if self.exercise else None, grading=grading,
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -148,15 +168,24 @@ class LabSource(Source):
             self._throughput.add(state.elapsed_s, state.producer.acked)
 
     def start_run(self) -> str:
-        """Starts the run; says whether it reuses the running cluster or why a fresh one starts."""
+        """Starts the run; says whether it reuses the running cluster or why a fresh one starts. In a fix lab
+        it is the demonstration with the attendee's changes (its own expectations, not graded)."""
+        self._refuse_while_grading()
         self.session.start_run()
+        if self.exercise is not None:
+            self.exercise.grade = None  # Results shows this run's report, not the last check's grade
         run = self.session.current
         return run.cluster_note if run is not None and run.cluster_note else "run started"
 
     def stop_run(self) -> None:
+        """Stops the run; during a graded check, the check (no grade)."""
+        self._stop_grading.set()
         self.session.stop_run()
+        if self._grading is not None:
+            self._grading.join(30)
 
     def reset(self) -> None:
+        self.stop_run()
         self.session.reset()
 
     def send_control(self, word: str) -> None:
@@ -167,28 +196,125 @@ class LabSource(Source):
 
     def change_setting(self, name: str, value: str) -> None:
         """A producer.* or consumer.* option for the next run (validated like the command line)."""
+        if self.exercise is not None and self.exercise.fix is not None:
+            self.add_change(f"{name}={value}")
+            return
         if self.session.running:
             raise KafkalabError("settings change between runs: stop the run first (x)")
         self.session.lab = self.lab.with_setting(name, value)
 
     def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
-        """During a run: min ISR now, on the live topic. Between runs: the lab's topic plan for the next run."""
+        """During a run: on the live topic now (min ISR set, the replicas reassigned for an RF change), and in a
+        fix lab kept as a change for the next runs. Between runs: the lab's topic plan for the next run."""
+        self._refuse_while_grading()
+        kept = ""
+        if self.exercise is not None and self.exercise.fix is not None:
+            words = [f"rf={replication_factor}" if replication_factor else "", f"min.isr={min_isr}" if min_isr else ""]
+            changes = self.exercise.parse(" ".join(["topic", topic, *filter(None, words)]))
+            self.exercise.add(changes)
+            kept = "; kept as your change " + ", ".join(c.text for c in changes)
         if self.session.running:
-            if replication_factor is not None:
-                raise KafkalabError("the replication factor changes between runs: stop the run first (x)")
-            cluster = self._track()
-            if cluster is None or not self._up:
-                raise KafkalabError("the cluster is not up yet: try again in a moment")
-            admin = Admin(cluster.bootstrap)  # for this change only: the table's polls use the helper
-            admin.alter_topic_configs(topic, {} if min_isr is None else {"min.insync.replicas": str(min_isr)})
-            return f"{topic}: min.insync.replicas {min_isr} now"
-        self.session.lab = self.lab.with_topic(topic, replication_factor, min_isr)
+            return self._alter_live(topic, replication_factor, min_isr) + kept
+        self.session.lab = self.exercise.demo_lab() if kept and self.exercise else \
+            self.lab.with_topic(topic, replication_factor, min_isr)
         what = ", ".join(w for w in (f"RF {replication_factor}" if replication_factor else "",
                                      f"min.insync.replicas {min_isr}" if min_isr else "") if w)
-        return f"{topic}: {what or 'as planned'} from the next run"
+        return f"{topic}: {what or 'as planned'} from the next run" + kept
+
+    def _alter_live(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
+        """The live run's topic, now: min ISR set, an RF change reassigned (as the lab's `replicate` fault does)."""
+        run = self.session.current
+        if run is None or run.admin is None or run.cluster is None or not self._up:
+            raise KafkalabError("the cluster is not up yet: try again in a moment")
+        said = []
+        if min_isr is not None:
+            run.admin.alter_topic_configs(topic, {"min.insync.replicas": str(min_isr)})
+            said.append(f"min.insync.replicas {min_isr} now")
+        if replication_factor is not None:
+            plan = replication_plan(run.admin, topic, replication_factor)
+            run.deps.reassign(run.cluster.bootstrap, topic, plan)
+            said.append(f"reassigning to RF {replication_factor} during the run (the ISR column shows it complete)")
+        return f"{topic}: {'; '.join(said) or 'unchanged'}"
+
+    # ---- the exercise ----------------------------------------------------------------------------------
+    def _exercise(self) -> Exercise:
+        if self.exercise is None:
+            raise KafkalabError(f"lab {self.lab.id} has no [fix] or [incident]: `kafkalab labs` marks those that do")
+        return self.exercise
+
+    def _refuse_while_grading(self) -> None:
+        if self._grading is not None and self._grading.is_alive():
+            raise KafkalabError("a graded check is under way: wait for its grade, or stop it (x)")
+
+    def add_change(self, text: str) -> str:
+        """A change for the next runs (refused, in one line, when the lab does not allow it)."""
+        exercise = self._exercise()
+        changes = exercise.parse(text)
+        self._refuse_while_grading()
+        if self.session.running:
+            raise KafkalabError("changes apply from the next run: stop the run first (x), or wait for its end")
+        exercise.add(changes)
+        self.session.lab = exercise.demo_lab()
+        return f"kept {', '.join(c.text for c in changes)}: f checks your fix, g runs the demonstration with it"
+
+    def take_hint(self) -> str:
+        return self._exercise().take_hint()
+
+    def answer_incident(self, choice: int) -> bool:
+        return self._exercise().answer(choice)
+
+    def check_fix(self) -> str:
+        """The attendee's changes run graded, once per seed, on the kept cluster where it fits."""
+        exercise = self._exercise()
+        attempt = exercise.attempt(who_am_i(self.who))  # a change not allowed is refused here, before any run
+        self._start_graded(exercise, attempt)
+        return f"graded check: {len(attempt.seeds)} runs of your changes under the same faults"
+
+    def give_up(self) -> str:
+        """The cause and the solution, in words; a fix lab's solution then runs graded."""
+        exercise = self._exercise()
+        self._refuse_while_grading()
+        said = exercise.give_up()
+        if exercise.fix is not None:
+            self._start_graded(exercise, exercise.solution(who_am_i(self.who)))
+        return said
+
+    def _start_graded(self, exercise: Exercise, attempt: FixAttempt) -> None:
+        self._refuse_while_grading()
+        if self.session.running:
+            raise KafkalabError("a run is live: stop it first (x), or wait for its end")
+        self._stop_grading.clear()
+        exercise.failed = ""
+        exercise.grading = f"graded run 1 of {len(attempt.seeds)}"
+        self._grading = threading.Thread(target=self._graded, args=(exercise, attempt), name="kafkalab-graded",
+                                         daemon=True)
+        self._grading.start()
+
+    def _graded(self, exercise: Exercise, attempt: FixAttempt) -> None:
+        """Each seed's run of the graded lab, one after the other; then the grade (none when stopped)."""
+        seed = self.session.seed
+        results = []
+        try:
+            for k, run_seed in enumerate(attempt.seeds, start=1):
+                if self._stop_grading.is_set():
+                    return
+                exercise.grading = f"graded run {k} of {len(attempt.seeds)}"
+                self.session.lab, self.session.seed = attempt.lab, run_seed
+                self.session.start_run()
+                while (result := self.session.wait(0.3)) is None:
+                    pass
+                results.append(result)
+            if not self._stop_grading.is_set():
+                exercise.record(attempt.grade(results, exercise.time_on_task()))
+        except Exception as exc:  # a run that cannot start (its ports, its Kafka): the check ends, said in words
+            exercise.failed = f"{type(exc).__name__}: {exc}" if not isinstance(exc, KafkalabError) else str(exc)
+        finally:
+            self.session.lab, self.session.seed = exercise.demo_lab(), seed
+            exercise.grading = ""
 
     def close(self) -> None:
         """Stop any run (its teardown ends the cluster and clients), the Spark session and the admin helper."""
+        self._stop_grading.set()
         self.admin_helper.close()
         self.session.close()
         with self._lock:
@@ -208,12 +334,24 @@ def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
     return tuple(sorted(out, key=lambda m: m.at_s))
 
 
-def lab_view(lab: Lab, faults: list[FaultStatus]) -> LabView:
+def exercise_actions(lab: Lab) -> frozenset[ConsoleAction]:
+    """The keys a lab's exercise adds: hints, the graded check, giving up ([fix]); the question ([incident])."""
+    out = set()
+    if lab.fix is not None:
+        out |= {ConsoleAction.CHECK_FIX, ConsoleAction.GIVE_UP}
+        if lab.fix.hints:
+            out.add(ConsoleAction.TAKE_HINT)
+    if lab.incident is not None:
+        out |= {ConsoleAction.ANSWER_INCIDENT, ConsoleAction.GIVE_UP}
+    return frozenset(out)
+
+
+def lab_view(lab: Lab, faults: list[FaultStatus], exercise: ExerciseView | None = None) -> LabView:
     steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in (FaultState.PENDING, FaultState.FIRED)
                                else str(f.state) + (f": {f.detail}" if f.detail else "")) for f in faults)
     instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
                                        if lab.why_deterministic else "")
-    return LabView(lab.id, lab.title, instructions, steps)
+    return LabView(lab.id, lab.title, instructions, steps, exercise)
 
 
 def report_view(result: RunResult | None) -> ReportView | None:

@@ -32,6 +32,11 @@ class ConsoleAction(StrEnum):
     EDIT_SETTING = "edit_setting"
     EDIT_TOPIC = "edit_topic"
     RESET_GROUP = "reset_group"  # move a consumer group's committed offsets
+    # a lab's break-fix exercise ([fix]) and incident ([incident]): offered only by a lab that has one
+    TAKE_HINT = "take_hint"
+    CHECK_FIX = "check_fix"  # the graded check: the attendee's changes, run once per seed under the same faults
+    GIVE_UP = "give_up"  # the cause and the reference solution shown, the solution run graded
+    ANSWER_INCIDENT = "answer_incident"
 
 
 @dataclass(frozen=True)
@@ -129,4 +134,26 @@ class Source(ABC):
         raise NotOffered(self.why_not)
 
     def reassign_topic(self, topic: str, replication_factor: int) -> str:
+        raise NotOffered(self.why_not)
+
+    # ---- a lab's break-fix exercise (offered with CHECK_FIX / ANSWER_INCIDENT) ---------------------------
+    def add_change(self, text: str) -> str:
+        """One change as the console's prompt takes it (``producer.acks=all``, ``topic T rf=3``,
+        ``broker NAME=VALUE``, ``action WHEN -> DO topic T ...``), kept for the next runs; says what it kept."""
+        raise NotOffered(self.why_not)
+
+    def take_hint(self) -> str:
+        """The next hint's text, counted in the attendee's progress."""
+        raise NotOffered(self.why_not)
+
+    def answer_incident(self, choice: int) -> bool:
+        """Whether ``choice`` (0-based) names the incident's cause; counted either way."""
+        raise NotOffered(self.why_not)
+
+    def check_fix(self) -> str:
+        """Start the graded check (its runs go on in the background); says what it runs."""
+        raise NotOffered(self.why_not)
+
+    def give_up(self) -> str:
+        """Record giving up and start the reference solution's graded run; returns the cause and the solution."""
         raise NotOffered(self.why_not)

@@ -25,9 +25,10 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
-from kafkalab.feeds.frames import NodesFrame, RunFrame
+from kafkalab.feeds.exercise import minutes
+from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
-from kafkalab.feeds.source import ConsoleAction, NotOffered, Source
+from kafkalab.feeds.source import Choice, ConsoleAction, NotOffered, Question, Source
 from kafkalab.feeds.topic_ops import NeedsReassignment
 from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
 from kafkalab.labs.results import Phase
@@ -68,7 +69,14 @@ STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeSta
 
 
 # the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
-HELP_GROUPS = ("app.", "broker.", "run.", "lab.", "consumer.", "topic.", "view.", "results.", "group.", "replay.")
+HELP_GROUPS = ("app.", "broker.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.", "results.",
+               "group.", "replay.")
+EXERCISE_ACTIONS = (ConsoleAction.TAKE_HINT, ConsoleAction.CHECK_FIX, ConsoleAction.GIVE_UP,
+                    ConsoleAction.ANSWER_INCIDENT)
+CHANGE_PROMPT = ("Your change for the next runs, one of:\n"
+                 "  producer.acks=all   (or any producer.* / consumer.* setting)\n"
+                 "  topic test-topic rf=3 min.isr=2\n  broker unclean.leader.election.enable=true\n"
+                 "  action brokers >= 3 -> replicate topic test-topic rf=3")
 TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
 WIDE_TABS = ("tab-results", "tab-groups", "tab-records")  # on a narrow screen: the whole row, no partition table
 SCROLLING_TABS = {"tab-results": "#results", "tab-lab": "#lab", "tab-groups": "#groups"}  # focused when shown
@@ -112,6 +120,8 @@ class LabConsole(App[None]):
         self.last_action = ""
         self.told_verdict = ""  # the last run's verdict, as its toast said it
         self.waiting = ""  # what a live run's producer waits for, shown until it is resolved
+        self.task_shown = False  # a lab's task was opened before its first run
+        self.before_first_run = False  # the Lab tab, opened for the task, takes the whole row until the first run
         self.quitting = False
         self.register_theme(CONTRAST)
         if keymap:
@@ -138,6 +148,8 @@ class LabConsole(App[None]):
             return False
         if action == ConsoleAction.NODE:  # no nodes yet (a lab's cluster starts with its run): nothing to act on
             return bool(self.node_states)
+        if action in EXERCISE_ACTIONS:
+            return exercise_offers(self.run_frame.exercise, ConsoleAction(action))
         return True
 
     # ---- layout ----------------------------------------------------------------------------------
@@ -304,7 +316,13 @@ class LabConsole(App[None]):
         self.query_one(ConsumersTable).show(frame.consumers)
         self.query_one(LabPane).show(frame.lab)
         self.query_one(ResultsPane).show(frame)
-        if frame.report is not None and frame.report != previous.report:
+        self.show_task_first(previous, frame)
+        self.follow_exercise(previous.exercise, frame.exercise)
+        if frame.grade is not None and frame.grade != previous.grade:
+            self.notify(frame.grade.verdict, title=f"graded: score {frame.grade.score}", timeout=10,
+                        severity="information" if frame.grade.passed else "warning")
+            self.action_show_tab("results")
+        elif frame.report is not None and frame.report != previous.report and frame.grade is None:
             if frame.report.verdict != self.told_verdict:  # once, though the report may be rebuilt
                 self.told_verdict = frame.report.verdict
                 self.notify(frame.report.verdict, title=report_title(frame), timeout=8,
@@ -316,10 +334,34 @@ class LabConsole(App[None]):
             self.set_action(frame.message)
         if previous.live and not frame.live:  # the run's last word, not a stale "run started"
             self.set_action(run_ended(frame))
-        elif (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
+        elif (frame.phase, frame.lab and frame.lab.lab_id, frame.grading) != (
+                previous.phase, previous.lab and previous.lab.lab_id, previous.grading):
             self.update_topbar()
         if frame.live != previous.live:
             self.show_waiting()
+
+    def show_task_first(self, previous: RunFrame, frame: RunFrame) -> None:
+        """Before a lab's first run its task (or instructions) is what the console shows, in the whole row: the
+        table has nothing to show yet. The first run brings the clients and the table back."""
+        if not self.task_shown and frame.lab is not None and frame.phase == Phase.IDLE and frame.report is None:
+            self.task_shown = self.before_first_run = True
+            self.action_show_tab("lab")
+            self.query("#main").set_class(True, "-task")
+        elif self.before_first_run and frame.live and not previous.live:
+            self.before_first_run = False
+            self.query("#main").set_class(False, "-task")
+            if self.query_one("#side", TabbedContent).active == "tab-lab":
+                self.action_show_tab("run")
+
+    def follow_exercise(self, previous: ExerciseView | None, now: ExerciseView | None) -> None:
+        """The exercise's keys follow it (no hint left, the cause named); a graded check that failed says why."""
+        if now is None:
+            return
+        offered = tuple(exercise_offers(now, a) for a in EXERCISE_ACTIONS)
+        if previous is None or offered != tuple(exercise_offers(previous, a) for a in EXERCISE_ACTIONS):
+            self.refresh_bindings()
+        if now.failed and (previous is None or previous.failed != now.failed):
+            self.push_screen(ErrorScreen("graded check failed", now.failed))
 
     def show_waiting(self) -> None:
         """While a run is live, say what its producer waits for (a leader, in-sync replicas) and why."""
@@ -350,10 +392,13 @@ class LabConsole(App[None]):
         elif self.last_action:
             news = Text.assemble(("  » ", "dim"), (self.last_action, "italic"))
         state = Text.assemble(f" {lab} ", (f" run: {frame.phase} ", phase_style))
+        if frame.grading:
+            state.append(f" {frame.grading} ", style="bold black on yellow")
         self.query_one("#topbar", Line).show(fit_topbar(state, news, hint, self.size.width))
 
-    def show_error(self, where: str, exc: BaseException) -> None:
-        """Errors of workers and actions: a dismissable modal titled with what failed, never the end of the app."""
+    def show_error(self, where: str, exc: BaseException, title: str = "") -> None:
+        """Errors of workers and actions: a dismissable modal titled with what failed (or ``title``), never the
+        end of the app."""
         message = str(exc) or type(exc).__name__
         if isinstance(exc, NotOffered):
             self.notify(message, severity="warning", timeout=5)
@@ -363,7 +408,7 @@ class LabConsole(App[None]):
             return
         if any(isinstance(s, ErrorScreen) and s.message == message for s in self.screen_stack):
             return
-        self.push_screen(ErrorScreen(f"{where} failed", message))
+        self.push_screen(ErrorScreen(title or f"{where} failed", message))
 
     def offer_reassignment(self, need: NeedsReassignment) -> None:
         def answer(yes: bool | None) -> None:
@@ -377,16 +422,21 @@ class LabConsole(App[None]):
                                        f"{need}: kafkalab submits one (Kafka's admin API) and the ISR column "
                                        "shows the new replicas catch up."), answer)
 
-    def in_thread(self, what: str, call: Callable[[], object], done: str = "", toast: bool = False) -> None:
-        """Run a source call off the event loop; its error shows in a modal, its success as ``done`` (or what
-        the call returned), that also as a toast with ``toast`` when it says more than ``done``."""
+    def in_thread(self, what: str, call: Callable[[], object], done: str = "", toast: bool = False,
+                  refused: str = "", then: Callable[[Any], None] | None = None) -> None:
+        """Run a source call off the event loop; its error shows in a modal (titled ``refused`` when given),
+        its success as ``done`` (or what the call returned), that also as a toast with ``toast`` when it says
+        more than ``done``; ``then`` is given what the call returned, on the event loop."""
 
         def work() -> None:
             try:
                 said = call()
             except Exception as exc:
-                self.call_from_thread(self.show_error, what, exc)
+                self.call_from_thread(self.show_error, what, exc, refused)
                 return
+            if then is not None:
+                self.call_from_thread(then, said)
+                said = None
             if done or isinstance(said, str):
                 message = said if isinstance(said, str) else done
                 self.call_from_thread(self.set_action, message)
@@ -470,6 +520,11 @@ class LabConsole(App[None]):
         self.in_thread(f"send {word}", lambda: self.source.send_control(word), f"sent {word!r} to the consumers")
 
     def action_edit_setting(self) -> None:
+        exercise = self.run_frame.exercise
+        if exercise is not None and exercise.fixable and ConsoleAction.CHECK_FIX in self.source.offers:
+            self.edit_change()
+            return
+
         def apply(text: str | None) -> None:
             if not text:
                 return
@@ -483,6 +538,78 @@ class LabConsole(App[None]):
 
         self.push_screen(InputScreen("Change a producer or consumer setting for the next run",
                                      "producer.acks=all"), apply)
+
+    def edit_change(self) -> None:
+        """In a fix lab, `e` takes any change the exercise knows (settings, topics, brokers, live actions)."""
+        def apply(text: str | None) -> None:
+            if text:
+                self.in_thread("change", lambda: self.source.add_change(text), toast=True, refused="change refused")
+
+        self.push_screen(InputScreen(CHANGE_PROMPT, "producer.acks=all"), apply)
+
+    # ---- the exercise ------------------------------------------------------------------------------
+    def action_take_hint(self) -> None:
+        """The next hint's cost is shown first; taken, it is counted and shown in the Lab tab."""
+        exercise = self.run_frame.exercise
+        offer = exercise.next_hint if exercise is not None else None
+        if offer is None:
+            self.notify("no more hints: those you took are in the Lab tab (l)", severity="warning", timeout=4)
+            return
+        if not offer.ready:
+            self.notify(f"hint {offer.number} is offered in {minutes(offer.ready_in_s)} (it costs {offer.cost} "
+                        "points)", severity="warning", timeout=4)
+            return
+
+        def shown(text: str) -> None:
+            self.action_show_tab("lab")
+            self.notify(text, title=f"hint {offer.number} (-{offer.cost} points)", timeout=15)
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.in_thread("hint", self.source.take_hint, then=shown)
+
+        self.push_screen(ConfirmScreen(f"Take hint {offer.number}? It costs {offer.cost} points.",
+                                       "A passing grade loses the cost of every hint taken; a hint never costs "
+                                       "more than not solving."), answer)
+
+    def action_answer_incident(self) -> None:
+        incident = self.run_frame.exercise.incident if self.run_frame.exercise is not None else None
+        if incident is None:
+            return
+        choices = tuple(Choice(str(i), str(i), str(i - 1)) for i in range(1, len(incident.choices) + 1))
+        detail = "\n".join(f"{i}. {text}" for i, text in enumerate(incident.choices, start=1))
+
+        def answered(right: bool) -> None:
+            if right:
+                self.action_show_tab("lab")
+                self.notify("that is the cause: the Lab tab explains it", title="diagnosed", timeout=8)
+            else:
+                self.notify("not the cause: look again at what the ticket says, and at the run", title="not the cause",
+                            severity="warning", timeout=6)
+
+        def answer(choice: str | None) -> None:
+            if choice is not None and choice.isdigit():
+                self.in_thread("answer", lambda: self.source.answer_incident(int(choice)), then=answered)
+
+        self.push_screen(ChoiceScreen(Question(incident.question, detail,
+                                               (*choices, Choice("escape", "not now", "cancel")))), answer)
+
+    def action_check_fix(self) -> None:
+        self.set_action("starting the graded check ...")
+        self.in_thread("graded check", self.source.check_fix, toast=True)
+
+    def action_give_up(self) -> None:
+        def shown(text: str) -> None:
+            self.action_show_tab("lab")
+            self.push_screen(TextScreen("the cause and the solution", Text(text)))
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.in_thread("give up", self.source.give_up, then=shown)
+
+        self.push_screen(ConfirmScreen("Give up and see the solution?",
+                                       "The cause and the reference solution are shown, then the solution runs "
+                                       "graded under the same faults (it scores 0)."), answer)
 
     def action_edit_topic(self) -> None:
         def apply(text: str | None) -> None:
@@ -507,6 +634,7 @@ class LabConsole(App[None]):
         its widgets went: nothing to widen then.)"""
         self.query("#main").set_class(event.pane.id == "tab-results", "-results")
         self.query("#main").set_class(event.pane.id in WIDE_TABS, "-wide")
+        self.query("#main").set_class(self.before_first_run and event.pane.id == "tab-lab", "-task")
         if scroller := SCROLLING_TABS.get(event.pane.id or ""):
             for widget in self.query(scroller):
                 widget.focus(scroll_visible=False)
@@ -608,6 +736,21 @@ class LabConsole(App[None]):
                 self.call_from_thread(self.exit)
 
         self.run_worker(work, name="shutdown", thread=True, exit_on_error=False)
+
+
+def exercise_offers(exercise: ExerciseView | None, action: ConsoleAction) -> bool:
+    """Whether the exercise on screen gives ``action`` something to do (the source offers it at all)."""
+    if exercise is None:
+        return False
+    if action == ConsoleAction.CHECK_FIX:
+        return exercise.fixable
+    if action == ConsoleAction.TAKE_HINT:
+        return exercise.next_hint is not None
+    if action == ConsoleAction.ANSWER_INCIDENT:
+        return exercise.incident is not None and not exercise.incident.revealed
+    if action == ConsoleAction.GIVE_UP:
+        return exercise.fixable or not exercise.revealed
+    return True
 
 
 def freeze_long_lived() -> None:

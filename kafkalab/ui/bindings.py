@@ -38,6 +38,10 @@ BINDINGS: list[Binding] = [
     Binding("n", "reset_lab", "Reset lab", id="lab.reset", show=False),
     *(Binding(key, f"send_control('{word}')", f"Consumers: {word}", id=f"consumer.{word}", show=False)
       for key, word in CONTROL_KEYS.items()),
+    Binding("f", "check_fix", "Check fix", id="fix.check"),
+    Binding("h", "take_hint", "Hint", id="fix.hint"),
+    Binding("d", "answer_incident", "Name the cause", id="incident.answer"),
+    Binding("G", "give_up", "Give up: show the solution", id="fix.give_up", show=False),
     Binding("e", "edit_setting", "Change a setting", id="run.setting", show=False),
     Binding("t", "edit_topic", "Create/alter topic", id="topic.alter", show=False),
     *(Binding(key, f"show_tab('{tab}')", title, id=f"view.{tab}", show=False)

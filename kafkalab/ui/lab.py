@@ -1,4 +1,9 @@
-"""The lab pane: the lab's instructions (markdown) and its fault timeline, what is done and what is next."""
+"""The lab pane: the lab's instructions (markdown) and its fault timeline, what is done and what is next.
+
+A lab with a ``[fix]`` shows its task first: what may be changed, the attendee's changes, the hints offered
+and taken, the best score; an ``[incident]`` shows its ticket and question, and its cause once named. The
+walkthrough (the lab's instructions, which name the cause) waits until the exercise is fixed or given up.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,13 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
-from kafkalab.feeds.frames import LabView, TimelineStep
+from kafkalab.feeds.exercise import minutes
+from kafkalab.feeds.frames import ExerciseView, LabView, TimelineStep
 
 NO_LAB = ("No lab loaded: **g** runs the default workload (a producer and a consumer on the demo topic), **x** "
           "stops it. `kafkalab console LAB` opens a lab, its instructions and fault timeline show here "
           "(`kafkalab labs` lists them).")
+WALKTHROUGH_HIDDEN = "The lab's walkthrough names the cause: it shows here once you fixed it or gave up (G)."
 
 
 def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
@@ -34,12 +41,72 @@ def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
     return out
 
 
+def heading(text: str) -> Text:
+    return Text(text.upper(), style="bold underline")
+
+
+def exercise_text(ex: ExerciseView) -> Text:
+    """What the attendee may do, what they did, the hints and the score, under the task."""
+    out = Text()
+    if ex.grading:
+        out.append(f" {ex.grading} ", style="bold black on yellow").append(
+            "  the grade appears in Results (v) when the runs end; x stops the check\n\n")
+    if ex.incident is not None:
+        inc = ex.incident
+        out.append("QUESTION  ", style="bold").append(inc.question + "\n")
+        if inc.revealed:
+            out.append("diagnosed: the cause is below\n", style="bold green")
+        else:
+            out.append("d answers", style="bold").append(f" ({len(inc.choices)} choices")
+            out.append(f"; {inc.wrong_answers} wrong so far)" if inc.wrong_answers else ")")
+            out.append("\n")
+    if ex.fixable:
+        out.append("YOU MAY CHANGE  ", style="bold").append(", ".join(ex.allow) + "\n")
+        out.append("YOUR CHANGES  ", style="bold")
+        if ex.changes:
+            out.append(", ".join(ex.changes), style="bold cyan")
+        else:
+            out.append("none yet: e adds one (producer.acks=all, topic T rf=3, broker NAME=VALUE, action ...)",
+                       style="dim")
+        out.append("\n")
+        out.append("f", style="bold").append(f" checks your fix: {ex.runs} graded runs under the same faults; ")
+        out.append("g", style="bold").append(" runs the demonstration with your changes\n")
+        out.append("HINTS  ", style="bold")
+        offer = ex.next_hint
+        if offer is None:
+            out.append("none left" if ex.hints_total else "this lab has none", style="dim")
+        elif offer.ready:
+            out.append(f"hint {offer.number} of {ex.hints_total} is offered: h shows it (costs {offer.cost} points)",
+                       style="yellow")
+        else:
+            out.append(f"next hint in {minutes(offer.ready_in_s)} (costs {offer.cost} points)", style="dim")
+        out.append("\n")
+        for i, hint in enumerate(ex.hints_taken, start=1):
+            out.append(f"  {i}. ", style="bold").append(hint + "\n")
+        out.append("BEST SCORE  ", style="bold")
+        if ex.fixed:
+            out.append(f"{ex.best_score} / 100 · fixed", style="bold green")
+        else:
+            out.append("not fixed yet", style="dim")
+        if ex.given_up:
+            out.append(" · given up", style="dim")
+        out.append("\n")
+        if ex.solution:
+            out.append("THE SOLUTION  ", style="bold").append(", ".join(ex.solution), style="bold green")
+            out.append("\n")
+    out.rstrip()
+    return out
+
+
 class LabPane(VerticalScroll):
     shown: LabView | None = None  # the lab on screen
 
     def compose(self) -> ComposeResult:
         yield Static(id="lab-title").set_styles(display="none")  # shown with a lab: no blank lines above NO_LAB
+        yield Markdown(id="lab-task").set_styles(display="none")  # a fix's task, an incident's ticket
+        yield Static(id="lab-exercise").set_styles(display="none")
         yield Static(id="lab-timeline").set_styles(display="none")
+        yield Static(WALKTHROUGH_HIDDEN, id="lab-walkthrough").set_styles(display="none")
         yield Markdown(NO_LAB, id="lab-instructions")
 
     def show(self, lab: LabView | None) -> None:
@@ -50,7 +117,30 @@ class LabPane(VerticalScroll):
             return
         for part in self.query("#lab-title, #lab-timeline"):
             part.display = True
-        self.query_one("#lab-title", Static).update(Text.assemble((lab.title, "bold"), (f"  ({lab.lab_id})", "dim")))
+        ex = lab.exercise
+        title = lab.title if ex is None or ex.incident is None else "Incident"
+        self.query_one("#lab-title", Static).update(Text.assemble((title, "bold"), (f"  ({lab.lab_id})", "dim")))
         self.query_one("#lab-timeline", Static).update(timeline_text(lab.steps))
-        if previous is None or previous.instructions != lab.instructions:
-            self.query_one(Markdown).update(lab.instructions)
+        self.show_exercise(ex, previous.exercise if previous is not None else None)
+        hidden = ex is not None and not ex.revealed  # the walkthrough names the cause
+        self.query_one("#lab-walkthrough").display = hidden
+        instructions = self.query_one("#lab-instructions", Markdown)
+        instructions.display = not hidden
+        text = lab.instructions
+        if ex is not None and ex.incident is not None and ex.incident.revealed:
+            text = f"## The cause\n\n{ex.incident.explanation}\n\n{text}"
+        if previous is None or previous.instructions != lab.instructions or \
+                (previous.exercise and previous.exercise.revealed) != (ex and ex.revealed):
+            instructions.update(text)
+
+    def show_exercise(self, ex: ExerciseView | None, previous: ExerciseView | None) -> None:
+        task = self.query_one("#lab-task", Markdown)
+        facts = self.query_one("#lab-exercise", Static)
+        task.display = facts.display = ex is not None
+        if ex is None:
+            return
+        body = ex.incident.ticket if ex.incident is not None else ex.task
+        head = "## The ticket" if ex.incident is not None else "## Your task"
+        if previous is None or (previous.incident.ticket if previous.incident else previous.task) != body:
+            task.update(f"{head}\n\n{body.strip()}")
+        facts.update(exercise_text(ex))

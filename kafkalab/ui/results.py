@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Unpack
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from kafkalab.feeds.frames import ReportView, RunFrame
+from kafkalab.labs.grade import Grade
 from kafkalab.labs.results import Phase
 from kafkalab.ui.chart import ThroughputChart
 from kafkalab.ui.widget_options import WidgetOptions
@@ -51,6 +53,37 @@ def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
     return table
 
 
+def grade_card(grade: Grade) -> Group:
+    """A graded check: its verdict, a row per check (PASS/FAIL, the value seen against the value wanted, in how
+    many runs it held), the rules that name what mattered, the score."""
+    style = "bold black on green" if grade.passed else "bold white on grey37" if grade.given_up else \
+        "bold white on red"
+    verdict = Text(f"\n  {grade.verdict}  \n", style=style, justify="center")
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False, header_style="bold",
+                  expand=False)
+    table.add_column("", no_wrap=True)
+    table.add_column("check")
+    table.add_column("seen", justify="right", no_wrap=True)
+    table.add_column("wanted", justify="right", no_wrap=True)
+    table.add_column("runs", justify="right", no_wrap=True)
+    for row in grade.rows:
+        mark = Text("PASS", style="bold green") if row.passed else Text("FAIL", style="bold red")
+        table.add_row(mark, row.text, Text(row.seen_text, style="" if row.passed else "bold red"), row.wanted_text,
+                      f"{row.runs_held}/{row.runs}")
+    what = Text()
+    what.append("your changes  ", style="bold").append(", ".join(grade.changes) or "none", style="cyan")
+    what.append(f"\nseeds {', '.join(map(str, grade.seeds))}", style="dim")
+    for rule in grade.rules:
+        what.append("\n• ", style="bold").append(rule)
+    score = Text("\nscore ", style="bold").append(f"{grade.score} / 100",
+                                                  style="bold green" if grade.passed else "bold")
+    if grade.hint_cost:
+        score.append(f"  (hints taken: {grade.hints_taken}, -{grade.hint_cost} points)", style="dim")
+    if not grade.passed and not grade.given_up:
+        score.append("  change something (e), then f checks again; G gives up", style="dim")
+    return Group(verdict, table, what, score)
+
+
 NO_REPORT_YET = "No report yet: when a run ends, its verdict, per-partition counts and throughput chart appear here."
 NO_REPORTS = ("No reports here: the default workload (g) is not analysed; its throughput shows below while it "
               "runs. A lab's run ends in a report here: `kafkalab console LAB` (`kafkalab labs` lists them).")
@@ -72,10 +105,26 @@ class ResultsPane(VerticalScroll):
         yield Static(id="per-partition")
         yield ThroughputChart(id="chart")
 
+    shown_grade: Grade | None = None
+    shown_grading = ""
+
     def show(self, frame: RunFrame) -> None:
         self.query_one(ThroughputChart).show(frame.throughput, frame.markers)
         self.frame = frame
         report = frame.report
+        if frame.grading:  # a graded check: no verdict until its last run ended
+            if frame.grading != self.shown_grading:
+                self.shown_grading, self.in_progress = frame.grading, True
+                self._show_verdict_only(Text(f"\n  {frame.grading}: the grade appears here when the runs end  \n",
+                                             style="bold black on yellow", justify="center"))
+            return
+        self.shown_grading = ""
+        if frame.grade is not None:
+            if frame.grade is not self.shown_grade or report != self.shown or self.in_progress:
+                self.shown_grade, self.shown, self.in_progress = frame.grade, report, False
+                self.show_grade(frame.grade, report)
+            return
+        self.shown_grade = None
         if report is None:
             if frame.live and self.shown is not None and not self.in_progress:
                 self.show_in_progress(self.shown.verdict)  # the last run's counts would read as this one's
@@ -100,6 +149,17 @@ class ResultsPane(VerticalScroll):
         self.query_one("#totals", Static).set_class(not totals.plain, "-empty")
         self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
                                                         if report.per_partition else "")
+
+    def show_grade(self, grade: Grade, report: ReportView | None) -> None:
+        """The grade card in place of the run's verdict (the demonstration's expectations are not the fix's);
+        the last graded run's counts below it."""
+        self.query_one("#verdict", Static).update(grade_card(grade))
+        analysed = report is not None and report.analysed
+        self.query_one("#totals", Static).update(Text("the last graded run's counts:", style="dim")
+                                                 if analysed else "")
+        self.query_one("#totals", Static).set_class(not analysed, "-empty")
+        self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
+                                                        if report is not None and report.per_partition else "")
 
     def show_in_progress(self, last_verdict: str) -> None:
         """A run under way: its report comes when it ends; the last run's verdict stays, named as the last's."""
