@@ -225,6 +225,21 @@ def test_fix_solution_passes_and_wrong_fails(tmp_path: Path, capsys: pytest.Capt
     assert "more replicas did not matter" in capsys.readouterr().out
 
 
+def test_fix_run_that_could_not_go_on_fails_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken(FakeRun):
+        def run(self) -> RunResult:
+            result = super().run()
+            result.outcome, result.error = Outcome.ERROR, "broker 2 did not start: see its log"
+            return result
+
+    monkeypatch.setattr(fix_cmds, "HeadlessRun", Broken)
+    assert main(["fix", "acks-0", "-D", "producer.acks=all", "--runs", "1", "--runs-dir", str(tmp_path / "r")]) == 1
+    text = capsys.readouterr().out
+    assert "run 1 ended early: broker 2 did not start: see its log" in text
+    assert "FAIL" in next(line for line in text.splitlines() if "run 1 ran to its end" in line)
+
+
 def test_fix_stops_cleanly_on_ctrl_c(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     class Interrupted(FakeRun):

@@ -164,6 +164,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
         results.append(result)
         console.print(f"run {i}: {result.outcome}, files: {result.run_dir} ({result.duration_s:.0f}s)",
                       highlight=False)
+        if result.error:  # a run that could not go on (a broker your change kept from starting...): say why
+            console.print(f"[red]run {i} ended early:[/] {result.error}", highlight=False)
     g = attempt.grade(results)
     print_grade(console, g, attempt.fix)
     console.print(f"grade written: {Path(g.runs[-1]) / GRADE_FILE}", highlight=False)
