@@ -103,6 +103,15 @@ def incident_lab(tmp_path: Path, lab_id: str = "orders-go-missing", fix: bool = 
     return path
 
 
+def plain_lab(tmp_path: Path, lab_id: str = "plain") -> Path:
+    """A lab with neither [fix] nor [incident] (the catalog's may all gain one)."""
+    path = tmp_path / f"{lab_id}.toml"
+    text = INCIDENT_LAB.format(id=lab_id).split("[incident]")[0]
+    text = text.replace("Acks zero loses records", "A plain lab").replace("SECRET-TEACHES", "plainly")
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def one_line_error(capsys: pytest.CaptureFixture[str], *words: str) -> str:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("kafkalab: error: "), err
@@ -124,16 +133,18 @@ def one_line_error(capsys: pytest.CaptureFixture[str], *words: str) -> str:
     (["acks-0", "--action", "whenever do something"], ["WHEN -> DO"]),
     (["acks-0"], ["give your fix", "--shipped"]),
     (["acks-0", "--solution", "-D", "producer.acks=1"], ["--solution", "without -D"]),
-    (["acks-0", "--wrong", "9"], ["--wrong 9", "1..1"]),
+    (["FIXLAB", "--wrong", "1"], ["has no [[fix.wrong]]"]),
+    (["acks-0", "--wrong", "99"], ["--wrong 99", "wrong fixes 1.."]),
     (["acks-0", "--shipped", "--runs", "0"], ["--runs 0", "1..10"]),
-    (["acks-0", "--shipped", "--hints", "3"], ["--hints 3", "0..2"]),
-    (["leader-failover", "-D", "producer.acks=all"], ["no fix exercise"]),
+    (["FIXLAB", "--shipped", "--hints", "2"], ["--hints 2", "0..1"]),
+    (["PLAIN", "-D", "producer.acks=all"], ["no fix exercise"]),
     (["no-such-lab", "--shipped"], ["no-such-lab"]),
 ])
 def test_fix_refuses_bad_input_in_one_line(argv: list[str], words: list[str], tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str], no_run: list[Any]) -> None:
     runs = tmp_path / "runs"
-    assert main(["fix", *argv, "--runs-dir", str(runs)]) == 2
+    labs = {"FIXLAB": str(incident_lab(tmp_path, fix=True)), "PLAIN": str(plain_lab(tmp_path))}
+    assert main(["fix", *[labs.get(a, a) for a in argv], "--runs-dir", str(runs)]) == 2
     one_line_error(capsys, *words)
     assert not runs.exists()  # no run dir: nothing started
 
@@ -359,7 +370,7 @@ def test_grades_set_name_is_who_you_are(capsys: pytest.CaptureFixture[str]) -> N
 def test_labs_table_says_what_each_lab_offers(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     acks = next(p for p in catalog() if p.name == "03-acks-0.toml")
-    ours = [acks, catalog()[0], incident_lab(tmp_path, fix=True)]
+    ours = [acks, plain_lab(tmp_path), incident_lab(tmp_path, fix=True)]
     monkeypatch.setattr("kafkalab.labs.runner.catalog", lambda: ours)
     assert main(["labs"]) == 0
     out = capsys.readouterr().out
@@ -367,7 +378,7 @@ def test_labs_table_says_what_each_lab_offers(tmp_path: Path, capsys: pytest.Cap
     assert row["acks-0"].rstrip(" │").endswith("fix")
     assert row["orders-go-missing"].rstrip(" │").endswith("fix, incident")
     assert "Acks zero" not in out and "SECRET" not in out  # an incident's title and teaches give its cause away
-    assert not row["setup-check"].rstrip(" │").endswith(("fix", "incident"))
+    assert not row["plain"].rstrip(" │").endswith(("fix", "incident"))
 
 
 def test_labs_show_of_a_fix_shows_the_task_never_the_solution(capsys: pytest.CaptureFixture[str]) -> None:
@@ -409,15 +420,15 @@ def test_incident_hidden_until_answered(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (["--answer", "acks-0", "1"], ["is no incident"]),
+    (["--answer", "PLAIN", "1"], ["is no incident"]),
     (["--answer", "INCIDENT", "4"], ["1..3"]),
     (["--answer", "INCIDENT", "two"], ["1..3"]),
-    (["--give-up", "setup-check"], ["nothing to give up"]),
+    (["--give-up", "PLAIN"], ["nothing to give up"]),
 ])
 def test_labs_answer_refusals(argv: list[str], words: list[str], tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    path = str(incident_lab(tmp_path))
-    assert main(["labs", *[path if a == "INCIDENT" else a for a in argv]]) == 2
+    labs = {"INCIDENT": str(incident_lab(tmp_path)), "PLAIN": str(plain_lab(tmp_path))}
+    assert main(["labs", *[labs.get(a, a) for a in argv]]) == 2
     one_line_error(capsys, *words)
     assert not progress.progress_path().exists()
 
