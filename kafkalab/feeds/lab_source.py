@@ -148,6 +148,8 @@ class LabSource(Source):
         self._sample(state)
         lab = self.lab
         run = self.session.current
+        # the grade before the grading: a check's thread ends its grading before it sets the grade
+        grade = self.exercise.grade if self.exercise else None
         grading = self.exercise.grading if self.exercise else ""  # between graded runs too: no verdict yet
         return RunFrame(
             live=state.phase in LIVE_PHASES or bool(grading), phase=state.phase, producer=state.producer,
@@ -155,7 +157,7 @@ class LabSource(Source):
             markers=markers((e.t, e.kind, e.detail) for e in (run.timeline.events() if run is not None else ())),
             lab=lab_view(lab, state.faults, self.exercise.view() if self.exercise else None),
             report=None if grading else report_view(state.result), settings=dict(lab.producer.settings),
-            message=state.message, grade=self.exercise.grade if self.exercise else None, grading=grading,
+            message=state.message, grade=grade, grading=grading,
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -294,6 +296,7 @@ class LabSource(Source):
         """Each seed's run of the graded lab, one after the other; then the grade (none when stopped)."""
         seed = self.session.seed
         results = []
+        grade = None
         try:
             for k, run_seed in enumerate(attempt.seeds, start=1):
                 if self._stop_grading.is_set():
@@ -305,12 +308,14 @@ class LabSource(Source):
                     pass
                 results.append(result)
             if not self._stop_grading.is_set():
-                exercise.record(attempt.grade(results, exercise.time_on_task()))
+                grade = attempt.grade(results, exercise.time_on_task())
         except Exception as exc:  # a run that cannot start (its ports, its Kafka): the check ends, said in words
-            exercise.failed = f"{type(exc).__name__}: {exc}" if not isinstance(exc, KafkalabError) else str(exc)
+            exercise.failed = str(exc) if isinstance(exc, KafkalabError) else f"{type(exc).__name__}: {exc}"
         finally:
             self.session.lab, self.session.seed = exercise.demo_lab(), seed
             exercise.grading = ""
+        if grade is not None:
+            exercise.record(grade)  # after the grading ended: a frame with the grade never says a run is under way
 
     def close(self) -> None:
         """Stop any run (its teardown ends the cluster and clients), the Spark session and the admin helper."""

@@ -774,6 +774,8 @@ def report_title(frame: RunFrame) -> str:
 def run_ended(frame: RunFrame) -> str:
     """The top bar's word once a run is over (beside its phase, "run: done"): where its report is, or why
     there is none."""
+    if frame.grade is not None:
+        return "the solution's grade in Results (v)" if frame.grade.given_up else "grade in Results (v); f checks again"
     report = frame.report
     if report is not None and report.analysed:
         return "report in Results (v); g runs again"

@@ -154,6 +154,7 @@ class ResultsPane(VerticalScroll):
         """The grade card in place of the run's verdict (the demonstration's expectations are not the fix's);
         the last graded run's counts below it."""
         self.query_one("#verdict", Static).update(grade_card(grade))
+        self.call_after_refresh(self.scroll_home, animate=False)  # a new grade is read from its verdict down
         analysed = report is not None and report.analysed
         self.query_one("#totals", Static).update(Text("the last graded run's counts:", style="dim")
                                                  if analysed else "")
