@@ -61,9 +61,11 @@ def test_the_task_names_symptoms_not_the_solution(lab: Lab) -> None:
             assert f"{change.name}={change.value}" not in fix.task, f"{lab.id}: the task gives the answer away"
 
 
-def test_an_action_solution_fires_beside_the_timeline() -> None:
-    lab = next(x for x in FIX_LABS if x.id == "rf1-before-growth")
+ACTION_LABS = [lab for lab in FIX_LABS if any(c.kind == ChangeKind.ACTION for c in fix_of(lab).solution)]
+
+
+@pytest.mark.parametrize("lab", ACTION_LABS, ids=lambda lab: lab.id)
+def test_an_action_solution_fires_beside_the_timeline(lab: Lab) -> None:
     attempt = FixAttempt(lab, fix_of(lab).solution, "test")
-    assert [a.action for a in attempt.lab.actions] == ["replicate"]
-    # the cure the lab demonstrates (its own replicate) is left to the attendee
-    assert "replicate" not in [f.action for f in attempt.lab.faults]
+    wanted = [c.fault.action for c in fix_of(lab).solution if c.kind == ChangeKind.ACTION and c.fault is not None]
+    assert [a.action for a in attempt.lab.actions] == wanted
