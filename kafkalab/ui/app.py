@@ -38,7 +38,7 @@ from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.groups import GroupsPane, open_reset
-from kafkalab.ui.lab import LabPane
+from kafkalab.ui.lab import LabPane, inline_markdown
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
@@ -74,7 +74,7 @@ HELP_GROUPS = ("app.", "broker.", "run.", "lab.", "fix.", "incident.", "consumer
 EXERCISE_ACTIONS = (ConsoleAction.TAKE_HINT, ConsoleAction.CHECK_FIX, ConsoleAction.GIVE_UP,
                     ConsoleAction.ANSWER_INCIDENT)
 CHANGE_PROMPT = ("Your change for the next runs, one of:\n"
-                 "  producer.acks=all   (or any producer.* / consumer.* setting)\n"
+                 "  producer.acks=all  (a producer.* or consumer.* setting)\n"
                  "  topic test-topic rf=3 min.isr=2\n  broker unclean.leader.election.enable=true\n"
                  "  action brokers >= 3 -> replicate topic test-topic rf=3")
 TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
@@ -562,15 +562,15 @@ class LabConsole(App[None]):
 
         def shown(text: str) -> None:
             self.action_show_tab("lab")
-            self.notify(text, title=f"hint {offer.number} (-{offer.cost} points)", timeout=15)
+            self.notify(inline_markdown(text).plain, title=f"hint {offer.number} (-{offer.cost} points)", timeout=15)
 
         def answer(yes: bool | None) -> None:
             if yes:
                 self.in_thread("hint", self.source.take_hint, then=shown)
 
         self.push_screen(ConfirmScreen(f"Take hint {offer.number}? It costs {offer.cost} points.",
-                                       "A passing grade loses the cost of every hint taken; a hint never costs "
-                                       "more than not solving."), answer)
+                                       f"A passing grade then scores {offer.cost} points less; the hint "
+                                       "stays in the Lab tab (l)."), answer)
 
     def action_answer_incident(self) -> None:
         incident = self.run_frame.exercise.incident if self.run_frame.exercise is not None else None
