@@ -308,6 +308,7 @@ class LabSource(Source):
                     pass
                 results.append(result)
             if not self._stop_grading.is_set():
+                attempt.hints_taken = exercise.hints_taken()  # one taken while the runs went costs too
                 grade = attempt.grade(results, exercise.time_on_task())
         except Exception as exc:  # a run that cannot start (its ports, its Kafka): the check ends, said in words
             exercise.failed = str(exc) if isinstance(exc, KafkalabError) else f"{type(exc).__name__}: {exc}"

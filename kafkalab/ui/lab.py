@@ -7,6 +7,8 @@ walkthrough (the lab's instructions, which name the cause) waits until the exerc
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -41,8 +43,16 @@ def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
     return out
 
 
-def heading(text: str) -> Text:
-    return Text(text.upper(), style="bold underline")
+EMPHASIS = re.compile(r"\*\*?([^*]+)\*\*?|`([^`]+)`")
+
+
+def inline_markdown(text: str) -> Text:
+    """A hint's *emphasis* and `code` as styles, not asterisks and backticks (hints are one-line Markdown)."""
+    out, last = Text(), 0
+    for m in EMPHASIS.finditer(text):
+        out.append(text[last:m.start()]).append(m[1] or m[2], style="italic" if m[1] else "bold")
+        last = m.end()
+    return out.append(text[last:])
 
 
 def exercise_text(ex: ExerciseView) -> Text:
@@ -82,7 +92,7 @@ def exercise_text(ex: ExerciseView) -> Text:
             out.append(f"next hint in {minutes(offer.ready_in_s)} (costs {offer.cost} points)", style="dim")
         out.append("\n")
         for i, hint in enumerate(ex.hints_taken, start=1):
-            out.append(f"  {i}. ", style="bold").append(hint + "\n")
+            out.append(f"  {i}. ", style="bold").append(inline_markdown(hint)).append("\n")
         out.append("BEST SCORE  ", style="bold")
         if ex.fixed:
             out.append(f"{ex.best_score} / 100 · fixed", style="bold green")
@@ -140,7 +150,7 @@ class LabPane(VerticalScroll):
         if ex is None:
             return
         body = ex.incident.ticket if ex.incident is not None else ex.task
-        head = "## The ticket" if ex.incident is not None else "## Your task"
+        head = "**The ticket:**" if ex.incident is not None else "**Your task:**"
         if previous is None or (previous.incident.ticket if previous.incident else previous.task) != body:
-            task.update(f"{head}\n\n{body.strip()}")
+            task.update(f"{head} {body.strip()}")  # no heading: at 100x30 every line of the pane counts
         facts.update(exercise_text(ex))
