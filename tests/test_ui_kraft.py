@@ -1,11 +1,14 @@
 """The console in KRaft mode, with Pilot on a fake feed: controller panes in place of ZooKeeper's, the
-active one marked with its epoch, the node keys on controllers, an election announced."""
+active one marked with its epoch, the node keys on controllers, an election announced; each pane's title naming
+its key, role and id in the room it has."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
+import pytest
 from textual.widgets import Button, Static
 
 from kafkalab.cluster import NodeState
@@ -14,7 +17,10 @@ from kafkalab.feeds.frames import NodesFrame
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
+from kafkalab.ui.modals import HelpScreen
+from kafkalab.ui.nodepane import TITLE_FRAME, NodePane, TitleLevel, fitting_level
 from kafkalab.ui.zookeeper import ZooKeeperPane
+from tests.screen_text import svg_rows
 from tests.test_ui_app import SIZE, settle, sync
 from tests.test_ui_feed import FakeSource, node_info
 
@@ -70,8 +76,7 @@ async def test_controller_panes_mark_the_active_one_and_show_the_election() -> N
         assert list(panes) == ["controller-1", "controller-2", "controller-3"]
         assert "ACTIVE" in facts(panes["controller-1"]) and "epoch 5" in facts(panes["controller-1"])
         assert "follower  lag 0" in facts(panes["controller-2"])
-        assert panes["controller-1"].border_title == "[0] controller-1"
-        assert panes["controller-1"].border_subtitle == "node 101"
+        assert [p.title_shown for p in panes.values()] == ["[!] ctl 101 ★", "[@] ctl 102", "[#] ctl 103"]
 
         await pilot.press("0")  # 0 picks the controllers in turn
         assert app.selected == "controller-1" and panes["controller-1"].has_class("-selected")
@@ -196,7 +201,7 @@ async def test_combined_voters_show_their_quorum_role_in_a_quorum_pane() -> None
         await settle(pilot)
         assert not app.query(ZooKeeperPane) and not app.query(ControllerPane)
         pane = app.query_one(QuorumPane)
-        assert pane.border_title == "[0] quorum · voters in brokers 1..3"
+        assert pane.title_shown == "[0] quorum: brokers 1..3"  # 30 columns: the full title is 35
         assert "broker-1   ACTIVE   epoch 3  hw 500" in voter_line(app, 1)
         assert "broker-2  follower  lag 2  fetched 0.3s ago" in voter_line(app, 2)
 
@@ -223,3 +228,102 @@ def test_a_quorum_without_an_answer_says_why_in_words_not_java_package_names() -
     other = parse_answer({"ok": False, "error": "org.apache.kafka.common.errors.NotLeaderOrFollowerException: "
                                                 "for partition __cluster_metadata-0"}, 0.0)
     assert other.error == "NotLeaderOrFollowerException: for partition __cluster_metadata-0"
+
+
+def kraft_console(feed: FakeSource | None = None) -> LabConsole:
+    return LabConsole(feed or FakeKraftSource(), [1, 2, 3], boot=False, poll_s=0.15,  # type: ignore[arg-type]
+                      clock=lambda: 0.0, metadata=MetadataPanes(3))
+
+
+def top_border_titles(app: LabConsole, width: int, height: int) -> list[str]:
+    """The node panes' titles as the terminal shows them: the words between `╭─ ` and ` ─` on the row of
+    their top borders."""
+    row = svg_rows(app.export_screenshot(), height, width)[1]
+    return re.findall(r"╭─ (.+?) ─", row)
+
+
+KEY_NAMES = {"!": "exclamation_mark", "@": "at", "#": "number_sign"}
+
+
+@pytest.mark.parametrize(("size", "wanted"), [
+    ((100, 30), ["! ctl 101★", "@ ctl 102", "# ctl 103", "1 broker", "2 broker", "3 broker"]),
+    ((160, 48), ["[!] controller 101 ★", "[@] controller 102", "[#] controller 103",
+                 "[1] broker-1", "[2] broker-2", "[3] broker-3"]),
+])
+def test_each_pane_names_its_key_its_role_and_id_whole_at_100x30_and_160x48(
+        size: tuple[int, int], wanted: list[str]) -> None:
+    """At 100x30 all three controller panes read `[0] contr…` (one key for three) and brokers `[1] broke…`:
+    each pane now has its own key and its title says it, uncut, with the node's role and id; each key picks
+    its pane and acts on it; the `?` screen lists the controllers' keys."""
+
+    async def scenario() -> None:
+        feed = FakeKraftSource()
+        app = kraft_console(feed)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            assert top_border_titles(app, *size) == wanted
+            assert "pick a node: 1..3, !@#" in str(app.query_one("#topbar", Static).render())
+            assert len(set(wanted)) == 6
+            for pane in app.query(NodePane):
+                assert len(pane.title_shown) + TITLE_FRAME <= pane.outer_size.width, (pane.title_shown, pane.region)
+            for pane in app.query(ControllerPane):
+                assert str(pane.node_id) in pane.title_shown and pane.key in pane.title_shown
+                await pilot.press(KEY_NAMES[pane.key])
+                assert app.selected == pane.node_name and pane.has_class("-selected")
+                assert sum(p.has_class("-selected") for p in app.query(NodePane)) == 1
+            await pilot.press("at", "k")  # the key in controller 102's title acts on controller 102
+            await settle(pilot)
+            assert feed.actions == [("controller-2", "kill")]
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            rows = {row[2]: row[:2] for row in app.screen.rows}
+            assert [rows[f"broker.select.{n}"] for n in VOTERS] == [
+                ("!", "Pick controller 101"), ("@", "Pick controller 102"), ("#", "Pick controller 103")]
+
+    asyncio.run(scenario())
+
+
+@sync
+async def test_the_star_moves_with_the_active_controller_and_the_row_keeps_one_form() -> None:
+    """An election moves ★ from 101's title to 102's; at 100 columns the row stays at one form (the first
+    pane, a column narrower, does not drop to `! c101★` while the others read `@ ctl 102`)."""
+    feed = FakeKraftSource()
+    app = kraft_console(feed)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("exclamation_mark", "k")
+        await settle(pilot)
+        await settle(pilot)
+        assert [p.title_shown for p in app.query(ControllerPane)] == ["! ctl 101", "@ ctl 102★", "# ctl 103"]
+        await pilot.resize_terminal(120, 36)
+        await settle(pilot)
+        assert [p.title_shown for p in app.query(NodePane)] == [
+            "[!] ctl 101", "[@] ctl 102 ★", "[#] ctl 103", "[1] broker-1", "[2] broker-2", "[3] broker-3"]
+
+
+@sync
+async def test_zookeeper_mode_keeps_its_titles_and_offers_no_controller_key() -> None:
+    feed = FakeSource()
+    app = LabConsole(feed, [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0)  # type: ignore[arg-type]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert top_border_titles(app, 100, 30) == ["[0] zookeeper", "[1] broker-1 ★", "[2] broker-2",
+                                                   "[3] broker-3"]
+        await pilot.press("exclamation_mark")
+        assert app.selected is None
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        ids = {row[2] for row in app.screen.rows}
+        assert "broker.select.0" in ids and not {f"broker.select.{n}" for n in VOTERS} & ids
+
+
+def test_the_longest_level_every_pane_of_the_row_holds() -> None:
+    forms = ("[1] broker-1", "[1] broker-1", "1 broker", "1 b")
+    ctl = ("[!] controller 101 ★", "[!] ctl 101 ★", "! ctl 101★", "! c101★")
+    assert fitting_level([(forms, 26), (ctl, 26)]) == TitleLevel.FULL
+    assert fitting_level([(forms, 20), (ctl, 19)]) == TitleLevel.SHORT
+    assert fitting_level([(forms, 17), (ctl, 16)]) == TitleLevel.TIGHT
+    assert fitting_level([(forms, 17), (ctl, 12)]) == TitleLevel.TINY
+    assert fitting_level([(forms, 17), (ctl, 3)]) == TitleLevel.TINY  # none fits: the tiniest, Textual cuts it

@@ -143,7 +143,7 @@ class LabConsole(App[None]):
         """Keys that cannot act here are not offered: brokers the cluster lacks, what the source cannot do."""
         if action == "select_node":
             return ConsoleAction.NODE in self.source.offers and (
-                not parameters or parameters[0] == 0 or parameters[0] in self.broker_ids)
+                not parameters or parameters[0] in self.broker_ids or self.metadata.has_key(parameters[0]))
         if action in ConsoleAction.__members__.values() and action not in self.source.offers:
             return False
         if action == ConsoleAction.NODE:  # no nodes yet (a lab's cluster starts with its run): nothing to act on
@@ -385,7 +385,8 @@ class LabConsole(App[None]):
             if self.selected:
                 hint = Text.assemble(("  selected: ", "dim"), (self.selected, "bold"))
             elif self.picks_nodes:
-                hint = Text(f"  pick a node: 1..{max(self.broker_ids, default=1)}, 0", style="dim")
+                hint = Text(f"  pick a node: 1..{max(self.broker_ids, default=1)}, {self.metadata.keys_hint()}",
+                            style="dim")
         news = Text()
         if self.waiting:
             news = Text.assemble(("  » ", "dim"), (self.waiting, "bold yellow"))
@@ -449,8 +450,8 @@ class LabConsole(App[None]):
 
     # ---- node actions ----------------------------------------------------------------------------
     def action_select_node(self, number: int) -> None:
-        name = self.metadata.next_name() if number == 0 else f"broker-{number}"
-        if number != 0 and number not in self.broker_ids:
+        name = self.metadata.node_for_key(number) or f"broker-{number}"
+        if name == f"broker-{number}" and number not in self.broker_ids:
             self.notify(f"there is no broker {number}: brokers are {', '.join(map(str, self.broker_ids))}",
                         severity="warning", timeout=3)
             return
@@ -465,8 +466,8 @@ class LabConsole(App[None]):
 
     def action_node(self, action: str) -> None:
         if self.selected is None:
-            self.notify("pick a node first: 1..9 for a broker, 0 for ZooKeeper (KRaft: 0 again for the next "
-                        "controller)", severity="warning", timeout=3)
+            self.notify("pick a node first: 1..9 for a broker, 0 for ZooKeeper (KRaft: a controller's key, "
+                        "! @ # as its pane's title shows, or 0 for each in turn)", severity="warning", timeout=3)
             return
         name = self.selected
         state = self.node_states.get(name, NodeState.STOPPED)

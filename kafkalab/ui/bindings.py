@@ -16,10 +16,14 @@ from pathlib import Path
 
 from textual.binding import Binding
 
+from kafkalab.cluster.spec import CONTROLLER_ID_BASE
 from kafkalab.errors import KafkalabError
 
 # the control words consumers obey, by key
 CONTROL_KEYS = {"Q": "quit", "C": "crash", "W": "wait"}
+# KRaft's dedicated controllers, by index (node 100 + index): their keys, shift and the digit on a US keyboard,
+# as the key's name and as shown (the digits pick the brokers 1..9, and 0 ZooKeeper or the controllers in turn)
+CONTROLLER_KEYS = {1: ("exclamation_mark", "!"), 2: ("at", "@"), 3: ("number_sign", "#")}
 # the side tabs, by key: (tab, title)
 TAB_KEYS = {"l": ("lab", "Lab"), "u": ("run", "Clients"), "v": ("results", "Results"),
             "o": ("groups", "Consumer groups"), "c": ("records", "Records")}
@@ -27,8 +31,12 @@ TAB_KEYS = {"l": ("lab", "Lab"), "u": ("run", "Clients"), "v": ("results", "Resu
 BINDINGS: list[Binding] = [
     Binding("question_mark", "help", "Keys", id="app.help", key_display="?"),
     Binding("ctrl+q", "quit_console", "Quit", id="app.quit", priority=True),
-    *(Binding(str(n), f"select_node({n})", f"Pick {'ZooKeeper' if n == 0 else f'broker {n}'}",
+    *(Binding(str(n), f"select_node({n})",
+              f"Pick {'ZooKeeper (KRaft: the controllers in turn)' if n == 0 else f'broker {n}'}",
               id=f"broker.select.{n}", show=False) for n in range(10)),
+    *(Binding(key, f"select_node({CONTROLLER_ID_BASE + n})", f"Pick controller {CONTROLLER_ID_BASE + n}",
+              id=f"broker.select.{CONTROLLER_ID_BASE + n}", key_display=shown, show=False)
+      for n, (key, shown) in CONTROLLER_KEYS.items()),
     Binding("s", "node('stop')", "Stop", id="broker.stop"),
     Binding("k", "node('kill')", "Kill", id="broker.kill"),
     Binding("p", "node('pause_resume')", "Pause/Resume", id="broker.pause"),

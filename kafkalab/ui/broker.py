@@ -28,9 +28,16 @@ class BrokerPane(NodePane):
             self.action = action
 
     def __init__(self, broker_id: int) -> None:
-        super().__init__(f"broker-{broker_id}", str(broker_id), id=f"node-broker-{broker_id}")
         self.broker_id = broker_id
         self.controller = False
+        super().__init__(f"broker-{broker_id}", str(broker_id), id=f"node-broker-{broker_id}")
+
+    def title_forms(self) -> tuple[str, str, str, str]:
+        """`[1] broker-1 ★` (★: ZooKeeper's controller, or the active voter in combined KRaft mode) down to
+        `1 broker`: the key is the broker's id."""
+        mark = " ★" if self.controller else ""
+        return (f"[{self.key}] {self.node_name}{mark}", f"[{self.key}] {self.node_name}{mark}",
+                f"{self.key} broker{mark.strip()}", f"{self.key} b{mark.strip()}")
 
     def compose_extra(self) -> ComposeResult:
         with Horizontal(classes="buttons"):
@@ -48,9 +55,9 @@ class BrokerPane(NodePane):
         self.query_one(".btn-start_restart", Button).label = "Restart" if up else "Start"
 
     def show_roles(self, controller: bool, leads: int | None, follows: int | None, reachable: bool) -> None:
-        if controller != self.controller:  # a title set repaints the whole pane: only on a change
+        if controller != self.controller:
             self.controller = controller
-            self.border_title = f"[{self.key}] {self.node_name}" + (" ★" if controller else "")
+            self.fit_title()
         if leads is None or follows is None:
             self.show_facts(Text("not registered", style="dim"))
             return

@@ -18,8 +18,9 @@ from kafkalab.admin.snapshot import ClusterSnapshot
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
 from kafkalab.feeds.frames import NodesFrame
+from kafkalab.ui.bindings import CONTROLLER_KEYS
 from kafkalab.ui.line import Line
-from kafkalab.ui.nodepane import NodePane
+from kafkalab.ui.nodepane import FittedTitle, NodePane, TitleLevel
 from kafkalab.ui.zookeeper import ZooKeeperPane
 
 ACTIVE_STYLE = "bold black on magenta"
@@ -43,31 +44,45 @@ def quorum_role(quorum: QuorumState | None, node_id: int) -> list[Text]:
 
 
 class ControllerPane(NodePane):
-    """A dedicated KRaft controller: its role in the quorum (active with the epoch, or follower with its lag)."""
+    """A dedicated KRaft controller: its role in the quorum (active with the epoch, or follower with its lag).
+    Its own key picks it (``!`` ``@`` ``#``, :data:`CONTROLLER_KEYS`); its title names the key and the node id
+    the logs, the quorum and the verdict use, ★ on the active one."""
 
     def __init__(self, index: int) -> None:
         self.node_id = CONTROLLER_ID_BASE + index
-        super().__init__(f"controller-{index}", "0", id=f"node-controller-{index}")
-        self.add_class("controller-pane")
-        self.border_title = f"[0] controller-{index}"
-        self.border_subtitle = f"node {self.node_id}"
         self.active = False
+        super().__init__(f"controller-{index}", CONTROLLER_KEYS[index][1], id=f"node-controller-{index}")
+        self.add_class("controller-pane")
+
+    def title_forms(self) -> tuple[str, str, str, str]:
+        """`[!] controller 101 ★` down to `! c101★`."""
+        mark = " ★" if self.active else ""
+        return (f"[{self.key}] controller {self.node_id}{mark}", f"[{self.key}] ctl {self.node_id}{mark}",
+                f"{self.key} ctl {self.node_id}{mark.strip()}", f"{self.key} c{self.node_id}{mark.strip()}")
 
     def show_quorum(self, quorum: QuorumState | None) -> None:
-        self.active = quorum is not None and quorum.reachable and quorum.leader == self.node_id
+        active = quorum is not None and quorum.reachable and quorum.leader == self.node_id
+        if active != self.active:
+            self.active = active
+            self.fit_title()
         self.set_class(self.active, "-active-controller")
         self.query_one(".facts-line", Line).show_parts(quorum_role(quorum, self.node_id))
 
 
-class QuorumPane(Vertical):
+class QuorumPane(Vertical, FittedTitle):
     """Combined mode's quorum, where ZooKeeper's pane stands: the voters live inside brokers 1..N (which key
     0 picks in turn), so their roles are listed here, a line per voter. Not a node: nothing to act on."""
 
     def __init__(self, voters: int) -> None:
         super().__init__(classes="node-pane quorum-pane", id="quorum")
         self.voters = list(range(1, voters + 1))
-        self.border_title = f"[0] quorum · voters in brokers {self.voters[0]}..{self.voters[-1]}"
         self.active: int | None = None
+        self.show_title(TitleLevel.FULL)
+
+    def title_forms(self) -> tuple[str, str, str, str]:
+        brokers = f"{self.voters[0]}..{self.voters[-1]}"
+        return (f"[0] quorum · voters in brokers {brokers}", f"[0] quorum: brokers {brokers}",
+                f"[0] quorum {brokers}", "0 quorum")
 
     def compose(self) -> ComposeResult:
         for voter in self.voters:
@@ -111,6 +126,23 @@ class MetadataPanes:
             yield QuorumPane(self.voters)
         for index in range(1, self.controllers + 1):
             yield ControllerPane(index)
+
+    def has_key(self, number: object) -> bool:
+        """Whether a node key's number (an action's parameter) picks a metadata node here: 0 always, a
+        controller's id if it exists."""
+        return number == 0 or (isinstance(number, int) and 1 <= number - CONTROLLER_ID_BASE <= (self.controllers or 0))
+
+    def keys_hint(self) -> str:
+        """The metadata nodes' keys, for the top bar: the controllers' own, else 0."""
+        return "".join(CONTROLLER_KEYS[i][1] for i in range(1, (self.controllers or 0) + 1)) or "0"
+
+    def node_for_key(self, number: int) -> str | None:
+        """The node a node key's number picks, if a metadata node: 0 as :meth:`next_name` says, a controller's
+        id (its own key, bindings.py) that controller; None for a broker's."""
+        if number == 0:
+            return self.next_name()
+        index = number - CONTROLLER_ID_BASE
+        return f"controller-{index}" if self.controllers and 1 <= index <= self.controllers else None
 
     def next_name(self) -> str:
         """What key 0 selects: ZooKeeper, or the controllers in turn (0 again moves to the next); with

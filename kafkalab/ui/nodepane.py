@@ -1,10 +1,16 @@
-"""What the ZooKeeper and broker panes share: the title, the state badge, the usage line, the log tail."""
+"""What the ZooKeeper, controller and broker panes share: the title that fits, the state badge, the usage line,
+the log tail."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from enum import IntEnum
+
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 
 from kafkalab.cluster import NodeInfo, NodeState
 from kafkalab.ui.line import Line
@@ -47,16 +53,78 @@ def usage_lines(info: NodeInfo) -> Text:
 
 NOT_STARTED = Text("not started yet", style="dim")
 
+TITLE_FRAME = 6
+"""Columns a round or heavy border keeps around its title: the corner, a line and a space on each side."""
 
-class NodePane(Vertical):
-    """A bordered pane for one node; subclasses add their own facts line."""
+
+class TitleLevel(IntEnum):
+    """How much of a pane's title its border holds; every pane has a form at each level, longest first."""
+
+    FULL = 0  # [1] broker-1 ★ · [!] controller 101 ★
+    SHORT = 1  # [1] broker ★ · [!] ctl 101 ★
+    TIGHT = 2  # 1 broker★ · ! ctl 101★ (six KRaft panes at 100 columns: 10 columns for a title)
+    TINY = 3  # 1 b★ · ! c101★
+
+
+def fitting_level(panes: Iterable[tuple[tuple[str, ...], int]]) -> TitleLevel:
+    """The longest level at which every pane's form (its forms, its width in columns) fits its border; the
+    tiniest when none does (Textual then cuts it, but it still begins with the key)."""
+    panes = list(panes)
+    return next((level for level in TitleLevel
+                 if all(len(forms[level]) <= width - TITLE_FRAME for forms, width in panes)), TitleLevel.TINY)
+
+
+class FittedTitle(Widget):
+    """A pane whose border title is its form at the longest level that fits, chosen again on each resize. Six
+    KRaft panes at 100 columns have 10 or 11 columns for a title: Textual cut `[0] controller-1` to
+    `[0] contr…` (three panes alike) and `[1] broker-1` to `[1] broke…`."""
+
+    title_shown = ""  # the title as plain text (Textual keeps it as markup, `[@]` escaped)
+
+    def title_forms(self) -> tuple[str, str, str, str]:
+        """The title at each :class:`TitleLevel`; each names the key that picks the node, its role and id."""
+        raise NotImplementedError
+
+    def title_row(self) -> list[FittedTitle]:
+        """The panes that share one level, so a row reads alike (`! ctl 101★` beside `@ ctl 102`, not
+        `[@] ctl 102`, where the first pane is a column narrower)."""
+        return [self]
+
+    def show_title(self, level: TitleLevel) -> None:
+        title = self.title_forms()[level]
+        if title != self.title_shown:  # a title set repaints the whole pane: only on a change
+            self.title_shown = title
+            self.border_title = Text(title)  # plain: `[@]` is not markup
+
+    def fit_title(self) -> None:
+        """Every pane of the row at the level they all hold (a resize or a longer title may change it)."""
+        row = self.title_row()
+        level = fitting_level((pane.title_forms(), pane.outer_size.width) for pane in row)
+        for pane in row:
+            pane.show_title(level)
+
+    def on_resize(self, _event: events.Resize) -> None:
+        self.fit_title()
+
+
+class NodePane(Vertical, FittedTitle):
+    """A bordered pane for one node; subclasses add their own facts line and their short titles."""
 
     def __init__(self, name: str, key: str, *, id: str | None = None) -> None:
         super().__init__(classes="node-pane", id=id)
         self.node_name = name
         self.key = key
         self.info: NodeInfo | None = None
-        self.border_title = f"[{key}] {name}"
+        self.show_title(TitleLevel.FULL)
+
+    def title_forms(self) -> tuple[str, str, str, str]:
+        return (f"[{self.key}] {self.node_name}",) * 2 + (f"{self.key} {self.node_name}",) * 2
+
+    def title_row(self) -> list[FittedTitle]:
+        """The node panes beside this one (ZooKeeper's or the controllers', and the brokers')."""
+        if self.parent is None:
+            return [self]
+        return [pane for pane in self.parent.children if isinstance(pane, NodePane)]
 
     def compose(self) -> ComposeResult:
         yield Line(classes="badge-line")

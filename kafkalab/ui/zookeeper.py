@@ -14,6 +14,9 @@ class ZooKeeperPane(NodePane):
     def __init__(self) -> None:
         super().__init__("zookeeper", "0", id="node-zookeeper")
 
+    def title_forms(self) -> tuple[str, str, str, str]:
+        return "[0] zookeeper", "[0] zookeeper", "0 zookeeper", "0 zk"
+
     def add_log(self, lines: tuple[str, ...]) -> None:
         """The log's lines, less those the console's own questions wrote."""
         super().add_log(tuple(line for line in lines if not any(q in line for q in OWN_QUESTIONS)))
