@@ -107,9 +107,11 @@ class ControllerChange(Event):
 
 
 class QuorumLeaderChange(ControllerChange):
-    """KRaft: a new active controller (the metadata quorum's leader) in a new epoch."""
+    """KRaft: a new active controller (the metadata quorum's leader) in a new epoch; ``previous`` the active
+    controller before it (None in a timeline written before it was kept)."""
 
     epoch: int | None
+    previous: int | None = None
 
 
 class PartitionEvent(Event):

@@ -11,13 +11,15 @@ from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import ExpectationResult, Outcome, RunResult
+from kafkalab.labs.timeline import Timeline
 
 REBALANCE_SUFFIXES = (".revoked", ".pause_s", ".stopped_s")
 
 
 def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after: Mapping[str, float],
-          report: Report, faults: FaultFiring) -> RunResult:
-    """Fill ``result`` from the live metrics (``before_drain`` and ``after`` it) and the report."""
+          report: Report, faults: FaultFiring, timeline: Timeline | None = None) -> RunResult:
+    """Fill ``result`` from the live metrics (``before_drain`` and ``after`` it) and the report; the verdict
+    says what moved in the run's ``timeline`` (KRaft: the active controller) beside what the report found."""
     # a consumer's partitions are those it held when the producer was done (draining closes them all)
     held = {k: v for k, v in before_drain.items() if k.endswith(".partitions")}
     values = dict(after) | held | metrics.report_metrics(report)
@@ -32,6 +34,8 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
     result.verdict = report.verdict
     if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
         result.verdict += "\n" + metrics.rebalance_summary(values)
+    if timeline is not None and (moved := metrics.controller_summary(timeline)):
+        result.verdict += "\n" + moved
     result.expectations = [evaluate(e, values) for e in lab.expectations]
     all_held = all(e.held for e in result.expectations) and all(c.held for c in faults.checks)
     result.outcome = Outcome.PASSED if all_held and not faults.went_wrong else Outcome.FAILED

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
-from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed
+from kafkalab.cluster.node import NodeState
+from kafkalab.cluster.spec import CONTROLLER_ID_BASE
+from kafkalab.labs.events import ClientRecord, Event, EventKind, NodeEvent, ProducerResumed, QuorumLeaderChange
 from kafkalab.labs.results import Phase
 from kafkalab.labs.timeline import Timeline
 
@@ -131,6 +133,50 @@ def rebalance_summary(values: Mapping[str, float]) -> str:
         parts.append(f"{g}: {held}, {values[f'group.{g}.revoked']:g} partitions revoked, "
                      f"a partition waited up to {values[f'group.{g}.pause_s']:.1f} s")
     return "rebalance pause per group: " + "; ".join(parts) if parts else ""
+
+
+DOWN = (NodeState.KILLED, NodeState.STOPPING, NodeState.STOPPED, NodeState.PAUSED, NodeState.FAILED)
+
+
+def voter_node(node_id: int) -> str:
+    """A KRaft voter's node name: a dedicated controller is node 101.. (controller-1..), a combined voter is
+    the broker of its id."""
+    index = node_id - CONTROLLER_ID_BASE
+    return f"controller-{index}" if index > 0 else f"broker-{node_id}"
+
+
+def controller_summary(timeline: Timeline) -> str:
+    """KRaft's active controller changes, for the verdict: from -> to, when, and how long the quorum was left
+    without a leader when the timeline shows the old one going down (its kill, stop or pause) before the new
+    one was seen: an upper bound, the new leader being seen by a poll (DescribeQuorum), not as elected.
+    Empty without a change (and in ZooKeeper mode, whose controller changes are brokers')."""
+    events = sorted(timeline.events(), key=lambda e: e.t)
+    parts = []
+    for change in (e for e in events if isinstance(e, QuorumLeaderChange)):
+        epoch = f" (epoch {change.epoch})" if change.epoch is not None else ""
+        part = f"{_node(change.previous)} -> {change.controller} at {change.t:.1f} s{epoch}"
+        gone = _went_down(events, voter_node(change.previous), change.t) if change.previous is not None else None
+        if gone is not None:
+            part += (f": no active controller for at most {change.t - gone.t:.1f} s "
+                     f"({change.previous} {gone.state.value} at {gone.t:.1f} s)")
+        parts.append(part)
+    if not parts:
+        return ""
+    return ("active controller " if len(parts) == 1 else "active controller changes: ") + "; ".join(parts)
+
+
+def _went_down(events: list[Event], name: str, until: float) -> NodeEvent | None:
+    """The first of node ``name``'s last run of down states (`stopping` then `stopped`: the stopping) up to
+    ``until``; None if it was up then."""
+    first: NodeEvent | None = None
+    for e in events:
+        if isinstance(e, NodeEvent) and e.source == name and e.t <= until:
+            first = (first or e) if e.state in DOWN else None
+    return first
+
+
+def _node(node_id: int | None) -> str:
+    return "?" if node_id is None else str(node_id)
 
 
 def _owners(timeline: Timeline, groups: Mapping[str, str], group: str, until: float) -> dict[int, str]:

@@ -183,7 +183,8 @@ class LabRun:
             audit.start_early()
             context.clients.drain()
             report = self._analyze(audit.logs())
-            judge.judge(result, self.lab, before_drain, context.clients.live_metrics(), report, self.faults)
+            judge.judge(result, self.lab, before_drain, context.clients.live_metrics(), report, self.faults,
+                        self.timeline)
         except Aborted:
             result.outcome = Outcome.STOPPED
             result.error = "stopped before the end: the run's files so far are kept"

@@ -218,7 +218,7 @@ class ClusterWatch:
             return
         if self._quorum_leader is not None:
             self.timeline.add(QuorumLeaderChange(
-                source=f"node-{q.leader}", controller=q.leader, epoch=q.epoch,
+                source=f"node-{q.leader}", controller=q.leader, epoch=q.epoch, previous=self._quorum_leader,
                 detail=f"active controller {self._quorum_leader} -> {q.leader} (epoch {q.epoch})"))
         self._quorum_leader = q.leader
 
