@@ -20,6 +20,9 @@ from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.graded import graded_lab
 from kafkalab.labs.loader import find_lab
 from kafkalab.labs.model import Lab
+from kafkalab.labs.run import PortChoice
+from kafkalab.labs.runner import HeadlessRun
+from tests.test_labs_cluster import leftovers
 
 # each incident, with the words of its cause: none may show in its id, title or ticket
 CAUSE_WORDS: dict[str, tuple[str, ...]] = {
@@ -120,19 +123,19 @@ def test_the_break_shows_the_symptom_the_fix_must_remove(lab_id: str) -> None:
 @pytest.mark.cluster
 def test_shortest_incident_shipped_fails_and_its_solution_passes(tmp_path: Path) -> None:
     """consumer-receives-nothing on a real cluster, one seeded run each: as shipped the consumer gets nothing
-    (NOT FIXED), with the reference solution it joins and gets every record (FIXED)."""
-    from kafkalab.labs.run import PortChoice
-    from kafkalab.labs.runner import HeadlessRun
-
+    (NOT FIXED, on the symptom's row), with the reference solution it joins and gets every record (FIXED)."""
     lab = incident("consumer-receives-nothing")
     assert lab.fix is not None
-    console = Console(width=120, quiet=True)
-    passed = {}
+    grades = {}
     for name, changes in (("shipped", ()), ("solution", lab.fix.solution)):
         attempt = FixAttempt(lab, changes, "test", runs=1)
-        results = [HeadlessRun(attempt.lab, tmp_path / name, console, seed=seed,
-                               ports=PortChoice.picked(attempt.lab)).run() for seed in attempt.seeds]
-        grade = attempt.grade(results)
-        assert (Path(results[-1].run_dir) / "grade.json").is_file()
-        passed[name] = grade.passed
-    assert passed == {"shipped": False, "solution": True}
+        runs = tmp_path / name
+        result = HeadlessRun(attempt.lab, runs, Console(quiet=True), seed=attempt.seeds[0],
+                             ports=PortChoice.picked(attempt.lab)).run()
+        grades[name] = attempt.grade([result])
+        assert (result.run_dir / "grade.json").is_file()
+        assert leftovers(runs) == []
+    assert not grades["shipped"].passed
+    assert "missed_by_consumers == 0" in [r.text for r in grades["shipped"].rows if not r.passed]
+    assert grades["solution"].passed, [r for r in grades["solution"].rows if not r.passed]
+    assert grades["solution"].rules  # the rule naming offsets.topic.replication.factor=1
