@@ -327,3 +327,19 @@ def test_the_longest_level_every_pane_of_the_row_holds() -> None:
     assert fitting_level([(forms, 17), (ctl, 16)]) == TitleLevel.TIGHT
     assert fitting_level([(forms, 17), (ctl, 12)]) == TitleLevel.TINY
     assert fitting_level([(forms, 17), (ctl, 3)]) == TitleLevel.TINY  # none fits: the tiniest, Textual cuts it
+
+
+class NotStartedKraftSource(FakeKraftSource):
+    """A lab's KRaft cluster before its first run: no node yet, no quorum to ask."""
+
+    def nodes(self) -> NodesFrame:
+        return NodesFrame((), {}, quorum=None)
+
+
+@sync
+async def test_controller_panes_before_the_cluster_exists_say_not_started_as_the_brokers_do() -> None:
+    """They read `quorum: unknown (not asked yet)` beside brokers' `not started yet`, as if something failed."""
+    app = kraft_console(NotStartedKraftSource())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert {facts(p) for p in app.query(ControllerPane)} == {"not started yet"}

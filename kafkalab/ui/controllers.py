@@ -66,6 +66,9 @@ class ControllerPane(NodePane):
             self.active = active
             self.fit_title()
         self.set_class(self.active, "-active-controller")
+        if self.info is None:  # before the lab's cluster exists: as the brokers say, not 'quorum: unknown'
+            self.show_facts(Text())
+            return
         self.query_one(".facts-line", Line).show_parts(quorum_role(quorum, self.node_id))
 
 
