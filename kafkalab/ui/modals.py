@@ -162,7 +162,8 @@ class ChoiceScreen(ModalScreen[str]):
             yield Static(Text(self.detail), classes="detail")
             with Horizontal(classes="dialog-buttons"):
                 for choice in self.choices:
-                    yield Button(f"{choice.label} ({choice.key})", id=f"choice-{choice.answer}",
+                    label = choice.label if choice.label == choice.key else f"{choice.label} ({choice.key})"
+                    yield Button(label, id=f"choice-{choice.answer}",
                                  variant="primary" if choice.answer != "quit" else "default")
 
     def on_mount(self) -> None:
