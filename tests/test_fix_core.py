@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalab.analysis.verdict import verdict
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import load_lab
 from kafkalab.labs import progress as progress_store
@@ -185,3 +186,21 @@ def test_incident_parses_and_progress_persists(tmp_path: Path) -> None:
     assert again.revealed and again.wrong_answers == 1
     store.write_text("{not json")
     assert not progress_store.load("demo", store).revealed  # unreadable: no progress, no crash
+
+
+def test_an_incident_verdict_says_what_was_seen_not_why() -> None:
+    classes = {"lost_by_brokers": 15113, "missed_by_consumers": 0, "duplicated": 3}
+    full = verdict(classes, acknowledged=90000)
+    assert "acks=1" in full and full.startswith("15,113 acknowledged records never reached the log")
+    symptom = verdict(classes, acknowledged=90000, causes=False)
+    assert symptom == "15,113 acknowledged records never reached the log; also 3 duplicated"
+    assert "acks" not in verdict({"duplicated": 446}, causes=False) and "idempotence" not in verdict(
+        {"duplicated": 446}, causes=False)
+
+
+def test_nothing_processed_is_not_named_a_commit_too_early() -> None:
+    said = verdict({"missed_by_consumers": 2000, "lost": 2000, "lost_by_brokers": 0}, acknowledged=2000, consumed=0)
+    assert said.startswith("no consumer processed a single record: 2,000 acknowledged records were never read")
+    assert "committed" not in said
+    assert "committed before" in verdict({"missed_by_consumers": 341, "lost_by_brokers": 0}, acknowledged=2000,
+                                         consumed=1659)

@@ -76,7 +76,8 @@ def analyze(
     if not audit_files:
         classes = {name: None if name in AUDIT_CLASSES else value for name, value in classes.items()}
     return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=result.samples,
-                  verdict=verdict(classes, totals["acknowledged"], totals["typed"]), inputs=inputs,
+                  verdict=verdict(classes, totals["acknowledged"], totals["typed"], totals["consumed_rows"]),
+                  inputs=inputs,
                   elapsed_s=time.monotonic() - started, spark=spark_run(spark()), audit=bool(audit_files))
 
 

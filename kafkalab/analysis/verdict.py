@@ -4,45 +4,58 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# class -> (lesson, in order of severity); {n} is the count
+# class -> (what the run saw, why it happens and what to do), in order of severity; {n} is the count. An
+# incident's verdict gives the first half only: the cause is the attendee's to find.
 LESSONS = (
-    ("lost_by_brokers", "{n} acknowledged records never reached the log (acks=0, or acks=1 losing its leader): "
-                        "use acks=all with min.insync.replicas=2"),
-    ("missed_by_consumers", "{n} records in the topic were never processed: offsets were committed before "
-                            "processing"),
-    ("lost", "{n} acknowledged records were never processed (give an audit log to tell broker loss from "
-             "consumer skips)"),
+    ("lost_by_brokers", "{n} acknowledged records never reached the log",
+     " (acks=0, or acks=1 losing its leader): use acks=all with min.insync.replicas=2"),
+    ("missed_by_consumers", "{n} records in the topic were never processed",
+     ": offsets were committed before processing"),
+    ("lost", "{n} acknowledged records were never processed",
+     " (give an audit log to tell broker loss from consumer skips)"),
     # idempotence is not the only way: librdkafka's idempotent producer can bump its epoch during a leader
     # change and send again, as a new epoch, a record the old leader had written (librdkafka issue #4953)
-    ("duplicated", "{n} messages were written more than once: producer retries without idempotence (or an "
-                   "idempotent producer's retries after it bumped its epoch)"),
-    ("redelivered", "{n} records were processed again by the same group: offsets committed late or not at all"),
-    ("reordered", "{n} records landed out of order: retries with max.in.flight > 1 and no idempotence"),
-    ("recovered", "{n} sends reported as failed are in the topic anyway: a timeout is not proof of loss"),
-    ("unexpected", "{n} processed records were not sent by this run: leftovers in the topic or a harness bug"),
+    ("duplicated", "{n} messages were written more than once",
+     ": producer retries without idempotence (or an idempotent producer's retries after it bumped its epoch)"),
+    ("redelivered", "{n} records were processed again by the same group", ": offsets committed late or not at all"),
+    ("reordered", "{n} records landed out of order", ": retries with max.in.flight > 1 and no idempotence"),
+    ("recovered", "{n} sends reported as failed are in the topic anyway", ": a timeout is not proof of loss"),
+    ("unexpected", "{n} processed records were not sent by this run",
+     ": leftovers in the topic or a harness bug"),
 )
-WHOLE_TOPIC_AGAIN = ("the whole topic ({n} records) was processed again by the same group: a replay (offsets reset "
-                     "to the start) or no commits at all; not duplicates, each record is once in the topic")
+WHOLE_TOPIC_AGAIN = ("the whole topic ({n} records) was processed again by the same group",
+                     ": a replay (offsets reset to the start) or no commits at all; not duplicates, each record is "
+                     "once in the topic")
+# nothing processed at all is no commit too early: the consumers never had the records to commit past
+NOTHING_PROCESSED = ("no consumer processed a single record: {n} acknowledged records were never read",
+                     " (did the consumers ever get partitions? see the Groups tab)")
 SHORT = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers"}
 CLEAN = "no anomaly: every acknowledged record was processed, once and in order"
 TYPED = "{n} records typed by hand (no message id): received, not part of the producer's audit"
 
 
-def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, typed: int = 0) -> str:
-    """E.g. ``acks=...: 1,204 acknowledged records never reached the log ...; also 3 duplicated``.
+def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, typed: int = 0,
+            consumed: int | None = None, causes: bool = True) -> str:
+    """E.g. ``1,204 acknowledged records never reached the log (acks=0, ...): use ...; also 3 duplicated``.
 
-    Every acknowledged record redelivered is named as such: a replay of the whole topic. Records typed by
-    hand (``typed``) are no anomaly: they are named last, for what they are.
+    Every acknowledged record redelivered is named as such: a replay of the whole topic; none processed at all
+    (``consumed`` 0), as such. Records typed by hand (``typed``) are no anomaly: they are named last, for what
+    they are. ``causes=False``: what the run saw, not why (an incident's attendee finds the why).
     """
     typed_note = f"; {TYPED.format(n=f'{typed:,}')}" if typed else ""
-    findings = [(name, text) for name, text in LESSONS if classes.get(name)]
+    findings = [lesson for lesson in LESSONS if classes.get(lesson[0])]
     if classes.get("lost_by_brokers") is not None:
-        findings = [(name, text) for name, text in findings if name != "lost"]  # the split says it better
+        findings = [lesson for lesson in findings if lesson[0] != "lost"]  # the split says it better
     if not findings:
         return CLEAN + typed_note
-    name, text = findings[0]
+    name, seen, why = findings[0]
     if name == "redelivered" and acknowledged and classes[name] == acknowledged:
-        text = WHOLE_TOPIC_AGAIN
-    line = text.format(n=f"{classes[name]:,}")
-    rest = [f"{classes[other]:,} {SHORT.get(other, other)}" for other, _ in findings[1:]]
+        seen, why = WHOLE_TOPIC_AGAIN
+    if consumed == 0 and acknowledged and name in ("missed_by_consumers", "lost"):
+        seen, why = NOTHING_PROCESSED
+        n = acknowledged
+    else:
+        n = classes[name] or 0
+    line = seen.format(n=f"{n:,}") + (why if causes else "")
+    rest = [f"{classes[other]:,} {SHORT.get(other, other)}" for other, _, _ in findings[1:]]
     return line + (f"; also {', '.join(rest)}" if rest else "") + typed_note

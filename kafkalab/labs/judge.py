@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kafkalab.analysis.report import Report
+from kafkalab.analysis.verdict import verdict
 from kafkalab.clients.payload_log import log_files
 from kafkalab.labs import metrics
 from kafkalab.labs.expectations import Expectation
@@ -31,7 +32,10 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
         values |= metrics.group_metrics(logs)
     result.metrics = {k: round(v, 3) for k, v in sorted(values.items())}
     result.report = report
-    result.verdict = report.verdict
+    # an incident's verdict says what the run saw, not why: naming the cause is the attendee's part
+    result.verdict = report.verdict if lab.incident is None else verdict(
+        report.classes, report.totals.get("acknowledged"), report.totals.get("typed", 0),
+        report.totals.get("consumed_rows"), causes=False)
     if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
         result.verdict += "\n" + metrics.rebalance_summary(values)
     if timeline is not None and (moved := metrics.controller_summary(timeline)):
