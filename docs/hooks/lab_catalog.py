@@ -31,6 +31,7 @@ class LabInfo:
     controllers: int
     combined: bool
     fix: dict[str, Any] | None = None  # the lab's [fix] table, when it is an exercise too
+    incident: dict[str, Any] | None = None  # the lab's [incident] table, when it is told as a ticket
 
     def runs_on(self) -> str:
         """e.g. ``ZooKeeper, KRaft`` or ``KRaft (3 controllers)``; the first mode is the default."""
@@ -67,7 +68,8 @@ def read_labs(root: Path) -> tuple[list[LabInfo], list[str]]:
                 number, lab["id"], lab["title"], lab["teaches"], lab["why"], lab["instructions"],
                 (mode, *[m for m in modes if m != mode]) if mode else modes,
                 cluster.get("kafka_version", default_version), cluster.get("brokers", 3),
-                cluster.get("controllers", 1), cluster.get("combined", False), data.get("fix")))
+                cluster.get("controllers", 1), cluster.get("combined", False), data.get("fix"),
+                data.get("incident")))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             problems.append(f"labs/{path.name}: cannot read it ({type(exc).__name__}: {exc})")
     if not labs:
@@ -96,11 +98,32 @@ def render_labs(root: Path) -> tuple[str, list[str]]:
         out += [f"Runs on {lab.runs_on()}, Kafka {lab.kafka_version}, {lab.brokers} brokers: "
                 f"`kafkalab run {lab.id}`" + (f" (or `--mode {lab.modes[1]}`)" if len(lab.modes) > 1 else "")
                 + f", `kafkalab console {lab.id}`.", ""]
-        out += [f"**Teaches:** {lab.teaches}.", "", f"**Why it shows on every run:** {lab.why}", ""]
-        out += [f'??? note "Instructions (`kafkalab labs --show {lab.id}`)"', "", *_instructions(lab.instructions), ""]
+        if lab.incident:
+            out += _incident_part(lab)
+        else:
+            out += [f"**Teaches:** {lab.teaches}.", "", f"**Why it shows on every run:** {lab.why}", ""]
+            out += [f'??? note "Instructions (`kafkalab labs --show {lab.id}`)"', "", *_instructions(lab.instructions),
+                    ""]
         if lab.fix:
             out += _fix_part(lab.fix)
     return "\n".join(out), problems
+
+
+def _incident_part(lab: LabInfo) -> list[str]:
+    """An incident as the attendee meets it: the ticket and the question; its cause, what it teaches and its
+    walkthrough in a collapsed block marked as a spoiler (a lab file can always be read: this deters only)."""
+    incident = lab.incident or {}
+    out = ["**The ticket:**", "", *(f"> {line}" if line.strip() else ">"
+                                    for line in str(incident.get("ticket", "")).strip().splitlines()), ""]
+    out += [f"**{incident.get('question', 'What is the root cause?')}** "
+            f"(`kafkalab labs --answer {lab.id} N`)", ""]
+    out += [f"{i}. {choice}" for i, choice in enumerate(incident.get("choices", []), start=1)] + [""]
+    spoiler = ["**The cause:**", "", *str(incident.get("explanation", "")).strip().splitlines(), "",
+               f"**Teaches:** {lab.teaches}.", "", f"**Why it shows on every run:** {lab.why}", "",
+               *(line[4:] if line.startswith("    ") else line for line in _instructions(lab.instructions))]
+    out += ['??? danger "Spoiler: the cause and the walkthrough (name the cause first)"', "",
+            *(f"    {line}" if line.strip() else "" for line in spoiler), ""]
+    return out
 
 
 def _fix_part(fix: dict[str, Any]) -> list[str]:
