@@ -5,7 +5,7 @@ must PASS, each plausible wrong fix must FAIL (and a rule must say why).
                                              [--name fix] [--append] [--keep DIR]
 
 Each graded run takes the machine-wide cluster lock (/tmp/kafkalab-cluster.lock) for itself alone, so other
-engineers' clusters get their turn between runs: do NOT wrap this script in `flock` (it would wait on itself).
+clusters on the machine get their turn between runs: do not wrap this script in `flock` (it would wait on itself).
 ``--runs N`` grades each attempt over N seeded runs (default: the lab's own ``[fix] runs``). Results go to
 benchmarks/results/NAME.json: per lab and attempt, how many gradings came out as wanted, the median seconds
 per graded run, and the lab's own median run time from labs-final.json for comparison.
