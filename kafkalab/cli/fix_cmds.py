@@ -185,10 +185,7 @@ def _json(g: Grade) -> str:
 def _record(attempt: FixAttempt, g: Grade) -> None:
     """An attendee's own attempt goes into their progress: solved, the best score, the hints counted."""
     p = progress.load(attempt.lab_id)
-    p.hints_taken = max(p.hints_taken, g.hints_taken)
-    if g.passed:
-        p.fixed = True
-        p.best_score = max(p.best_score, g.score)
+    p.graded(g)
     progress.save(attempt.lab_id, p)
 
 
@@ -381,13 +378,12 @@ def answer(console: Console, lab: Lab, choice: str) -> int:
         raise KafkalabError(f"--answer {lab.id} {choice}: give a choice 1..{len(incident.choices)} "
                             f"(kafkalab labs --show {lab.id} lists them)")
     p = progress.load(lab.id)
-    if incident.is_right(int(choice) - 1):
-        p.diagnosed = True
-        progress.save(lab.id, p)
+    right = incident.is_right(int(choice) - 1)
+    p.answered(right)
+    progress.save(lab.id, p)
+    if right:
         console.print(f"[bold green]right:[/] {incident.explanation}", highlight=False)
         return 0
-    p.wrong_answers += 1
-    progress.save(lab.id, p)
     console.print(f"{choice}. {incident.choices[int(choice) - 1]}: not the cause", highlight=False)
     return 1
 

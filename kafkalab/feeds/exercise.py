@@ -103,10 +103,7 @@ class Exercise:
             raise KafkalabError(f"lab {self.shipped.id} is not an incident: there is no question to answer")
         with self._lock:
             right = self.incident.is_right(choice)
-            if right:
-                self.progress.diagnosed = True
-            else:
-                self.progress.wrong_answers += 1
+            self.progress.answered(right)
             self._save()
             return right
 
@@ -143,9 +140,7 @@ class Exercise:
         """A graded check's grade: shown in Results, counted in progress (a given-up run scores nothing)."""
         with self._lock:
             self.grade = grade
-            if grade.passed and not grade.given_up:
-                self.progress.fixed = True
-                self.progress.best_score = max(self.progress.best_score, grade.score)
+            self.progress.graded(grade)
             self._save()
 
     # ---- the view --------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalab.labs.grade import Grade
 from kafkalab.paths import state_root
 
 
@@ -30,6 +31,20 @@ class LabProgress:
     def revealed(self) -> bool:
         """The cause may be shown: diagnosed, fixed or given up."""
         return self.diagnosed or self.fixed or self.given_up
+
+    def answered(self, right: bool) -> None:
+        """An incident's question answered: right, diagnosed; wrong, counted."""
+        if right:
+            self.diagnosed = True
+        else:
+            self.wrong_answers += 1
+
+    def graded(self, grade: Grade) -> None:
+        """A graded attempt counted: its hints, and a pass of one's own (not the solution run on giving up)."""
+        self.hints_taken = max(self.hints_taken, grade.hints_taken)
+        if grade.passed and not grade.given_up:
+            self.fixed = True
+            self.best_score = max(self.best_score, grade.score)
 
 
 def progress_path() -> Path:
