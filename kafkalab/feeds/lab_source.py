@@ -34,7 +34,7 @@ from kafkalab.feeds.frames import (
 )
 from kafkalab.feeds.metadata_facts import MetadataFacts
 from kafkalab.feeds.node_logs import NodeLogs
-from kafkalab.feeds.source import SNAPSHOT_WAIT_S, ConsoleAction, Source
+from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, Source
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import who_am_i
@@ -44,8 +44,7 @@ from kafkalab.labs.session import LabSession, Phase, SessionState
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
 # what every lab offers; a lab with a [fix] or an [incident] adds its exercise's keys
-LAB_ACTIONS = frozenset(ConsoleAction) - {ConsoleAction.TAKE_HINT, ConsoleAction.CHECK_FIX, ConsoleAction.GIVE_UP,
-                                          ConsoleAction.ANSWER_INCIDENT}
+LAB_ACTIONS = frozenset(ConsoleAction) - frozenset(EXERCISE_ACTIONS)
 FAULT_MARK = (FaultState.FIRED, FaultState.MISSED, FaultState.FAILED)  # a step ticked off: its turn is over
 
 

@@ -39,6 +39,11 @@ class ConsoleAction(StrEnum):
     ANSWER_INCIDENT = "answer_incident"
 
 
+# the actions a lab's [fix] / [incident] adds, in the order the console lists them
+EXERCISE_ACTIONS = (ConsoleAction.TAKE_HINT, ConsoleAction.CHECK_FIX, ConsoleAction.GIVE_UP,
+                    ConsoleAction.ANSWER_INCIDENT)
+
+
 @dataclass(frozen=True)
 class Choice:
     key: str

@@ -28,7 +28,7 @@ from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import minutes
 from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
-from kafkalab.feeds.source import Choice, ConsoleAction, NotOffered, Question, Source
+from kafkalab.feeds.source import EXERCISE_ACTIONS, Choice, ConsoleAction, NotOffered, Question, Source
 from kafkalab.feeds.topic_ops import NeedsReassignment
 from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
 from kafkalab.labs.results import Phase
@@ -71,8 +71,6 @@ STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeSta
 # the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
 HELP_GROUPS = ("app.", "broker.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.", "results.",
                "group.", "replay.")
-EXERCISE_ACTIONS = (ConsoleAction.TAKE_HINT, ConsoleAction.CHECK_FIX, ConsoleAction.GIVE_UP,
-                    ConsoleAction.ANSWER_INCIDENT)
 CHANGE_PROMPT = ("Your change for the next runs, one of:\n"
                  "  producer.acks=all  (a producer.* or consumer.* setting)\n"
                  "  topic test-topic rf=3 min.isr=2\n  broker unclean.leader.election.enable=true\n"
