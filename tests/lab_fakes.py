@@ -53,8 +53,15 @@ class FakeCluster:
     def add_listener(self, listener: Callable[[Any, NodeState, str], None]) -> None:
         self.world.cluster_listeners.append(listener)
 
-    def start(self, timeout: float, progress: Callable[[str], None]) -> None:
-        time.sleep(self.world.start_s)
+    def start(self, timeout: float, progress: Callable[[str], None],
+              cancelled: Callable[[], bool] = lambda: False) -> None:
+        deadline = time.monotonic() + self.world.start_s
+        while time.monotonic() < deadline:  # as the real start: a cancel acts within a tick
+            if cancelled():
+                from kafkalab.cluster.node import StartCancelled
+
+                raise StartCancelled("the start was cancelled")
+            time.sleep(0.01)
         for node in self.nodes:
             node.state = NodeState.RUNNING
             for listener in self.world.cluster_listeners:

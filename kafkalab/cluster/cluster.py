@@ -40,11 +40,13 @@ class Cluster:
         self._quorum: QuorumWatch | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def start(self, timeout: float | None = None, progress: Callable[[str], None] = lambda _m: None) -> None:
+    def start(self, timeout: float | None = None, progress: Callable[[str], None] = lambda _m: None,
+              cancelled: Callable[[], bool] = lambda: False) -> None:
         """Lock the state dir, reap a crashed run's leftovers, write configs, start ZooKeeper then brokers.
 
         Blocks until every node is ready (``timeout``: 120 s, 240 s in KRaft mode, whose twice as many JVMs
-        start at once); on failure everything started is ended and KafkalabError raised.
+        start at once); on failure everything started is ended and KafkalabError raised. ``cancelled()`` turning
+        true ends what started and raises :class:`~kafkalab.cluster.node.StartCancelled`.
         """
         timeout = timeout or (240.0 if self.spec.kraft else 120.0)
         check_mode(self.spec, self.dist)
@@ -63,20 +65,21 @@ class Cluster:
             self._monitor.start()
             deadline = time.monotonic() + timeout
             if self.spec.kraft:
-                self._start_kraft(deadline, progress, fresh)
+                self._start_kraft(deadline, progress, fresh, cancelled)
                 return
             progress(f"starting ZooKeeper on 127.0.0.1:{self.spec.zk_port}")
             self.zookeeper.start()
-            wait_ready([self.zookeeper], deadline)
+            wait_ready([self.zookeeper], deadline, cancelled=cancelled)
             progress(f"starting {len(self.brokers)} brokers on ports {', '.join(map(str, self.spec.broker_ports))}")
             for broker in self.brokers:
                 broker.start()
-            wait_ready(self.brokers, deadline, progress)
+            wait_ready(self.brokers, deadline, progress, cancelled)
         except BaseException:
             self.shutdown(graceful=False)
             raise
 
-    def _start_kraft(self, deadline: float, progress: Callable[[str], None], fresh: bool) -> None:
+    def _start_kraft(self, deadline: float, progress: Callable[[str], None], fresh: bool,
+                     cancelled: Callable[[], bool]) -> None:
         """Controllers and brokers start together: a broker waits for the quorum by itself, and no node
         has to wait for another's JVM to warm up. The quorum view's helper starts once they are ready, so
         its JVM does not take the nodes' CPU while they start."""
@@ -88,7 +91,7 @@ class Cluster:
         for attempt in (1, 2):
             for node in self.nodes:
                 node.start()
-            wait_ready(self.nodes, deadline, progress)
+            wait_ready(self.nodes, deadline, progress, cancelled)
             if attempt == 2 or not (fresh and lost_bootstrap(self.nodes)):
                 break
             progress(f"{LOST_BOOTSTRAP_NOTE}: formatting the storage again and starting over")

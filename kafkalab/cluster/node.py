@@ -388,10 +388,18 @@ class Node:
         return read_tail(self.log_path, 0, 262144)[1].splitlines()[-lines:]
 
 
-def wait_ready(nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None) -> None:
-    """Until every node runs; a failed node, or the deadline, raises KafkalabError naming why."""
+class StartCancelled(Exception):
+    """A start given up because its caller asked (``cancelled()`` turned true): the caller's stop, not a failure."""
+
+
+def wait_ready(nodes: list[Node], deadline: float, progress: Callable[[str], None] | None = None,
+               cancelled: Callable[[], bool] = lambda: False) -> None:
+    """Until every node runs; a failed node, or the deadline, raises KafkalabError naming why; ``cancelled()``
+    turning true raises StartCancelled (a Ctrl-C during a lab's start acts within a tick, not once all are up)."""
     ready: set[str] = set()
     while True:
+        if cancelled():
+            raise StartCancelled("the start was cancelled")
         for node in nodes:
             if node.state == NodeState.FAILED:
                 raise KafkalabError(f"{node.name} failed to start: {node.reason} (log: {node.log_path})")
