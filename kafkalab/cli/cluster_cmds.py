@@ -43,6 +43,7 @@ from kafkalab.cluster.control_socket import (
     write_cluster_file,
 )
 from kafkalab.cluster.docker_image import rootfs_path
+from kafkalab.cluster.ports import pick_free_ports
 from kafkalab.cluster.spec import MAX_BROKERS
 from kafkalab.cluster.supervision import is_driven
 from kafkalab.errors import KafkalabError
@@ -136,7 +137,7 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     """Options of every command that starts a cluster."""
     p.add_argument("--brokers", type=int, default=3, help=f"number of brokers, 1..{MAX_BROKERS} (default 3)")
     add_state_dir(p)
-    p.add_argument("--free-ports", action="store_true", help="pick free ports where the defaults are taken")
+    p.add_argument("--free-ports", action="store_true", help="free ports for every node (default: the usual ports)")
     p.add_argument("--kafka-home", default=None, help="use an existing Kafka install's libs/ (or set KAFKA_HOME)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="broker setting for every broker")
     add_mode_args(p)
@@ -146,10 +147,13 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
 def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
-    return ClusterSpec(
+    spec = ClusterSpec(
         state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
         overrides=parse_settings(args.set), **mode_fields(args),
     )
+    if args.free_ports:  # every node on a free port, as in `run` and `console`, not only where a default is taken
+        pick_free_ports(spec)
+    return spec
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:

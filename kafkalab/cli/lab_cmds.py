@@ -112,7 +112,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
     headless = args.headless or bool(changes)  # the console opens a lab as shipped; changes run headless
     if not headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
-        return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else [])]))
+        return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else []),
+                                         *(["--free-ports"] if args.free_ports else [])]))
     console = Console()
     if changes:
         console.print(f"changed: {', '.join(c.text for c in changes)}", highlight=False)

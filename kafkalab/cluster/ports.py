@@ -69,6 +69,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def pick_free_ports(spec: ClusterSpec) -> None:
+    """Give every node of ``spec`` its own free port, none of them a default: what `--free-ports` means in every
+    command (picked now, so two clusters started at once never both reach for a default; one taken by the
+    start is replaced then, as ``spec.free_ports`` allows)."""
+    chosen: set[int] = set()
+
+    def pick() -> int:
+        while (port := free_port()) in chosen:
+            pass
+        chosen.add(port)
+        return port
+
+    spec.free_ports = True
+    if not spec.kraft:
+        spec.zk_port = pick()
+    spec.broker_ports = [pick() for _ in spec.broker_ids]
+    if spec.kraft:  # formatted storage pins them again at start (:func:`pin_recorded_ports`)
+        spec.controller_ports = [pick() for _ in spec.controller_ports]
+
+
 def spec_ports(spec: ClusterSpec) -> list[int]:
     """Every port the cluster's nodes listen on."""
     return [*spec.broker_ports, *(spec.controller_ports if spec.kraft else [spec.zk_port])]
