@@ -52,7 +52,7 @@ def waiting_for(snapshot: ClusterSnapshot | None, topic: str = DEMO_TOPIC) -> st
     for p in snapshot.partitions:
         if p.topic != topic:
             continue
-        down = [r for r in p.replicas if r not in snapshot.brokers]
+        down = sorted(r for r in p.replicas if r not in snapshot.brokers)  # "brokers 1, 2", not replica order
         why = (f": broker {down[0]} down" if len(down) == 1 else
                f": brokers {', '.join(map(str, down))} down" if down else "")
         if p.leader is None:

@@ -47,7 +47,8 @@ def member_text(desc: GroupDescription) -> Text:
         return Text("no active member", style="dim")
     out = Text()
     for m in desc.members:
-        parts = ",".join(f"{t}:{p}" for t, p in m.partitions) or "-"
+        # a space after each comma: a narrow card wraps between partitions, not inside one ("tes" / "t-topic:7")
+        parts = ", ".join(f"{t}:{p}" for t, p in m.partitions) or "-"
         out.append(f"{m.client_id} {m.host}", style="cyan").append(f" {parts}\n")
     out.rstrip()
     return out

@@ -41,7 +41,9 @@ def duration(seconds: float) -> str:
 
 
 def usage_lines(info: NodeInfo) -> Text:
-    if info.pid is None:
+    """pid, uptime, cpu and memory of a node that runs; a node that is down has none (its process may not be
+    reaped yet, and its pid read "pid 30603 · up 0s" under KILLED for a moment)."""
+    if info.pid is None or not info.state.alive:
         return Text("no process\n", style="dim")
     if info.cpu_percent is None or info.rss_bytes is None:
         usage = Text("cpu, mem not recorded", style="dim")
