@@ -6,16 +6,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kafkalab.admin import ClusterSnapshot
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.labs.grade import Grade
 from kafkalab.labs.results import Phase
 
-# snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE
+# snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE. Each also
+# says the source has no cluster that answered yet (none, a fresh one starting, or the question unanswered):
+# nothing the console built from an earlier cluster (its rows, waits, leader counts, groups) holds any more.
 NO_CLUSTER_YET = "no cluster yet: g starts the lab's run and its cluster"
 CLUSTER_STARTING = "the cluster is starting"
-PORTS_TAKEN = "ports taken: choose free ports, attach or quit"
+PORTS_TAKEN = "another kafkalab cluster: choose free ports, attach or quit"
+NO_CLUSTER_STATES = (NO_CLUSTER_YET, CLUSTER_STARTING, PORTS_TAKEN)
+
+
+def no_cluster_yet(snapshot: ClusterSnapshot) -> bool:
+    """The snapshot says the source has no answering cluster yet (see :data:`NO_CLUSTER_STATES`): a fresh one
+    starts, so every view built from the last one is cleared, not kept greyed as for one that stopped answering."""
+    return not snapshot.reachable and snapshot.error in NO_CLUSTER_STATES
 
 
 @dataclass(frozen=True)

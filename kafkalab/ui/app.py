@@ -9,15 +9,18 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -26,7 +29,7 @@ from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import minutes
-from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame
+from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame, no_cluster_yet
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
 from kafkalab.feeds.source import EXERCISE_ACTIONS, Choice, ConsoleAction, NotOffered, Question, Source
 from kafkalab.feeds.topic_ops import NeedsReassignment
@@ -66,6 +69,27 @@ ONE_BUTTON_ROW_WIDTH = 34
 TWO_BUTTON_ROWS_WIDTH = 21
 STATE_WORDS = {NodeState.KILLED: "killed", NodeState.STOPPED: "stopped", NodeState.PAUSED: "paused",
                NodeState.RUNNING: "running", NodeState.FAILED: "FAILED", NodeState.STOPPING: "stopping"}
+# the state a node action leaves a node in: a key pressed on a node already there is "already" so
+NODE_ACTION_LEAVES = {NodeAction.KILL: NodeState.KILLED, NodeAction.STOP: NodeState.STOPPED,
+                      NodeAction.PAUSE: NodeState.PAUSED}
+
+
+class ToastKind(StrEnum):
+    """What a toast is about: one toast per kind is shown, the newest replacing the one before (a kill, its
+    leader moves and a restart stacked six toasts over the partition table at 100x30)."""
+
+    NODE = "node"  # a node's state changed
+    LEADERS = "leaders"  # partition leaders moved
+    RUN = "run"  # a run's report or grade
+    EXERCISE = "exercise"  # a hint taken, a cause named
+    NEWS = "news"  # anything else: a key's answer, an action's outcome
+
+
+@dataclass
+class KindNotification(Notification):
+    """A notification that knows its :class:`ToastKind`."""
+
+    kind: ToastKind = ToastKind.NEWS
 
 
 # the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
@@ -267,7 +291,8 @@ class LabConsole(App[None]):
             old = self.node_states.get(info.name)
             if old is not None and old != info.state and info.state in STATE_WORDS:
                 self.notify(f"{info.name} {STATE_WORDS[info.state]}", severity="error"
-                            if info.state in (NodeState.KILLED, NodeState.FAILED) else "information", timeout=4)
+                            if info.state in (NodeState.KILLED, NodeState.FAILED) else "information", timeout=4,
+                            kind=ToastKind.NODE)
             if info.name not in self.node_states:
                 self.refresh_bindings()  # the node keys are offered from the first node on
             self.node_states[info.name] = info.state
@@ -285,9 +310,13 @@ class LabConsole(App[None]):
         previous = self.snapshot
         role, controller = self.metadata.controller(snapshot)
         self.query_one(PartitionsPane).show(snapshot, role, controller)
+        if no_cluster_yet(snapshot):  # a fresh cluster starting (or none): nothing of the last one holds
+            self.snapshot = previous = None
+            self.show_waiting()
         if not snapshot.reachable:
             for pane in self.query(BrokerPane):
-                pane.show_roles(pane.controller, *self._counts(previous, pane.broker_id), reachable=False)
+                pane.show_roles(pane.controller and previous is not None, *self._counts(previous, pane.broker_id),
+                                reachable=False)
             return
         self.snapshot = snapshot
         self.show_waiting()
@@ -298,7 +327,8 @@ class LabConsole(App[None]):
             moves = leader_moves(previous, snapshot)
             if moves:
                 more = f" (+{len(moves) - MOVES_IN_A_TOAST} more)" if len(moves) > MOVES_IN_A_TOAST else ""
-                self.notify("\n".join(moves[:MOVES_IN_A_TOAST]) + more, title="leaders moved", timeout=5)
+                self.notify("\n".join(moves[:MOVES_IN_A_TOAST]) + more, title="leaders moved", timeout=5,
+                            kind=ToastKind.LEADERS)
 
     @staticmethod
     def _counts(snapshot: ClusterSnapshot | None, broker_id: int) -> tuple[int | None, int | None]:
@@ -318,13 +348,13 @@ class LabConsole(App[None]):
         self.follow_exercise(previous.exercise, frame.exercise)
         if frame.grade is not None and frame.grade != previous.grade:
             self.notify(frame.grade.verdict, title=f"graded: score {frame.grade.score}", timeout=10,
-                        severity="information" if frame.grade.passed else "warning")
+                        severity="information" if frame.grade.passed else "warning", kind=ToastKind.RUN)
             self.action_show_tab("results")
         elif frame.report is not None and frame.report != previous.report and frame.grade is None:
             if frame.report.verdict != self.told_verdict:  # once, though the report may be rebuilt
                 self.told_verdict = frame.report.verdict
                 self.notify(frame.report.verdict, title=report_title(frame), timeout=8,
-                            severity="information" if frame.report.ok else "warning")
+                            severity="information" if frame.report.ok else "warning", kind=ToastKind.RUN)
             self.action_show_tab("results")
         elif frame.report is None:
             self.told_verdict = ""
@@ -394,6 +424,29 @@ class LabConsole(App[None]):
         if frame.grading:
             state.append(f" {frame.grading} ", style="bold black on yellow")
         self.query_one("#topbar", Line).show(fit_topbar(state, news, hint, self.size.width))
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True, kind: ToastKind = ToastKind.NEWS) -> None:
+        """A toast of ``kind``: it replaces the one of that kind on screen (see :class:`ToastKind`). Thread-safe,
+        as Textual's: the notification is posted, and the older one goes as it arrives (:meth:`fold_toast`)."""
+        self.post_message(Notify(KindNotification(
+            message, title, severity, self.NOTIFICATION_TIMEOUT if timeout is None else timeout, markup=markup,
+            kind=kind)))
+
+    @on(Notify)
+    def fold_toast(self, event: Notify) -> None:
+        """Before Textual's own handler shows the new toast: the one of its kind on screen goes."""
+        kind = getattr(event.notification, "kind", ToastKind.NEWS)  # Textual's own notify makes plain ones
+        for shown in list(self._notifications):
+            if getattr(shown, "kind", ToastKind.NEWS) == kind:
+                self._unnotify(shown, refresh=False)
+
+    def key_of(self, binding_id: str, default: str) -> str:
+        """The key of a binding in words (after the user's keymap), ``default`` if none is active."""
+        for key, active in self.active_bindings.items():
+            if active.binding.id == binding_id:
+                return active.binding.key_display or key  # "ctrl+q" in words, not Textual's "^q"
+        return default
 
     def show_error(self, where: str, exc: BaseException, title: str = "") -> None:
         """Errors of workers and actions: a dismissable modal titled with what failed (or ``title``), never the
@@ -475,6 +528,10 @@ class LabConsole(App[None]):
             act = NodeAction.RESTART if state in (NodeState.RUNNING, NodeState.PAUSED) else NodeAction.START
         else:
             act = NodeAction(action)
+        if why := nothing_to_do(name, state, act, self.key_of("broker.start", "r")):
+            self.set_action(why)
+            self.notify(why, severity="warning", timeout=4)
+            return
         last = self.last_isr_of(name) if act in (NodeAction.STOP, NodeAction.KILL) else []
         if last:
             shown = ", ".join(last[:6]) + (f" and {len(last) - 6} more" if len(last) > 6 else "")
@@ -561,7 +618,8 @@ class LabConsole(App[None]):
 
         def shown(text: str) -> None:
             self.action_show_tab("lab")
-            self.notify(inline_markdown(text).plain, title=f"hint {offer.number} (-{offer.cost} points)", timeout=15)
+            self.notify(inline_markdown(text).plain, title=f"hint {offer.number} (-{offer.cost} points)", timeout=15,
+                        kind=ToastKind.EXERCISE)
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -581,10 +639,11 @@ class LabConsole(App[None]):
         def answered(right: bool) -> None:
             if right:
                 self.action_show_tab("lab")
-                self.notify("that is the cause: the Lab tab explains it", title="diagnosed", timeout=8)
+                self.notify("that is the cause: the Lab tab explains it", title="diagnosed", timeout=8,
+                            kind=ToastKind.EXERCISE)
             else:
                 self.notify("not the cause: look again at what the ticket says, and at the run", title="not the cause",
-                            severity="warning", timeout=6)
+                            severity="warning", timeout=6, kind=ToastKind.EXERCISE)
 
         def answer(choice: str | None) -> None:
             if choice is not None and choice.isdigit():
@@ -697,15 +756,24 @@ class LabConsole(App[None]):
         self.push_screen(HelpScreen(self.help_rows()))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        """The palette offers the console's own actions in its own words, one quit and one help. Not Textual's:
+        its Quit ended the console at once, past the question a live run asks, beside the console's own; its
+        Keys, Maximize, Screenshot and Theme doubled or bypassed the console's keys (?, f12, P)."""
         seen = set()
         for _key, active in screen.active_bindings.items():
             b: Binding = active.binding
-            if (b.id and b.id not in seen and not b.id.startswith("broker.select") and b.id != "app.help"
-                    and self.offered(b)):
+            if b.id and b.id not in seen and not b.id.startswith("broker.select") and self.offered(b):
                 seen.add(b.id)
-                yield SystemCommand(b.description, f"key {self.get_key_display(b)} · {b.id}",
+                said = f"{b.tooltip} · " if b.tooltip else ""
+                yield SystemCommand(b.description, f"{said}key {self.get_key_display(b)} · {b.id}",
                                     lambda action=b.action: self.call_later(self.run_action, action))
+
+    def action_help_quit(self) -> None:
+        """ctrl+c, which Textual binds to this: say how to quit. Textual's own looks for its `quit` action, which
+        the console replaced by its own (it asks while a run is live), so ctrl+c said nothing."""
+        live = " (it asks first: a run is live)" if self.run_frame.live else ""
+        self.notify(f"{self.key_of('app.quit', 'ctrl+q')} quits the console{live}", title="ctrl+c does not quit",
+                    timeout=4)
 
     # ---- quit --------------------------------------------------------------------------------------
     def action_quit_console(self) -> None:
@@ -735,6 +803,23 @@ class LabConsole(App[None]):
                 self.call_from_thread(self.exit)
 
         self.run_worker(work, name="shutdown", thread=True, exit_on_error=False)
+
+
+def nothing_to_do(name: str, state: NodeState, action: NodeAction, start_key: str) -> str:
+    """Why ``action`` does nothing to a node in ``state`` ('' when it acts), so a key with nothing to do says so:
+    a kill of a killed broker, a stop of a stopped one, a pause of one that is down were silent."""
+    word = STATE_WORDS.get(state, state.value)
+    already = "already " if NODE_ACTION_LEAVES.get(action) == state else ""
+    starts = f" ({start_key} starts it)" if not state.alive else ""
+    if action in (NodeAction.KILL, NodeAction.STOP) and not state.alive:
+        return f"{name} is {already}{word}: nothing to {action}{starts}"
+    if action == NodeAction.STOP and state == NodeState.STOPPING:
+        return f"{name} is already stopping"
+    if action == NodeAction.PAUSE and state not in (NodeState.RUNNING, NodeState.STARTING):
+        return f"{name} is {word}: nothing to pause{starts}"
+    if action == NodeAction.START and state.alive and state != NodeState.STOPPING:
+        return f"{name} is already {state.value}: nothing to start"
+    return ""
 
 
 def exercise_offers(exercise: ExerciseView | None, action: ConsoleAction) -> bool:

@@ -14,11 +14,11 @@ from textual.containers import Vertical
 from textual.widgets import DataTable
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.feeds.frames import CLUSTER_STARTING, NO_CLUSTER_YET, PORTS_TAKEN
+from kafkalab.feeds.frames import NO_CLUSTER_STATES, no_cluster_yet
 from kafkalab.ui.line import Line
 from kafkalab.ui.widget_options import WidgetOptions
 
-NOT_FAILURES = (NO_CLUSTER_YET, CLUSTER_STARTING, PORTS_TAKEN)
+NOT_FAILURES = NO_CLUSTER_STATES
 
 MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
@@ -131,6 +131,11 @@ class PartitionTable(DataTable[Text]):
 
     def show(self, snapshot: ClusterSnapshot) -> None:
         now = self.clock()
+        if no_cluster_yet(snapshot) and (self.rows_now or self.last):  # a fresh cluster: the last one's rows go
+            self.clear()
+            self.rows_now, self.last, self.stale = {}, None, False
+            self.marks.clear()
+            return
         stale = not snapshot.reachable
         if stale:
             if not self.stale:
@@ -193,8 +198,8 @@ class PartitionsPane(Vertical):
         self.query_one(PartitionTable).show(snapshot)
         self.set_class(not snapshot.reachable and snapshot.error not in NOT_FAILURES, "-stale")
         self.query_one("#partitions-status", Line).show(self.status_line(snapshot, role, controller))
-        if snapshot.reachable:
-            self.last_ok = snapshot
+        if snapshot.reachable or no_cluster_yet(snapshot):  # a fresh cluster's 'unreachable since' is its own
+            self.last_ok = snapshot if snapshot.reachable else None
 
     def status_line(self, snapshot: ClusterSnapshot, role: str, controller: int | None) -> Text:
         if not snapshot.reachable and snapshot.error in NOT_FAILURES:
@@ -209,16 +214,28 @@ class PartitionsPane(Vertical):
                                  f" brokers unreachable{since}: last known values, greyed ({snapshot.error})")
         parts = snapshot.partitions
         bad = {s: sum(1 for p in parts if p.status == s) for s in ("under-replicated", "under min ISR", "offline")}
-        # what is wrong comes first, the clock last: a narrow pane cuts the end of the line
-        line = Text()
-        for status, count in bad.items():
-            if count:
-                line.append(f"{count} {status}", style=STATUS_STYLE[status])
-                line.append("  ")
-        line.append_text(Text.assemble(
-            (f"{role} ", "dim"), str(controller if controller is not None else "?"),
-            ("  partitions ", "dim"), str(len(parts)), ("  updated ", "dim"), clock_time(snapshot.taken_at)))
-        return line
+        wrong = [Text(f"{count} {status}", style=STATUS_STYLE[status]) for status, count in bad.items() if count]
+        who = Text.assemble((f"{role} ", "dim"), str(controller if controller is not None else "?"))
+        count = Text.assemble(("partitions ", "dim"), str(len(parts)))
+        when = clock_time(snapshot.taken_at)
+        return fit_status(wrong, [who, count], when, self.query_one("#partitions-status").content_size.width or 80)
+
+
+def fit_status(wrong: list[Text], facts: list[Text], when: str, width: int) -> Text:
+    """The table's header in ``width`` columns: what is wrong first, the time last and always there (at 100
+    columns the line had wrapped, "updated" ending the one row shown). The words give way first ("updated",
+    then the facts from the last), then what is wrong is cut short."""
+    def line(parts: list[Text], clock: Text) -> Text:
+        return Text("  ").join([*parts, clock])
+
+    updated = Text.assemble(("updated ", "dim"), when)
+    for shown in (line([*wrong, *facts], updated), *(line([*wrong, *facts[:n]], Text(when))
+                                                     for n in range(len(facts), -1, -1))):
+        if shown.cell_len <= width:
+            return shown
+    head = Text("  ").join(wrong)
+    head.truncate(max(width - len(when) - 2, 1), overflow="ellipsis")
+    return line([head], Text(when))
 
 
 def clock_time(epoch: float) -> str:
