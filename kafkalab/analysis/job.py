@@ -262,6 +262,14 @@ def _collapse(sums: list[str], offsets: list[str]) -> str:
     GROUP BY topic, partition"""
 
 
+ANALYSIS_JOB_GROUP = "kafkalab-analysis"
+
+
+def cancel_analysis(session: SparkSession) -> None:
+    """End every running analysis job of ``session`` now (its collect raises): a run stopped mid-analysis."""
+    session.sparkContext.cancelJobGroup(ANALYSIS_JOB_GROUP)
+
+
 SMALL_INPUT_BYTES = 32 * 1024 * 1024
 """Logs up to this size (a lab's run: 15,000 records are about 4 MB) are shuffled into one partition with
 adaptive execution off: per-stage scheduling and re-planning, not the rows, are then the job's cost (a warm
@@ -306,6 +314,8 @@ def classify(session: SparkSession, producer_logs: Sequence[Path | str], consume
               "pattern": MSG_ID_PATTERN, "run_prefix": f"{run}:"}
     for kind, df in views.items():
         df.createOrReplaceTempView(names[kind])
+    # its jobs in one group, for cancel_analysis() to end at once on a stop (the job group is this thread's)
+    session.sparkContext.setJobGroup(ANALYSIS_JOB_GROUP, "kafkalab analysis", interruptOnCancel=True)
     try:
         collected = session.sql(query, args=params).collect()
     finally:
@@ -350,4 +360,5 @@ def _collect(rows: list[Any], with_audit: bool) -> JobResult:
                      sorted(set(foreign_runs)), repeats)
 
 
-__all__ = ["AUDIT_CLASSES", "CLASSES", "PRODUCER_STATUSES", "TOTALS", "JobResult", "classify"]
+__all__ = ["ANALYSIS_JOB_GROUP", "AUDIT_CLASSES", "CLASSES", "PRODUCER_STATUSES", "TOTALS", "JobResult",
+           "cancel_analysis", "classify"]

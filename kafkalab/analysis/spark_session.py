@@ -8,6 +8,7 @@ analysis, so the report comes in about the time of the job itself.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -190,6 +191,13 @@ class WarmSession:
         assert self._session is not None
         return self._session
 
+    def cancel_analysis(self) -> None:
+        """End the analysis job running on the session now, if it is up (a stopped run's)."""
+        if self._session is not None:
+            from kafkalab.analysis.job import cancel_analysis
+
+            cancel_analysis(self._session)
+
     def stop(self) -> None:
         """Stop the session once it is up (waits for a start in progress)."""
         if self._thread is None:
@@ -219,3 +227,26 @@ def stop_jvm(session: SparkSession) -> None:
             proc.kill()
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+JVM_END_S = 5.0  # SIGTERM lets Spark's shutdown hooks remove its temp dirs; SIGKILL after this
+
+
+def end_jvm() -> None:
+    """End the driver JVM this process launched, now, and wait until it is gone (no session.stop(): a command
+    ending, after a Ctrl-C say, must not wait for Spark's orderly stop, nor leave the JVM to notice its closed
+    stdin a second or two after the command exited). Waits for a launch in progress first."""
+    from pyspark import SparkContext
+
+    with SparkContext._lock:  # held while the driver JVM launches: a launch under way ends here too
+        gateway = SparkContext._gateway
+        if gateway is None:
+            return
+        proc = getattr(gateway, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=JVM_END_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

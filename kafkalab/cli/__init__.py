@@ -24,6 +24,7 @@ from kafkalab.cli import (
     record_cmds,
     replay_cmd,
 )
+from kafkalab.cli.common import OUTPUT_GONE, output_gone_quietly, silence_output
 from kafkalab.errors import KafkalabError
 
 # One module per area, each adding its own sub-commands, in the order `kafkalab --help` lists them; imported
@@ -75,8 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kafkalab: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("kafkalab: interrupted", file=sys.stderr)
+        with output_gone_quietly():
+            print("kafkalab: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno not in OUTPUT_GONE:
+            raise
+        silence_output()  # a reader that stopped (`| head`) or a closed terminal: end quietly, as other tools do
+        return 1
 
 
 def run() -> None:

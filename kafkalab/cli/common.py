@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+import errno
+import os
+import signal
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypedDict
 
@@ -101,3 +106,44 @@ def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[st
     """Left-aligned columns two spaces apart, as Kafka's command-line tools print their tables."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+
+
+# errors of a write whose reader is gone: a pipe's reader stopped (`| head`), the terminal closed
+OUTPUT_GONE = (errno.EPIPE, errno.EIO)
+
+
+def silence_output() -> None:
+    """Point stdout and stderr at /dev/null: what is left to print (and Python's flush at exit) goes nowhere,
+    with no traceback, where a reader has gone."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+@contextlib.contextmanager
+def output_gone_quietly() -> Iterator[None]:
+    """A print whose reader has gone is dropped, and the rest of the output silenced."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in OUTPUT_GONE:
+            raise
+        silence_output()
+
+
+@contextlib.contextmanager
+def hangup_as_interrupt() -> Iterator[None]:
+    """SIGHUP (the terminal closed) acts as Ctrl-C: the output, now without a reader, is silenced and
+    KeyboardInterrupt raised, so the console's quit path stops the run and writes its files (Python's default
+    for SIGHUP ends the process there and then)."""
+    def on_hangup(_signum: int, _frame: object) -> None:
+        silence_output()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGHUP, on_hangup)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)

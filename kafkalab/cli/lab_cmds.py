@@ -24,7 +24,7 @@ from kafkalab.labs.results import Outcome
 from kafkalab.labs.run import PortChoice
 from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
-from kafkalab.labs.session import RunResult
+from kafkalab.labs.session import Interrupted, RunResult
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
 RECORD_SIZE = (160, 48)
@@ -126,15 +126,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         runner = HeadlessRun(lab, args.runs_dir, console, seed=seed, ports=ports)
         try:
             result = runner.run()
-        except KeyboardInterrupt:
-            console.print("stopped: the run's files so far are kept", highlight=False)
-            if runner.session.result is not None and args.json:
-                write_json(args.json, [*results, runner.session.result])
+        except Interrupted as stop:  # the run stopped and wrote its files: --json tells the same story
+            if args.json:
+                write_json(args.json, [*results, *([stop.result] if stop.result is not None else [])])
+            where = f" in {stop.result.run_dir}" if stop.result is not None else ""
+            console.print(f"stopped ({stop}): the run's files so far are kept{where}", highlight=False)
             return 130
+        finally:
+            runner.close()
         results.append(result)
+        if args.json:  # written before anything is printed: a closed stdout loses the screen, not the file
+            write_json(args.json, results)
         print_result(console, result)
-    if args.json:
-        write_json(args.json, results)
     if args.record is not None:
         render_recording(console, results[-1].run_dir, args.record)
     if any(r.outcome == Outcome.ERROR for r in results):

@@ -9,12 +9,38 @@ brokers healed, leaders elected, then read.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from kafkalab.cluster import NodeState
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.results import Phase
 from kafkalab.labs.run_context import RunContext
+
+T = TypeVar("T")
+
+
+def in_thread(work: Callable[[], T], sleep: Callable[[float], None], tick_s: float, name: str) -> T:
+    """``work()`` in a thread of its own, waited for with the run's ``sleep``: a stop acts at the next tick,
+    not when a blocking call (a Spark job, a read of every partition, a wait for leaders) returns. Work left
+    behind by a stop is the daemon thread's, and ends with the cluster or the Spark job it waits on."""
+    done: list[T] = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            done.append(work())
+        except BaseException as exc:  # raised in the run's thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=target, name=f"kafkalab-{name}", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        sleep(tick_s)
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
 class AuditStep:
@@ -69,9 +95,11 @@ class AuditStep:
         if run.lab.heal_before_audit:
             run.say("bringing every broker back for the audit")
             self._heal()
-            run.admin.wait_for_leaders(run.lab.topic, timeout_s=60)
+            in_thread(lambda: run.admin.wait_for_leaders(run.lab.topic, timeout_s=60), run.sleep,
+                      run.deps.timing.tick_s, "audit-leaders")
         run.say(f"reading every partition of {run.lab.topic} back")
-        return run.deps.audit(run.cluster.bootstrap, run.lab.topic, run.run_dir)
+        return in_thread(lambda: run.deps.audit(run.cluster.bootstrap, run.lab.topic, run.run_dir), run.sleep,
+                         run.deps.timing.tick_s, "audit")
 
     def _heal(self) -> None:
         """Every stopped, killed or paused node running again."""

@@ -26,7 +26,7 @@ from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
-from kafkalab.labs.audit_step import AuditStep
+from kafkalab.labs.audit_step import AuditStep, in_thread
 from kafkalab.labs.events import EventKind, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
@@ -48,6 +48,10 @@ from kafkalab.labs.run_view import RunControls
 from kafkalab.labs.timeline import ClusterWatch, Timeline
 
 Emit = Callable[[SessionEvent], None]
+
+
+# a node in one of these states was ended by a fault, not by the run's teardown that later shows it stopped
+DOWN_BY_FAULT = (NodeState.KILLED, NodeState.FAILED)
 
 
 class Aborted(Exception):
@@ -95,8 +99,10 @@ class LabRun:
 
     def __init__(self, lab: Lab, run_dir: Path, deps: RunDeps, *, seed: int | None = None,
                  ports: PortChoice = PortChoice(), emit: Emit = lambda _event: None,
-                 keep_cluster: bool = False, reuse: Cluster | None = None) -> None:
-        """``keep_cluster``: the cluster outlives the run (the console's: explored, then ended by
+                 keep_cluster: bool = False, reuse: Cluster | None = None,
+                 cancel_analysis: Callable[[], None] = lambda: None) -> None:
+        """``cancel_analysis``: ends the Spark job in hand at once when the run is stopped during its analysis.
+        ``keep_cluster``: the cluster outlives the run (the console's: explored, then ended by
         :meth:`end_cluster`); otherwise the teardown ends it. ``reuse``: the running cluster the last run
         kept (see :mod:`kafkalab.labs.reuse`), cleaned of the lab's topics and groups instead of a fresh one."""
         self.lab = lab
@@ -111,6 +117,7 @@ class LabRun:
         self.seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
         self._emit = emit
         self.abort = threading.Event()
+        self._cancel_analysis = cancel_analysis
         self.phase = Phase.IDLE
         self.message = ""
         self.started = 0.0  # monotonic, when the clients started (0: not yet)
@@ -127,11 +134,15 @@ class LabRun:
                                    [c.local_id for c in lab.consumers], attendee=True)
         self._producer_done = threading.Event()  # ends the actions' track: a trigger not seen by then never comes
         self.result: RunResult | None = None
+        self.crash: BaseException | None = None  # what escaped execute() (set by the session's thread)
 
     # ---- driving it ------------------------------------------------------------------------------
     def stop(self) -> None:
-        """End the run early: it unwinds at its next wait; clients closed, nodes stopped, files kept."""
+        """End the run early: it unwinds at its next wait (the cluster's start and the Spark job included);
+        clients closed, nodes stopped, files kept."""
         self.abort.set()
+        if self.phase == Phase.ANALYZING:
+            self._cancel_analysis()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started if self.started else 0.0
@@ -155,6 +166,10 @@ class LabRun:
     def sleep(self, seconds: float) -> None:
         """Wait; Aborted when the run is stopped meanwhile."""
         if self.abort.wait(seconds):
+            raise Aborted
+
+    def _check_abort(self) -> None:
+        if self.abort.is_set():
             raise Aborted
 
     def past_deadline(self) -> bool:
@@ -185,19 +200,29 @@ class LabRun:
             report = self._analyze(audit.logs())
             judge.judge(result, self.lab, before_drain, context.clients.live_metrics(), report, self.faults,
                         self.timeline)
-        except Aborted:
-            result.outcome = Outcome.STOPPED
-            result.error = "stopped before the end: the run's files so far are kept"
-        except KafkalabError as exc:
-            result.error = str(exc)
-        except Exception as exc:  # reported in the result; the console must not crash on it
-            result.error = f"{type(exc).__name__}: {exc}"
+        except BaseException as exc:  # whatever ended it is said in the result: never a run without one
+            self._record_end(result, exc)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
         finally:
             try:
                 self._teardown()
             except Exception as exc:
                 result.error = result.error or f"teardown: {type(exc).__name__}: {exc}"
         return self._finish(result, time.monotonic() - started)
+
+    def _record_end(self, result: RunResult, exc: BaseException) -> None:
+        """The outcome and words of a run ended by ``exc``: stopped once stop() was called (whatever the stop
+        made fail: a cancelled start or Spark job), else an error naming it."""
+        if isinstance(exc, Aborted) or self.abort.is_set():
+            result.outcome = Outcome.STOPPED
+            result.error = (f"stopped in the {self.phase} phase, before the end: the run's files so far are kept"
+                            if self.phase not in (Phase.IDLE, Phase.RUNNING) else
+                            "stopped before the end: the run's files so far are kept")
+        elif isinstance(exc, KafkalabError):
+            result.error = str(exc)
+        else:  # reported in the result; the console must not crash on it
+            result.error = f"{type(exc).__name__}: {exc}"
 
     def _start_actions(self, controls: RunControls) -> threading.Thread | None:
         """A fix attempt's live actions, fired beside the lab's faults once their triggers hold."""
@@ -243,7 +268,7 @@ class LabRun:
         try:
             timing = self.deps.timing
             cluster.start(timeout=timing.kraft_cluster_timeout_s if spec.kraft else timing.cluster_timeout_s,
-                          progress=self.say)
+                          progress=self.say, cancelled=self.abort.is_set)
         except BaseException:
             self.cluster_ended = True  # a failed start ends what it started
             raise
@@ -255,7 +280,9 @@ class LabRun:
             self.wait_node(f"broker-{b}", (NodeState.STOPPED, NodeState.KILLED), 60)
         for t in lab.topics:
             if t.create:
+                self._check_abort()
                 self.create_topic(t.name)
+        self._check_abort()  # a stop while the cluster started: no client is started after it
         return cluster, admin
 
     def _reuse_cluster(self, cluster: Cluster) -> tuple[Cluster, Admin]:
@@ -274,10 +301,16 @@ class LabRun:
         return cluster, admin
 
     def _listen(self, cluster: Cluster) -> None:
+        last: dict[str, NodeState] = {}
+
         def record(node: Node, state: NodeState, reason: str) -> None:
-            if self.owns_cluster:
-                self.timeline.add(NodeEvent(source=node.name, detail=f"{node.name} {state}: {reason}",
-                                            state=state))
+            if not self.owns_cluster:
+                return
+            before, last[node.name] = last.get(node.name), state
+            detail = f"{node.name} {state}: {reason}"
+            if state == NodeState.STOPPED and before in DOWN_BY_FAULT:  # ended earlier: the teardown only tidies
+                detail = f"{node.name} stopped: it was already down ({before} earlier); {reason}"
+            self.timeline.add(NodeEvent(source=node.name, detail=detail, state=state))
 
         cluster.add_listener(record)
 
@@ -332,7 +365,12 @@ class LabRun:
         self.set_phase(Phase.ANALYZING)
         self.say("analysing the payload logs with Spark")
         leader_changes: Mapping[tuple[str, int], int] = self.timeline.leader_changes()
-        return self.deps.analyze(self.run_dir, audits, leader_changes)
+        report = in_thread(lambda: self.deps.analyze(self.run_dir, audits, leader_changes), self.sleep,
+                           self.deps.timing.tick_s, "analysis")
+        if self.abort.is_set():  # stopped while Spark finished: no verdict, nor a report the stop came before
+            (self.run_dir / "report.json").unlink(missing_ok=True)
+            raise Aborted
+        return report
 
     def _teardown(self) -> None:
         """Whatever happened: clients ended, the watch stopped (its helper process too), every node stopped, data

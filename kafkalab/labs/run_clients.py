@@ -19,6 +19,8 @@ from kafkalab.labs.model import ConsumerPlan, Lab
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.timeline import Timeline
 
+CLEAN_CLOSE_S = 1.5  # a stopped run's consumers close cleanly within this, or are killed: a Ctrl-C acts in ~2 s
+
 
 @dataclass
 class RunClients:
@@ -156,13 +158,19 @@ class RunClients:
         out |= metrics.rebalance_metrics(self.timeline, {c.name: c.group for c in self.lab.consumers})
         return out
 
-    def close(self) -> None:
-        """Whatever happened: the producer ended without draining, running consumers crashed."""
+    def close(self, clean_s: float = CLEAN_CLOSE_S) -> None:
+        """Whatever happened: the producer ended without draining; running consumers asked to close cleanly
+        (a stop is not a crash, and the timeline must not call it one), crashed if not closed within
+        ``clean_s`` (a paused broker can hold a close for its session timeout)."""
         if self.producer is not None and self.producer.running:
             self.producer.stop(drain=False)
+        running = [c for instances in self.consumers.values() for c in instances if c.running]
+        for c in running:
+            c.stop()
+        deadline = time.monotonic() + clean_s
+        for c in running:
+            if not c.join(max(0.0, deadline - time.monotonic())):
+                c.crash()
+                c.join(5)
+        if self.producer is not None and self.producer.running:
             self.producer.join(15)
-        for instances in self.consumers.values():
-            for c in instances:
-                if c.running:
-                    c.crash()
-                    c.join(5)

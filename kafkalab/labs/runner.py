@@ -47,6 +47,12 @@ class HeadlessRun:
         self._lock = threading.Lock()
 
     def _on_event(self, event: SessionEvent) -> None:
+        try:
+            self._print(event)
+        except (OSError, SystemExit):  # stdout closed (`| head`, a closed terminal): the run goes on unprinted
+            self.session.remove_listener(self._on_event)
+
+    def _print(self, event: SessionEvent) -> None:
         match event:
             case TimelineEvent(event=e) if e.kind in SHOWN and not internal(e):
                 with self._lock:
@@ -56,6 +62,8 @@ class HeadlessRun:
                     self.console.print(f"        {text}", highlight=False)
 
     def run(self) -> RunResult:
+        """The run to its end; a signal stops it (its files written) and raises
+        :class:`~kafkalab.labs.session.Interrupted`, which carries the stopped run's result."""
         lab = self.session.lab
         self.console.print(f"[bold]{lab.id}[/]: {lab.title}", highlight=False)
         if not self.console.is_terminal:
@@ -63,17 +71,21 @@ class HeadlessRun:
         columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=True) as bar:
             task = bar.add_task("starting", total=1.0)
-            self.session.start_run()
-            try:
-                while (result := self.session.wait(0.25)) is None:
-                    st = self.session.state()
-                    done = st.producer.progress if st.producer is not None else 0.0
-                    bar.update(task, completed=done, description=f"{st.phase}: {st.message}"[:70])
-            except KeyboardInterrupt:
-                bar.update(task, description="stopping (Ctrl-C)")
-                self.session.stop_run()
-                raise
-        return result
+
+            def tick() -> None:
+                st = self.session.state()
+                done = st.producer.progress if st.producer is not None else 0.0
+                bar.update(task, completed=done, description=f"{st.phase}: {st.message}"[:70])
+
+            return self.session.run(on_tick=tick, tick_s=0.25)
+
+    def close(self) -> None:
+        """Whatever ended the run: the Spark session this runner started, and its JVM, ended and waited for
+        (no JVM outlives the command, even after a Ctrl-C during the analysis)."""
+        self.session.close()
+        from kafkalab.analysis.spark_session import end_jvm
+
+        end_jvm()
 
 
 def internal(e: Event) -> bool:

@@ -27,7 +27,7 @@ from kafkalab.cluster import Cluster
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RunRecorder
-from kafkalab.labs.results import FaultStatus, Phase, PhaseChanged, RunResult, SessionEvent
+from kafkalab.labs.results import FaultStatus, Phase, PhaseChanged, RunMessage, RunResult, SessionEvent
 from kafkalab.labs.reuse import why_fresh
 from kafkalab.labs.run import LabRun, PortChoice, cluster_spec
 from kafkalab.labs.run_deps import RunDeps, real_deps
@@ -41,10 +41,28 @@ LAB_WARMUP_ROWS = 10_000
 # same, 1.7 s against 1.5 s). The console's session, warmed while idle for runs of any size, keeps both.
 LAB_SPARK_CONF = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1", "spark.sql.codegen.wholeStage": "false"}
 
-__all__ = ["LabSession", "Phase", "RunResult", "SessionEvent", "SessionState"]
+__all__ = ["Interrupted", "LabSession", "Phase", "RunResult", "SessionEvent", "SessionState"]
 
 
 Listener = Callable[[SessionEvent], None]
+# what stops a run started by run(): Ctrl-C, a kill's default signal, and the terminal closing
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def signal_name(signum: int) -> str:
+    """SIGINT as "Ctrl-C", the others by name (SIGHUP: the terminal closed)."""
+    words = {signal.SIGINT: "Ctrl-C", signal.SIGHUP: "SIGHUP: the terminal closed"}
+    return words.get(signal.Signals(signum), signal.Signals(signum).name)
+
+
+class Interrupted(KeyboardInterrupt):
+    """:meth:`LabSession.run` ended by a signal: the run was stopped and its files written (``result``: the
+    stopped run's, None if its thread ended without one)."""
+
+    def __init__(self, signum: int, result: RunResult | None) -> None:
+        super().__init__(signal_name(signum))
+        self.signum = signum
+        self.result = result
 
 
 class LabSession:
@@ -121,12 +139,27 @@ class LabSession:
             run_dir.mkdir(parents=True, exist_ok=False)
             self._run = run = LabRun(self.lab, run_dir, self._deps or self._real_deps(), seed=self.seed,
                                      ports=self._ports, emit=self._emit, keep_cluster=self.keep_cluster,
-                                     reuse=reuse)
+                                     reuse=reuse, cancel_analysis=self._cancel_analysis)
             run.cluster_note = (f"{why}: starting a fresh cluster" if why
                                 else "reusing the running cluster" if reuse else "")
-            self._thread = threading.Thread(target=run.execute, name=f"kafkalab-lab-{self.lab.id}", daemon=True)
+            self._thread = threading.Thread(target=self._execute, args=(run,), name=f"kafkalab-lab-{self.lab.id}",
+                                            daemon=True)
             self._thread.start()
             return run_dir
+
+    def _execute(self, run: LabRun) -> None:
+        """The run's thread: whatever escapes the run (its result.json could not be written...) is kept as the
+        run's ``crash``, for :meth:`run` to report, never a thread that ends without a word."""
+        try:
+            run.execute()
+        except BaseException as exc:
+            run.crash = exc
+
+    def _cancel_analysis(self) -> None:
+        """End the run's Spark job now (a stop during the analysis): the warm session's, when it has one."""
+        cancel = getattr(self._spark, "cancel_analysis", None)
+        if cancel is not None:
+            cancel()
 
     def _real_deps(self) -> RunDeps:
         if self._spark is None:
@@ -160,37 +193,50 @@ class LabSession:
                 return None
         return self.result
 
-    def run(self) -> RunResult:
-        """start_run + wait; Ctrl-C (SIGINT) or SIGTERM stops the run cleanly, then KeyboardInterrupt is raised."""
-        interrupted = threading.Event()
+    def run(self, on_tick: Callable[[], None] = lambda: None, tick_s: float = 0.2) -> RunResult:
+        """start_run + wait, calling ``on_tick`` every ``tick_s`` (a progress line). Ctrl-C (SIGINT), SIGTERM or
+        SIGHUP (the terminal closed) stops the run cleanly, its files written, then :class:`Interrupted` is
+        raised. A run whose thread ended without a result raises KafkalabError saying why."""
+        signals: list[int] = []
         previous = {}
         if threading.current_thread() is threading.main_thread():
-            def on_signal(_signum: int, _frame: object) -> None:
-                interrupted.set()
-                if self._run is not None:
-                    self._run.stop()
-            previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+            def on_signal(signum: int, _frame: object) -> None:
+                signals.append(signum)  # acted on by the loop below, within a tick: no work in a handler
+
+            previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
         self.start_run()
+        stopping = False
         try:
-            while (result := self.wait(0.2)) is None:
-                pass
-        except KeyboardInterrupt:  # a handler installed later (Spark's) raises instead
-            interrupted.set()
+            while (result := self.wait(tick_s)) is None:
+                if not self.running:  # the thread ended without a result: say so, do not wait for good
+                    break
+                if signals and not stopping:
+                    stopping = True
+                    self._emit(RunMessage(f"stopping ({signal_name(signals[0])}): ending the clients and the "
+                                          "cluster, keeping the run's files"))
+                    self.stop_run(timeout=0)
+                on_tick()
+        except KeyboardInterrupt:  # a handler installed meanwhile (Spark's) raises instead
+            signals.append(signal.SIGINT)
             self.stop_run()
             result = self.result
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        if interrupted.is_set():
-            raise KeyboardInterrupt
-        assert result is not None
+        if signals:
+            raise Interrupted(signals[0], result)
+        if result is None:
+            crash = self._run.crash if self._run is not None else None
+            raise KafkalabError(f"the run ended without a result ({crash!r}): see its files in "
+                                f"{self._run.run_dir if self._run is not None else self.runs_root}")
         return result
 
     def stop_run(self, timeout: float = 90.0) -> None:
-        """End the run early: clients closed, nodes stopped, everything written so far kept."""
+        """End the run early: clients closed, nodes stopped, everything written so far kept; waits up to
+        ``timeout`` for its thread (0: not at all)."""
         if self._run is not None:
             self._run.stop()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if timeout and self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
     def reset(self) -> None:
@@ -227,5 +273,5 @@ class LabSession:
         for listener in list(self._listeners):
             try:
                 listener(event)
-            except Exception:  # a broken listener must not break the run
-                continue
+            except BaseException:  # a broken listener must not break the run (Rich's SystemExit on a closed
+                continue  # stdout, say: the run goes on, its files are written; the listener's loss is its own)
