@@ -60,6 +60,7 @@ class FakeCluster:
             if cancelled():
                 from kafkalab.cluster.node import StartCancelled
 
+                self.shutdown(graceful=False)  # as the real start: a failed start ends what it started
                 raise StartCancelled("the start was cancelled")
             time.sleep(0.01)
         for node in self.nodes:

@@ -21,7 +21,10 @@ from kafkalab.clients.stats import ClientState
 EXIT_CRASH = 3  # the client crashed on purpose (a `crash` control record or word)
 EXIT_FAILED = 2  # the client failed (its error was reported as an event)
 EXIT_ORPHANED = 4  # the parent went away and the loop did not end in time
-_ORPHAN_END_S = 15.0
+# an orphan's loop gets this long to end (a consumer's clean close, a producer's purge) before the process
+# exits anyway: with its parent gone the cluster usually is too, and librdkafka's close can wait forever
+ORPHAN_END_S = 2.0
+PARENT_POLL_S = 0.5  # how often the parent's pid is looked at (a stdin held open elsewhere hides its death)
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -64,23 +67,38 @@ def serve(make_loop: Callable[[dict[str, Any], Sink], L], words: Mapping[str, Ca
     """Run a client loop in this process: read the spec, obey control words (Ctrl-C acts as ``stop``),
     report stats until the loop ends. Returns the exit status.
 
-    When stdin closes, the parent is gone: the word ``orphaned`` is obeyed, and the process ends after
-    15 s whatever the loop is doing (with the cluster gone too, librdkafka's close can wait forever).
+    When stdin closes or the parent's pid changes (it died, even by SIGKILL: the child is re-parented), the
+    parent is gone: the word ``orphaned`` is obeyed, and the process ends after ``ORPHAN_END_S`` whatever the
+    loop is doing. A parent-pid poll, not PR_SET_PDEATHSIG: that fires when the parent *thread* that spawned
+    the child ends (a lab's run thread), and Linux only.
     """
+    parent = os.getppid()
     # Ignored until the loop exists: Ctrl-C in a terminal reaches the whole process group.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sink = json_sink()
     loop = make_loop(json.loads(sys.stdin.readline()), sink)
+
+    orphan_once = threading.Lock()
+
+    def orphan() -> None:
+        if not orphan_once.acquire(blocking=False):
+            return
+        deadline = threading.Timer(ORPHAN_END_S, os._exit, args=(EXIT_ORPHANED,))
+        deadline.daemon = True
+        deadline.start()
+        words[orphaned](loop)
 
     def watch_stdin() -> None:
         for line in sys.stdin:
             action = words.get(line.strip())
             if action is not None:
                 action(loop)
-        deadline = threading.Timer(_ORPHAN_END_S, os._exit, args=(EXIT_ORPHANED,))
-        deadline.daemon = True
-        deadline.start()
-        words[orphaned](loop)
+        orphan()
+
+    def watch_parent() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        orphan()
 
     def report() -> None:
         while not loop.state.ended:
@@ -89,6 +107,7 @@ def serve(make_loop: Callable[[dict[str, Any], Sink], L], words: Mapping[str, Ca
 
     signal.signal(signal.SIGINT, lambda *_: words["stop"](loop))
     threading.Thread(target=watch_stdin, daemon=True).start()
+    threading.Thread(target=watch_parent, daemon=True).start()
     threading.Thread(target=report, daemon=True).start()
     try:
         code = loop.run()

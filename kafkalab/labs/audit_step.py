@@ -21,10 +21,12 @@ from kafkalab.labs.run_context import RunContext
 T = TypeVar("T")
 
 
-def in_thread(work: Callable[[], T], sleep: Callable[[float], None], tick_s: float, name: str) -> T:
+def in_thread(work: Callable[[], T], sleep: Callable[[float], None], tick_s: float, name: str,
+              grace_s: float = 0.0) -> T:
     """``work()`` in a thread of its own, waited for with the run's ``sleep``: a stop acts at the next tick,
-    not when a blocking call (a Spark job, a read of every partition, a wait for leaders) returns. Work left
-    behind by a stop is the daemon thread's, and ends with the cluster or the Spark job it waits on."""
+    not when a blocking call (a Spark job, a read of every partition, a wait for leaders) returns. On a stop
+    the work gets ``grace_s`` to end (a cancelled Spark job: about a second), so it writes nothing after the
+    run's end; work left behind after that is the daemon thread's, and ends with what it waits on."""
     done: list[T] = []
     failed: list[BaseException] = []
 
@@ -36,8 +38,12 @@ def in_thread(work: Callable[[], T], sleep: Callable[[float], None], tick_s: flo
 
     thread = threading.Thread(target=target, name=f"kafkalab-{name}", daemon=True)
     thread.start()
-    while thread.is_alive():
-        sleep(tick_s)
+    try:
+        while thread.is_alive():
+            sleep(tick_s)
+    except BaseException:
+        thread.join(grace_s)
+        raise
     if failed:
         raise failed[0]
     return done[0]

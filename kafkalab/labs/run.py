@@ -50,6 +50,7 @@ from kafkalab.labs.timeline import ClusterWatch, Timeline
 Emit = Callable[[SessionEvent], None]
 
 
+ANALYSIS_CANCEL_S = 3.0  # a stopped run waits this long for its cancelled Spark job to end (about 1 s)
 # a node in one of these states was ended by a fault, not by the run's teardown that later shows it stopped
 DOWN_BY_FAULT = (NodeState.KILLED, NodeState.FAILED)
 
@@ -365,11 +366,13 @@ class LabRun:
         self.set_phase(Phase.ANALYZING)
         self.say("analysing the payload logs with Spark")
         leader_changes: Mapping[tuple[str, int], int] = self.timeline.leader_changes()
-        report = in_thread(lambda: self.deps.analyze(self.run_dir, audits, leader_changes), self.sleep,
-                           self.deps.timing.tick_s, "analysis")
-        if self.abort.is_set():  # stopped while Spark finished: no verdict, nor a report the stop came before
+        try:
+            report = in_thread(lambda: self.deps.analyze(self.run_dir, audits, leader_changes), self.sleep,
+                               self.deps.timing.tick_s, "analysis", grace_s=ANALYSIS_CANCEL_S)
+            self._check_abort()  # stopped as Spark finished: no verdict
+        except Aborted:  # nor a report.json the stop came before: every file says stopped
             (self.run_dir / "report.json").unlink(missing_ok=True)
-            raise Aborted
+            raise
         return report
 
     def _teardown(self) -> None:
