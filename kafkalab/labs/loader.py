@@ -6,9 +6,10 @@ Unknown keys are errors: a misspelt setting must never be silently ignored.
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,10 @@ INCIDENT_KEYS = {"ticket", "question", "choices", "answer", "explanation"}
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
 _KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+# what a value must be, by the Python types tomllib gives, in the words a lab's author reads
+_KIND_WORDS = {int: "a whole number", float: "a number", str: "text in quotes", bool: "true or false",
+               list: "a list [...]", dict: "a table"}
 
 
 class LineIndex:
@@ -71,7 +76,45 @@ class LineIndex:
     def line(self, table: str, index: int = 0, key: str | None = None) -> int:
         if key is not None and (table, index, key) in self.keys:
             return self.keys[(table, index, key)]
+        if key is not None:  # a key that is a table of its own: [[faults]], [fix.expects]
+            header = f"{table}.{key}" if table else key
+            if (header, 0) in self.tables:
+                return self.tables[(header, 0)]
         return self.tables.get((table, index), 1)
+
+
+def field_name(table: str, index: int, key: str | None, array: bool = False) -> str:
+    """The dotted path of a field as TOML writes it: ``fault[2].at``, ``producer."producer.acks"``, ``fix``."""
+    where = f"{table}[{index + 1}]" if array else table
+    if key is None:
+        return where
+    shown = f'"{key}"' if "." in key else key  # a course option's name holds dots: quoted, as in the file
+    return f"{where}.{shown}" if where else shown
+
+
+def kind_words(kinds: tuple[type, ...]) -> str:
+    """``(int, float)`` -> ``a number``; ``(int,)`` -> ``a whole number``."""
+    if set(kinds) == {int, float}:
+        return "a number"
+    return " or ".join(_KIND_WORDS.get(k, k.__name__) for k in kinds)
+
+
+def value_words(value: Any) -> str:
+    """A TOML value as its author wrote it: ``the text "3"``, ``the number 3``, ``true``, ``a list``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'the text "{value}"' if len(value) <= 40 else "text"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "a table" if isinstance(value, dict) else repr(value)
+
+
+def named_setting(message: str, names: Iterable[str]) -> str | None:
+    """The setting a client-options error names first (``unknown option producer.x ...``): its field."""
+    found = [(m.start(), name) for name in names
+             if (m := re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message))]
+    return min(found)[1] if found else None
 
 
 class _Reader:
@@ -83,9 +126,7 @@ class _Reader:
 
     def fail(self, table: str, index: int, key: str | None, message: str, array: bool = False) -> KafkalabError:
         line = self.index.line(table, index, key)
-        where = f"{table}[{index + 1}]" if array else table
-        field = f"{where}.{key}" if key else where
-        return KafkalabError(f"{self.path}:{line}: {field}: {message}")
+        return KafkalabError(f"{self.path}:{line}: {field_name(table, index, key, array)}: {message}")
 
     def table(self, data: Mapping[str, Any], name: str, required: bool = False) -> dict[str, Any]:
         value = data.get(name, None)
@@ -102,7 +143,9 @@ class _Reader:
         for key in data:
             if key not in allowed and not also(key):
                 known = ", ".join(sorted(allowed))
-                raise self.fail(table, index, key, f"unknown key: known keys are {known}", array)
+                close = difflib.get_close_matches(key, allowed, n=1)
+                meant = f" (did you mean {close[0]}?)" if close else ""
+                raise self.fail(table, index, key, f"unknown key{meant}: known keys are {known}", array)
 
     def typed(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], table: str,
               index: int = 0, default: Any = None, array: bool = False) -> Any:
@@ -112,11 +155,9 @@ class _Reader:
             return default
         value = data[key]
         kinds = kind if isinstance(kind, tuple) else (kind,)
-        if isinstance(value, bool) and bool not in kinds:
-            raise self.fail(table, index, key, f"{value!r} is not a {kinds[0].__name__}", array)
-        if not isinstance(value, kinds):
-            names = " or ".join(k.__name__ for k in kinds)
-            raise self.fail(table, index, key, f"{value!r} is not a {names}", array)
+        # bool is an int to Python, never to a lab's author
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise self.fail(table, index, key, f"must be {kind_words(kinds)}, not {value_words(value)}", array)
         return value
 
 
@@ -137,7 +178,11 @@ def load_lab(path: Path, check_name: bool = True) -> Lab:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise KafkalabError(f"{path}: not valid TOML: {exc}") from None
+        at = _TOML_AT.search(str(exc))  # tomllib says where in its message: put the line where every error has it
+        if at is None:
+            raise KafkalabError(f"{path}: not valid TOML: {exc}") from None
+        why = _TOML_AT.sub("", str(exc))
+        raise KafkalabError(f"{path}:{at[1]}: not valid TOML: {why} (column {at[2]})") from None
     return parse_lab(data, _Reader(path, LineIndex(text)), path if check_name else None)
 
 
@@ -290,8 +335,10 @@ def _producer(r: _Reader, raw: dict[str, Any]) -> ProducerPlan:
     r.only(raw, {"start"}, "producer", also=lambda k: k.startswith("producer."))
     settings = {k: _setting(v) for k, v in raw.items() if k != "start"}
     start = r.typed(raw, "start", bool, "producer", default=True)
-    plan: ProducerPlan = _wrap(r, "producer", 0, next(iter(settings), None), partial(ProducerPlan.of, settings, start))
-    return plan
+    try:
+        return ProducerPlan.of(settings, start)
+    except (ValueError, KafkalabError) as exc:
+        raise r.fail("producer", 0, named_setting(str(exc), settings), str(exc)) from None
 
 
 def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPlan, ...]:
@@ -313,8 +360,13 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
         settings = {**base, **own, "consumer.local-id": str(local_id)}
         start = r.typed(c, "start", bool, "consumer", i, default=True, array=True)
         wait = r.typed(c, "wait_assigned", bool, "consumer", i, default=True, array=True)
-        plans.append(_wrap(r, "consumer", i, next(iter(own), None),
-                           partial(ConsumerPlan.of, local_id, settings, start, wait), array=True))
+        try:
+            plans.append(ConsumerPlan.of(local_id, settings, start, wait))
+        except (ValueError, KafkalabError) as exc:  # at the setting it names: this consumer's own, else the shared one
+            named = named_setting(str(exc), settings)
+            if named is not None and named not in own and named in base:
+                raise r.fail("consumers", 0, named, str(exc)) from None
+            raise r.fail("consumer", i, named if named in own else None, str(exc), array=True) from None
     return tuple(plans)
 
 
