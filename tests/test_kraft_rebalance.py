@@ -41,7 +41,7 @@ def test_a_bad_kafka_version_names_the_field(tmp_path: Path, cluster: str, messa
 def test_the_consumer_protocol_needs_a_kafka_4_lab(tmp_path: Path) -> None:
     kip848 = MINIMAL.replace("local_id = 1\n", 'local_id = 1\n"consumer.group-protocol" = "consumer"\n')
     msg = error_of(tmp_path, kip848)
-    assert "consumer[1]."consumer.group-protocol": the consumer protocol (KIP-848) needs Kafka 4.0" in msg
+    assert 'consumer[1]."consumer.group-protocol": the consumer protocol (KIP-848) needs Kafka 4.0' in msg
 
 
 @pytest.mark.parametrize("command", [["run", "--headless"], ["console", "--no-spark-warmup"]])
