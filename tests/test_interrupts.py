@@ -247,10 +247,9 @@ def test_a_stop_during_the_analysis_cancels_it_and_no_file_says_passed(tmp_path:
 
 # ---- the command's output gone -------------------------------------------------------------------------
 def test_a_command_whose_reader_stopped_ends_quietly() -> None:
-    """`kafkalab labs --json | head -1`: no BrokenPipeError traceback."""
-    proc = subprocess.run(f"{sys.executable} -m kafkalab labs --json | head -1", shell=True, capture_output=True,
+    """`kafkalab labs --json | true` (a reader gone before the first write): no BrokenPipeError traceback."""
+    proc = subprocess.run(f"{sys.executable} -m kafkalab labs --json | true", shell=True, capture_output=True,
                           text=True, timeout=60)
-    assert proc.stdout.strip() == "["
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
 
