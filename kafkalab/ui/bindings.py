@@ -29,8 +29,10 @@ TAB_KEYS = {"l": ("lab", "Lab"), "u": ("run", "Clients"), "v": ("results", "Resu
             "o": ("groups", "Consumer groups"), "c": ("records", "Records")}
 
 BINDINGS: list[Binding] = [
-    Binding("question_mark", "help", "Keys", id="app.help", key_display="?"),
-    Binding("ctrl+q", "quit_console", "Quit", id="app.quit", priority=True),
+    Binding("question_mark", "help", "Keys", id="app.help", key_display="?",
+            tooltip="every key that works here, with its id for the keymap"),
+    Binding("ctrl+q", "quit_console", "Quit", id="app.quit", priority=True,
+            tooltip="end every process the console started; asks first while a run is live"),
     *(Binding(str(n), f"select_node({n})",
               f"Pick {'ZooKeeper (KRaft: the controllers in turn)' if n == 0 else f'broker {n}'}",
               id=f"broker.select.{n}", show=False) for n in range(10)),
