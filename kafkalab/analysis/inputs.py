@@ -29,6 +29,8 @@ from kafkalab.logformat import (
 KINDS = {"producer": PRODUCER_COLUMNS, "consumer": CONSUMER_COLUMNS, "audit": CONSUMER_COLUMNS}
 _INT_COLUMNS = ("seq", "partition", "offset", "ts_ms", "leader_epoch")
 MAX_LINES_NAMED = 20
+_HEADER_READ = 4096  # a first line longer than this is no header: a file without line breaks is not read whole
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")  # NUL, control bytes, bytes that are not UTF-8
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 _PRODUCER_MSG_ID = re.compile(MSG_ID_PATTERN)
 
@@ -112,7 +114,10 @@ def check_file(f: InputFile) -> InputFile:
     if f.size_bytes == 0:
         raise KafkalabError(f"{kind} log {f.path} is empty; it needs at least the header line: {header}")
     with f.open() as fh:
-        first = fh.readline().rstrip("\r\n").lstrip("\ufeff")
+        first = fh.readline(_HEADER_READ).rstrip("\r\n").lstrip("\ufeff")
+    if _NOT_TEXT.search(first):  # never echo a binary file's bytes to the terminal
+        raise KafkalabError(f"{kind} log {f.path} is not a payload log: it is not text (a binary file?); give the "
+                            f"{kind} log CSV of a run, whose first line is {header}")
     if first != header:
         raise KafkalabError(f"{kind} log {f.path} does not start with the {kind} header {header!r} "
                             f"(found {first[:120]!r}); is it the right kind of log?")
@@ -129,22 +134,32 @@ def reject_repeats(files: Sequence[InputFile]) -> None:
 
 
 def detect_run(producer_files: Sequence[InputFile]) -> str | None:
-    """The run of the producer logs, from each file's first message id; refuses logs of two runs.
+    """The run of the producer logs, from each file's first message id; refuses logs of two runs, and logs that
+    hold no record at all (only their headers).
 
     The job also counts every producer row of another run, so a file mixing runs is refused too.
     """
     runs: dict[str, Path | str] = {}
+    rows = False
     for f in producer_files:
         with f.open() as fh:
             reader = csv.reader(fh)
             next(reader, None)
             for row in reader:
+                if not row:  # a blank line is no record
+                    continue
+                rows = True
                 try:
                     run = parse_msg_id(row[0]).run
                 except (ValueError, IndexError):
                     continue
                 runs.setdefault(run, f.path)
                 break
+    if not rows:  # nothing sent: every record consumed would read as "unexpected", blamed on the topic
+        logs = f"log {producer_files[0].path} holds" if len(producer_files) == 1 else \
+            f"logs {', '.join(str(f.path) for f in producer_files)} hold"
+        raise KafkalabError(f"producer {logs} no record, only the header: nothing was sent, so there is nothing "
+                            "to compare; give the producer log of a run that sent records")
     if len(runs) > 1:
         raise mixed_runs_error(sorted(runs), {run: str(path) for run, path in runs.items()})
     return next(iter(runs), None)
