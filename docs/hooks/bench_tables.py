@@ -413,6 +413,26 @@ def render_fix(name: str, data: Json) -> list[str]:
     return table(header, rows) + source_line(name, data, extra)
 
 
+# ---- interrupts.json -------------------------------------------------------------------------------
+def render_interrupts(name: str, data: Json) -> list[str]:
+    """phases -> {exit_s, exit_codes, result_json, out_json, report_json_written, left_at_exit, left_after_3s}:
+    Ctrl-C to exit in each phase of a headless run, what the files said, and what was left."""
+    goal = data["goal_s"]
+    rows = []
+    for phase, p in data["phases"].items():
+        told = sorted({f"{r}/{o}" for r, o in zip(p["result_json"], p["out_json"], strict=True)})
+        rows.append([phase, f"{stat(p['exit_s'], ' s', runs=True)}",
+                     f"{num(p['exit_s']['max'])} s" if p["exit_s"]["max"] is not None else "—",
+                     met(p["exit_s"]["max"], goal) if p["exit_s"]["max"] is not None else "—",
+                     ", ".join(sorted({str(c) for c in p["exit_codes"]})), ", ".join(told),
+                     str(p["report_json_written"]), f"{p['left_at_exit']} / {p['left_after_3s']}"])
+    header = ["SIGINT during", "to exit: median (range)", "worst", f"worst <= {bound(goal)} s", "exit code",
+              "result.json / out.json", "report.json written", "processes left at exit / 3 s later"]
+    worst = data["worst"]
+    extra = f"`{data['lab']}`, {data['repeat']} runs per phase; worst {num(worst['exit_s'])} s ({worst['phase']})"
+    return table(header, rows) + source_line(name, data, extra)
+
+
 def lab_runs(data: Json) -> str:
     runs = {lab.get("graded_runs") for lab in data["labs"].values()}
     return f"{next(iter(runs))} graded runs per grading, " if len(runs) == 1 and None not in runs else ""
@@ -430,6 +450,7 @@ FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"docker"), render_docker),
     (re.compile(r"modes(-.+)?"), render_modes),
     (re.compile(r"report_latency_.+"), render_report_latency),
+    (re.compile(r"interrupts"), render_interrupts),
 ]
 
 

@@ -73,8 +73,10 @@ def serve(make_loop: Callable[[dict[str, Any], Sink], L], words: Mapping[str, Ca
     the child ends (a lab's run thread), and Linux only.
     """
     parent = os.getppid()
-    # Ignored until the loop exists: Ctrl-C in a terminal reaches the whole process group.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ignored until the loop exists: Ctrl-C (and SIGHUP, the terminal closing) reach the whole process group,
+    # and the parent stops its run in order, this client with it.
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     sink = json_sink()
     loop = make_loop(json.loads(sys.stdin.readline()), sink)
 
@@ -105,7 +107,8 @@ def serve(make_loop: Callable[[dict[str, Any], Sink], L], words: Mapping[str, Ca
             loop.report_stats()
             time.sleep(stats_every)
 
-    signal.signal(signal.SIGINT, lambda *_: words["stop"](loop))
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: words["stop"](loop))
     threading.Thread(target=watch_stdin, daemon=True).start()
     threading.Thread(target=watch_parent, daemon=True).start()
     threading.Thread(target=report, daemon=True).start()
