@@ -9,13 +9,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from kafkalab.cli.common import add_mode_args, mode_fields, with_mode
+from kafkalab.cli.common import add_mode_args, hangup_as_interrupt, mode_fields, with_mode
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
@@ -43,7 +42,9 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
                    help="no lab: a bare cluster that starts at once, to break by hand")
     p.add_argument("--brokers", type=int, default=3, help="brokers of the bare cluster (with --no-lab)")
     p.add_argument("--state-dir", type=Path, default=None, help="state dir of the bare cluster (with --no-lab)")
-    p.add_argument("--free-ports", action="store_true", help="free ports for every node where the defaults are taken")
+    p.add_argument("--free-ports", action="store_true",
+                   help="free ports for every node (default: the usual ports; where another cluster holds them, "
+                        "a lab's run takes free ones and the bare console asks: free ports, attach or quit)")
     p.add_argument("--attach", nargs="?", type=Path, const=ATTACH_FOUND, default=None, metavar="STATE_DIR",
                    help="show and drive a cluster another kafkalab runs (`kafkalab cluster up`), not one of its "
                         "own: the one on the default ports or the only one running, or the one in STATE_DIR")
@@ -84,7 +85,8 @@ def cmd_console(args: argparse.Namespace) -> int:
         console_class = CaptionedConsole
     app = console_class(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
     try:
-        app.run()
+        with hangup_as_interrupt():  # the terminal closed: the run stopped and its files written, as on quit
+            app.run()
     finally:
         with Console(stderr=True).status(source.closing):
             source.close()  # idempotent: the app closed it on quit; this covers a crash
@@ -114,6 +116,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPa
     from kafkalab.analysis.warmup import IDLE_ROUNDS
     from kafkalab.feeds.lab_source import LabSource
     from kafkalab.labs.loader import catalog, find_lab, load_lab
+    from kafkalab.labs.run import PortChoice
     from kafkalab.labs.run_deps import lab_distribution
     from kafkalab.labs.session import LabSession
 
@@ -127,42 +130,64 @@ def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPa
     lab_distribution(lab.cluster.kafka_version)  # its Kafka fetched, or one line saying how
     spark = None if args.no_spark_warmup else WarmSession(warmup_rounds=IDLE_ROUNDS,
                                                           log_path=args.runs_dir / "spark.log")
-    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True, keep_cluster=True)
+    # --free-ports: every node on a free port picked now, as `run --free-ports` does; else the usual ports, free
+    # ones where taken (the session's default)
+    picked = PortChoice.picked(lab) if args.free_ports else PortChoice()
+    session = LabSession(lab, args.runs_dir, spark=spark, free_ports=True, keep_cluster=True,
+                         zk_port=picked.zk_port, broker_ports=list(picked.broker_ports),
+                         controller_ports=list(picked.controller_ports))
     plan = lab.cluster
     return LabSource(session, spark), list(range(1, plan.brokers + 1)), metadata_panes(
         plan.mode == "kraft", plan.controllers, plan.combined)
 
 
 def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPanes]:
+    """The bare cluster. When another kafkalab cluster is in its way (it runs in the state dir this console
+    resolves to, or holds its default ports), the console asks first: free ports, attach, or quit."""
     from kafkalab import kafka_install
     from kafkalab.cli.common import target_state_dir
     from kafkalab.cluster import Cluster
+    from kafkalab.cluster.ports import pick_free_ports
     from kafkalab.cluster.spec import MAX_BROKERS
     from kafkalab.cluster.supervision import is_driven
     from kafkalab.feeds.cluster_source import ClusterSource
 
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
-    spec = ClusterSpec(state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
+    state_dir = target_state_dir(args)  # with no --state-dir: the one cluster running, if one is
+    other = state_dir if is_driven(state_dir) else None  # another kafkalab drives it: asked, not refused
+    spec = ClusterSpec(state_dir=spare_state_dir(state_dir) if other else state_dir, brokers=args.brokers,
                        **mode_fields(args))
-    if is_driven(spec.state_dir):
-        raise KafkalabError(f"a cluster already runs in {spec.state_dir}: stop it (`kafkalab cluster down`) "
-                            "or give another --state-dir")
     note = ""
-    taken = [] if spec.free_ports else taken_default_ports(spec)
+    taken = [] if args.free_ports or other else taken_default_ports(spec)
+    if args.free_ports or other or taken:
+        pick_free_ports(spec)
     if taken:  # another cluster holds the defaults: this one takes free ports (or attaches to a kafkalab one)
-        spec = replace(spec, free_ports=True)
         note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
+    elif other:
+        note = f"a cluster already runs in {other}: this console's own starts in {spec.state_dir} on free ports"
     found = kafka_install.locate()
     kafka_install.java_binary()
     cluster = ClusterSource(Cluster(spec, found), note=note)
     source: Source = cluster
-    owner = owner_of_ports(taken) if taken else None
+    owner = other or (owner_of_ports(taken) if taken else None)
     if owner is not None:
         from kafkalab.feeds.port_clash import PortClashSource
 
         source = PortClashSource(cluster, owner, taken)
     return source, spec.broker_ids, metadata_panes(spec.kraft, spec.controllers, spec.combined)
+
+
+def spare_state_dir(taken: Path) -> Path:
+    """A state dir for this console's own cluster that no kafkalab drives: the default one, else console-2, ..."""
+    from kafkalab.cluster.supervision import is_driven
+    from kafkalab.paths import default_state_dir
+
+    base = default_state_dir()
+    for candidate in (base, *(base.with_name(f"console-{n}") for n in range(2, 10))):
+        if candidate != taken and not is_driven(candidate):
+            return candidate
+    raise KafkalabError(f"every console state dir under {base.parent} is in use: give a free one with --state-dir")
 
 
 def taken_default_ports(spec: ClusterSpec) -> list[int]:
