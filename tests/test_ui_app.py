@@ -353,7 +353,7 @@ async def test_consumers_table_shows_every_column_at_160_columns_and_titles_are_
         await pilot.press("u")  # the report took the Results tab
         await pilot.pause()
         table = app.query_one(ConsumersTable)
-        assert [str(c.label).strip() for c in table.columns.values()][-2:] == ["lag", "rebal"]
+        assert [str(c.label).strip() for c in table.columns.values()][-2:] == ["unread", "rebal"]
         assert table.virtual_size.width <= table.scrollable_content_region.width, "columns cut off"
         assert table.get_cell("consumer-1", "assigned").plain.strip() == "0-5"
         assert table.border_title == "consumers · group test-app"
@@ -499,7 +499,7 @@ async def test_consumers_table_keeps_its_essential_columns_whole_at_100_columns(
         await pilot.press("u")  # the report took the Results tab
         await settle(pilot)
         table = app.query_one(ConsumersTable)
-        assert [str(c.label).strip() for c in table.columns.values()] == ["consumer", "part", "commit", "lag", "reb"]
+        assert [str(c.label).strip() for c in table.columns.values()] == ["consumer", "part", "commit", "unrd", "reb"]
         assert table.virtual_size.width <= table.scrollable_content_region.width, "columns cut off"
         assert table.max_scroll_x == 0
         row = [table.get_cell("consumer-1", k).plain.strip() for k in ("assigned", "committed", "lag", "rebalances")]
@@ -507,7 +507,7 @@ async def test_consumers_table_keeps_its_essential_columns_whole_at_100_columns(
         assert "yellow" in str(table.get_cell("consumer-1", "name").style)  # rebalancing, as the name's colour
         await pilot.resize_terminal(160, 48)
         await settle(pilot)
-        assert [str(c.label).strip() for c in table.columns.values()][-3:] == ["commit", "lag", "rebal"]
+        assert [str(c.label).strip() for c in table.columns.values()][-3:] == ["commit", "unread", "rebal"]
         assert table.get_cell("consumer-1", "lag").plain.strip() == "74,070"
 
 

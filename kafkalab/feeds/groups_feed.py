@@ -69,6 +69,7 @@ class AdminGroupsFeed:
         self._timeout_s = timeout_s
         self._admin: Admin | None = None
         self._lags: dict[str, deque[int]] = {}
+        self._answered: HasBootstrap | None = None  # the cluster whose groups the last frame showed
         self._lock = threading.Lock()
         self._watch: tuple[str, int | None] | None = None
         self._tail: RecordTail | None = None
@@ -102,7 +103,13 @@ class AdminGroupsFeed:
             cluster = self._current()
             described = self._helper.describe_all(cluster.bootstrap, cluster, self._timeout_s, GROUPS_WAIT_S)
         except KafkalabError as exc:
+            if self._answered is not None and self._answered is not self._cluster():
+                # a fresh cluster (or none) not answering yet: the pane would keep the last cluster's groups as
+                # "last values"; they are no values of this one, which has no group yet
+                self._answered = None
+                return GroupsFrame()
             return GroupsFrame(error=str(exc), lag_history=self._history())
+        self._answered = cluster
         for desc in described:
             if desc.total_lag is not None:
                 self._lags.setdefault(desc.group_id, deque(maxlen=LAG_POINTS)).append(desc.total_lag)

@@ -1,6 +1,14 @@
-"""The consumers pane: per consumer its group, assignment, received / processed / committed, lag, rebalances."""
+"""The consumers pane: per consumer its group, assignment, received / processed / committed, unread, rebalances.
+
+"unread" is the consumer's own view: records on the partitions' leaders it has not fetched yet (high watermark
+minus its position). The Groups tab's "lag" is Kafka's (log end minus the committed offset), the records a
+restarted consumer would read again: higher while commits wait or fail (a paused coordinator). Two names, so
+two numbers at the same moment never read as one disagreeing with itself.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import events
@@ -10,13 +18,13 @@ from kafkalab.clients.stats import ClientState, ConsumerStats
 
 # short headings; the group is in the pane's title (in the name, name@group, when consumers are in several groups)
 HEADINGS = {"name": "consumer", "state": "state", "assigned": "parts", "received": "recv", "processed": "proc",
-            "committed": "commit", "lag": "lag", "rebalances": "rebal"}
+            "committed": "commit", "lag": "unread", "rebalances": "rebal"}
 # the columns by the room they get, widest first: the first whose cells fit is shown. The last keeps what a
 # lab is about (who has which partitions, how far committed, the lag, the rebalances) in the side pane of a
 # 100-column terminal: shorter headings and numbers, the state as the name's colour.
 LAYOUTS = (tuple(HEADINGS), ("name", "state", "assigned", "committed", "lag", "rebalances"),
            ("name", "assigned", "committed", "lag", "rebalances"))
-NARROW_HEADINGS = {"assigned": "part", "rebalances": "reb"}
+NARROW_HEADINGS = {"assigned": "part", "lag": "unrd", "rebalances": "reb"}
 STATE_STYLES = {"stable": "green", "rebalancing": "yellow", "crashed": "bold red", "failed": "bold red", "lost": "red"}
 
 
@@ -40,6 +48,20 @@ def compact(n: int) -> str:
     return f"{n / 1_000_000:.1f}M"
 
 
+UNMEASURED = "?"  # a partition whose leader did not answer the consumer's watermark query (a paused broker)
+UNREAD_TIP = ("unread: records this consumer has not fetched yet (the leaders' high watermark minus its position; "
+              f"'{UNMEASURED}': a partition whose leader did not answer). The Groups tab's lag counts from the "
+              "committed offset, so it is higher while commits wait or fail")
+
+
+def unread(c: ConsumerStats, count: Callable[[int], str] = "{:,}".format) -> str:
+    """The consumer's unread records, '+?' when a partition it holds was not measured: '0' would hide it."""
+    known = c.total_lag
+    if not set(c.assignment) - set(c.lag):
+        return count(known)
+    return f"{count(known)}+{UNMEASURED}" if c.lag else UNMEASURED
+
+
 def cell(text: str, style: str = "") -> Text:
     """A cell with one space before it: the table has no padding of its own (two cells a column)."""
     return Text(f" {text}", style=style)
@@ -50,13 +72,13 @@ def consumer_row(c: ConsumerStats, with_group: bool = False, narrow: bool = Fals
     state = c.group_state if c.state == ClientState.RUNNING else c.state
     state_style = STATE_STYLES.get(state, "")
     count = compact if narrow else "{:,}".format
-    lag = c.total_lag
+    lag = unread(c, count)
     return {
         "name": cell(f"{c.name}@{c.group}" if with_group else c.name, state_style if narrow else ""),
         "state": cell(state, state_style), "assigned": cell(ranges(c.assignment)),
         "received": cell(count(c.received)), "processed": cell(count(c.processed)),
         "committed": cell(count(sum(c.committed.values()))),
-        "lag": cell(count(lag), "yellow" if lag else ""), "rebalances": cell(str(c.rebalances)),
+        "lag": cell(lag, "yellow" if lag != "0" else ""), "rebalances": cell(str(c.rebalances)),
     }
 
 
@@ -72,7 +94,8 @@ class ConsumersTable(DataTable[Text]):
     def __init__(self) -> None:
         super().__init__(id="consumers", cursor_type="none", cell_padding=0)
         self.border_title = "consumers"
-        self.tooltip = "part: partitions assigned · commit: committed offsets (sum) · reb: rebalances"
+        self.tooltip = (f"part: partitions assigned · commit: committed offsets (sum) · {UNREAD_TIP} (unrd at 100 "
+                        "columns) · reb: rebalances")
         self.shown: dict[str, dict[str, Text]] = {}
         self.columns_shown: tuple[str, ...] = ()
         self.consumers: tuple[ConsumerStats, ...] = ()

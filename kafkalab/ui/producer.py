@@ -63,8 +63,10 @@ def presenter_line(stats: ProducerStats | None, consumers: tuple[ConsumerStats, 
     line.append("  failed ", style="dim").append(f"{failed:,}", style="bold red" if failed else "green")
     if consumers:
         line.append("  consumed ", style="dim").append(f"{sum(c.processed for c in consumers):,}", style="bold")
-        lag = sum(c.total_lag for c in consumers)
-        line.append("  lag ", style="dim").append(f"{lag:,}", style="yellow" if lag else "")
+        lag = sum(c.total_lag for c in consumers)  # as the consumers pane's "unread" (not the Groups tab's lag)
+        unmeasured = "+?" if any(set(c.assignment) - set(c.lag) for c in consumers) else ""
+        line.append("  unread ", style="dim").append(f"{lag:,}{unmeasured}",
+                                                     style="yellow" if lag or unmeasured else "")
     return line
 
 
