@@ -81,8 +81,9 @@ class HeadlessRun:
 
     def close(self) -> None:
         """Whatever ended the run: the Spark session this runner started, and its JVM, ended and waited for
-        (no JVM outlives the command, even after a Ctrl-C during the analysis)."""
-        self.session.close()
+        (no JVM outlives the command, even after a Ctrl-C during the analysis). Not session.close(): its Spark
+        stop waits for a warm-up under way (a minute on a loaded machine, after a Ctrl-C during the start)."""
+        self.session.stop_run()
         from kafkalab.analysis.spark_session import end_jvm
 
         end_jvm()
