@@ -1,8 +1,10 @@
-"""A bare console whose default ports another kafkalab cluster holds: the console asks what to do first.
+"""A bare console with another kafkalab cluster in its way: the console asks what to do first.
 
-Free ports (a cluster of its own beside the other), attach (show and drive the running cluster through its
-owner's control socket: node keys, the partition table from its bootstrap, the default workload on it), or
-quit. Until the answer the source shows nothing and its boot waits.
+The other cluster runs in the state dir the console resolved to (with no --state-dir, the one cluster running),
+or holds its default ports. Free ports (a cluster of its own beside the other, in a state dir of its own),
+attach (show and drive the running cluster through its owner's control socket: node keys, the partition table
+from its bootstrap, the default workload on it), or quit. Until the answer the source shows nothing and its
+boot waits.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def cluster_shape(facts: dict[str, Any]) -> tuple[object, ...]:
 
 
 class PortClashSource(Source):
-    """Asks (:meth:`question`), then is the chosen source: every call goes to it once chosen."""
+    """Asks (:meth:`question`), then is the chosen source: every call goes to it once chosen. ``taken``: the
+    default ports ``owner``'s cluster holds (empty: it runs in the state dir this console would have used)."""
 
     reports = False  # either choice is a bare console's source
 
@@ -71,8 +74,11 @@ class PortClashSource(Source):
         if self._answered.is_set():
             return None
         ports = ", ".join(map(str, self.taken))
-        detail = (f"The kafkalab cluster in {self.owner} ({self.shape}) listens on {ports}.\n"
-                  "f: start this console's own cluster on free ports beside it.\n")
+        title = f"Ports {ports} are taken" if self.taken else f"A cluster already runs in {self.owner}"
+        detail = (f"The kafkalab cluster in {self.owner} ({self.shape}) "
+                  + (f"listens on {ports}.\n" if self.taken else "runs already (`kafkalab cluster up`).\n")
+                  + f"f: start this console's own cluster in {self.own.cluster.spec.state_dir} on free ports "
+                    "beside it.\n")
         choices = [Choice("f", "Free ports", "free")]
         if self.can_attach:
             detail += "a: attach: show and drive that cluster (quitting leaves it running).\n"
@@ -80,7 +86,7 @@ class PortClashSource(Source):
         else:
             detail += f"It differs from this console's panes: `kafkalab console --attach {self.owner}` shows it.\n"
         detail += "q: quit."
-        return Question(f"Ports {ports} are taken", detail, (*choices, Choice("q", "Quit", "quit")))
+        return Question(title, detail, (*choices, Choice("q", "Quit", "quit")))
 
     def choose(self, answer: str) -> None:
         """``free``, ``attach`` (KafkalabError when the other cluster is gone meanwhile: ask again) or ``quit``."""
