@@ -229,7 +229,8 @@ def stop_jvm(session: SparkSession) -> None:
     SparkContext._jvm = None
 
 
-JVM_END_S = 5.0  # SIGTERM lets Spark's shutdown hooks remove its temp dirs; SIGKILL after this
+# SIGTERM lets Spark's shutdown hooks remove its temp dirs; SIGKILL after this (they took over 5 s on 2 busy cores)
+JVM_END_S = 1.0
 
 
 def end_jvm() -> None:
