@@ -6,14 +6,17 @@ No cluster runs: the partition table, node states, clients, chart and results co
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.admin import ClusterSnapshot
+from kafkalab.cluster import NodeState
 from kafkalab.errors import KafkalabError
-from kafkalab.feeds.frames import NodesFrame, RunFrame
+from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
 from kafkalab.feeds.lab_source import LIVE_PHASES, lab_view, markers, report_view
 from kafkalab.feeds.source import Source
 from kafkalab.labs.loader import load_lab
@@ -24,12 +27,16 @@ SPEEDS = (1.0, 2.0, 4.0)
 
 
 class ReplayClock:
-    """Seconds into the run: moves at ``speed`` times the wall clock unless paused, stays in [start, end]."""
+    """Seconds into the run: moves at ``speed`` times the wall clock unless paused (by hand) or held (while a
+    modal screen is up), stays in [start, end]. ``jumps`` counts the seeks: a frame read before the last one
+    is of a second the replay has left."""
 
     def __init__(self, start: float, end: float, speed: float = 1.0, wall: Callable[[], float] = time.monotonic):
         self.start, self.end = start, end
         self.speed = speed
         self.paused = False
+        self.held = False
+        self.jumps = 0
         self._wall = wall
         self._lock = threading.Lock()
         self._base = start
@@ -37,7 +44,7 @@ class ReplayClock:
 
     def now(self) -> float:
         with self._lock:
-            if self.paused:
+            if self.paused or self.held:
                 return self._base
             return min(self.end, self._base + (self._wall() - self._base_wall) * self.speed)
 
@@ -56,14 +63,35 @@ class ReplayClock:
             self.paused = not self.paused
             self._rebase(at)
 
+    def hold(self, held: bool) -> None:
+        """Stop the clock while a question or the help is up (the run must not play on behind it), or let it go
+        on; a pause by hand stays."""
+        at = self.now()
+        with self._lock:
+            self.held = held
+            self._rebase(at)
+
     def seek(self, delta_s: float) -> None:
         at = self.now()
         with self._lock:
             self._rebase(at + delta_s)
+            self.jumps += 1
 
     @property
     def at_end(self) -> bool:
         return self.now() >= self.end
+
+
+@dataclass(frozen=True)
+class Instant:
+    """Everything the console shows at second ``t`` of a recorded run, as a console opened then would come to
+    show it: the nodes, the snapshots in the order it was shown them (none of a cluster yet; when the cluster
+    did not answer at ``t``, the last it answered, kept greyed; ``t``'s), the run."""
+
+    t: float
+    nodes: NodesFrame
+    snapshots: tuple[ClusterSnapshot, ...]
+    run: RunFrame
 
 
 class ReplaySource(Source):
@@ -82,24 +110,45 @@ class ReplaySource(Source):
         self.broker_ids = sorted(i.broker_id for i in self.recorded.nodes(end) if i.broker_id is not None)
         self.label = self.recorded.lab_id
         self.node_names = tuple(i.name for i in self.recorded.nodes(end))
+        # a node before the recording names it: not started, as the recording's first line of nodes says
+        self._not_started = {i.name: dataclasses.replace(i, state=NodeState.STOPPED, reason="not started", pid=None,
+                                                         uptime_s=0.0, restarts=0, cause=None)
+                             for i in self.recorded.nodes(end)}
         self.voters = self.recorded.voters or (self.lab.cluster.controllers if self.lab is not None else 0)
+
+    @property
+    def closing(self) -> str:
+        return "closing the replay ..."
 
     def boot(self, progress: Callable[[str], None]) -> None:
         progress(f"replaying {self.recorded.run_dir.name}")
 
-    def nodes(self) -> NodesFrame:
+    def instant(self) -> Instant:
+        """The clock's second whole (a jump shows it so, not as changes from the second left)."""
         t = self.clock.now()
-        return NodesFrame(tuple(self.recorded.nodes(t)), quorum=self.recorded.quorum(t))
+        now = self.snapshot(t)
+        kept = self.recorded.last_answered(t) if not now.reachable else None
+        starting = ClusterSnapshot(self.recorded.started_at + t, False, error=CLUSTER_STARTING)
+        return Instant(t, self.nodes(t), (starting, *((kept,) if kept is not None else ()), now), self.run(t))
 
-    def snapshot(self) -> ClusterSnapshot:
-        t = self.clock.now()
+    def nodes(self, at: float | None = None) -> NodesFrame:
+        """Every node at ``at`` (default: the clock's second), those the recording does not name yet as not
+        started: a frame leaves a node it lacks as it was, which after a jump back was a later second's."""
+        t = self.clock.now() if at is None else at
+        named = {i.name: i for i in self.recorded.nodes(t)}
+        infos = tuple(named.get(name, info) for name, info in self._not_started.items())
+        return NodesFrame(infos + tuple(i for i in named.values() if i.name not in self._not_started),
+                          quorum=self.recorded.quorum(t))
+
+    def snapshot(self, at: float | None = None) -> ClusterSnapshot:
+        t = self.clock.now() if at is None else at
         snap = self.recorded.snapshot(t)
-        if snap is None:
-            return ClusterSnapshot(self.recorded.started_at + t, False, error="the run's cluster is starting")
+        if snap is None:  # no answer recorded yet: the run's cluster was starting, not unreachable
+            return ClusterSnapshot(self.recorded.started_at + t, False, error=CLUSTER_STARTING)
         return snap
 
-    def run(self) -> RunFrame:
-        t = self.clock.now()
+    def run(self, at: float | None = None) -> RunFrame:
+        t = self.clock.now() if at is None else at
         phase = self.recorded.phase(t)
         producer, consumers = self.recorded.clients(t)
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at

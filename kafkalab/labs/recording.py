@@ -281,6 +281,19 @@ class RecordedRun:
         line = self.at("snapshot", t)
         return snapshot_of(line, self.started_at + t) if line is not None else None
 
+    def last_answered(self, t: float) -> ClusterSnapshot | None:
+        """When the cluster did not answer at ``t``: the last snapshot it answered before (what the console kept
+        showing, greyed), taken when it was last true, the second of the line after it. None when it answered
+        at ``t``, or never before."""
+        lines = self.lines.get("snapshot", [])
+        i = bisect.bisect_right(self._times.get("snapshot", []), t)
+        if i == 0 or lines[i - 1][1]["reachable"]:
+            return None
+        for j in range(i - 2, -1, -1):
+            if lines[j][1]["reachable"]:
+                return snapshot_of(lines[j][1], self.started_at + lines[j + 1][0])
+        return None
+
     def quorum(self, t: float) -> QuorumState | None:
         line = self.at("quorum", t)
         return quorum_of(line, self.started_at + t) if line is not None else None

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 
-from kafkalab.feeds.replay_source import SPEEDS, ReplaySource
+from kafkalab.feeds.replay_source import SPEEDS, ReplayClock, ReplaySource
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.partitions import PartitionTable
+from kafkalab.ui.results import ResultsPane
 
 SCRUB_S = 5.0
 REPLAY_POLL_S = 0.25
 LINGER_S = 3.0  # with exit_at_end: the results stay on screen this long before the app quits
+FRAME_POLLS = ("nodes", "admin", "run")  # the pollers reading the recording at the clock's second
 
 
 class ReplayConsole(LabConsole):
@@ -33,6 +37,11 @@ class ReplayConsole(LabConsole):
                          metadata=MetadataPanes.for_nodes(source.node_names, source.voters))
         self.replay = source
         self.exit_at_end = exit_at_end
+        self.jumping = False  # a jump's second is being shown: what differs from the second left is no news
+        for poller in self.pollers:
+            if poller.name in FRAME_POLLS:
+                poller.fetch = stamped(poller.fetch, source.clock)
+                poller.apply = unless_left(poller.apply, source.clock)
 
     picks_nodes = False  # the digits set the speed here
 
@@ -40,8 +49,18 @@ class ReplayConsole(LabConsole):
         super().on_mount()
         self.screen.add_class("-replay")  # no node buttons: nothing to act on
         self.query_one(PartitionTable).hide_offsets()
+        results = self.query_one(ResultsPane)  # before the end, the verdict kept is this run's, not a last run's
+        results.under_way = "the replay has not reached the run's end: its report appears here then"
+        results.earlier_verdict = f"the replayed run's verdict ({self.replay.recorded.run_dir.name})"
+        self.screen_change_signal.subscribe(self, self.hold_behind_modals)
         self.show_position()
         self.set_interval(0.25, self.show_position)
+
+    def hold_behind_modals(self, _screen: Screen[Any]) -> None:
+        """While a question, the help or the palette is up, the replay waits (it played on behind them, its
+        toasts over their buttons)."""
+        self.replay.clock.hold(len(self.screen_stack) > 1)
+        self.show_position()
 
     def show_position(self) -> None:
         """Where the replay is; its keys are in the footer."""
@@ -52,7 +71,7 @@ class ReplayConsole(LabConsole):
         if clock.at_end:
             self.set_action(f"replay at the end ({length}): ← scrubs back")
         else:
-            state = "paused" if clock.paused else f"{clock.speed:g}x"
+            state = "paused" if clock.paused or clock.held else f"{clock.speed:g}x"
             self.set_action(f"replay {state} · {minutes(clock.now() - clock.start)} of {length}")
         if self.exit_at_end and clock.at_end and self.run_frame.report is not None and not self.quitting:
             self.quitting = True
@@ -68,12 +87,54 @@ class ReplayConsole(LabConsole):
 
     def action_seek(self, delta_s: float) -> None:
         self.replay.clock.seek(delta_s)
-        self.refresh_now()
+        self.show_instant()
+        self.show_position()
+
+    def show_instant(self) -> None:
+        """After a jump every pane shows the new second whole, as a console opened at it would (a frame of the
+        second left, polled before the jump, is dropped): no toast, no cell marked as changed, since nothing
+        happened between the two seconds; the change toasts compare with this second from now on."""
+        instant = self.replay.instant()
+        self.jumping = True
+        try:
+            with self.batch_update():
+                self.apply_nodes(instant.nodes)
+                for snapshot in instant.snapshots:
+                    self.apply_snapshot(snapshot)
+                self.apply_run(instant.run)
+        finally:
+            self.jumping = False
+
+    def notify(self, message: str, **options: Any) -> None:
+        """No toast while a jump is shown (see :meth:`show_instant`)."""
+        if not self.jumping:
+            super().notify(message, **options)
+
+    def action_quit_console(self) -> None:
+        """A replay runs nothing: it quits without the live run's question (the recorded run is live)."""
+        if not self.quitting:
+            self.shut_down()
 
     def refresh_now(self) -> None:
         self.show_position()
         for poller in self.pollers:
             poller.poll_now()
+
+
+def stamped(fetch: Callable[[], object], clock: ReplayClock) -> Callable[[], tuple[int, object]]:
+    """``fetch`` with the jumps made before it read the clock."""
+    return lambda: (clock.jumps, fetch())
+
+
+def unless_left(apply: Callable[[Any], None], clock: ReplayClock) -> Callable[[tuple[int, Any]], None]:
+    """``apply`` of a stamped frame, unless a jump came after it was read: it is of a second the replay left
+    (shown now, it would stand for the new second, and the frame after it would toast its "changes")."""
+    def apply_current(frame: tuple[int, Any]) -> None:
+        jumps, value = frame
+        if jumps == clock.jumps:
+            apply(value)
+
+    return apply_current
 
 
 def minutes(seconds: float) -> str:

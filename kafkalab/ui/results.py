@@ -93,6 +93,9 @@ class ResultsPane(VerticalScroll):
     frame: RunFrame | None = None  # the last frame shown
     shown: ReportView | None = None  # the report on screen (dimmed to its verdict while a run is under way)
     in_progress = False
+    # how a report-less moment names the verdict kept from before (a replay's is of the run it replays)
+    under_way = "a run is under way: its report appears here when it ends"
+    earlier_verdict = "the last run's verdict"
 
     def __init__(self, reports: bool = True, **kwargs: Unpack[WidgetOptions]) -> None:
         """``reports``: whether runs here end in a report (a lab's do; a bare console's workload does not)."""
@@ -164,9 +167,8 @@ class ResultsPane(VerticalScroll):
 
     def show_in_progress(self, last_verdict: str) -> None:
         """A run under way: its report comes when it ends; the last run's verdict stays, named as the last's."""
-        verdict = Text("\n  a run is under way: its report appears here when it ends  \n",
-                       style="bold black on grey70", justify="center")
-        verdict.append(f"\nthe last run's verdict: {last_verdict}", style="dim")
+        verdict = Text(f"\n  {self.under_way}  \n", style="bold black on grey70", justify="center")
+        verdict.append(f"\n{self.earlier_verdict}: {last_verdict}", style="dim")
         self._show_verdict_only(verdict)
 
     def _show_verdict_only(self, verdict: Text) -> None:

@@ -1,0 +1,233 @@
+"""Scrubbing a replay (issue 33, item 8): wherever the arrows land, the console shows what the recording holds
+for that instant (nodes, leadership counts, partition table, consumers, producer, chart), a jump raises no
+toast, Results names the replayed run, and ctrl+q quits a replay without asking to stop a live run.
+
+The recordings are real runs (tests/recorded, see tests/test_replay.py); no cluster is started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.notifications import Notify
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from kafkalab.cluster import NodeState
+from kafkalab.feeds.frames import CLUSTER_STARTING
+from kafkalab.feeds.replay_source import ReplayClock, ReplaySource
+from kafkalab.labs.recording import RecordedRun
+from kafkalab.ui import replay_app
+from kafkalab.ui.broker import BrokerPane
+from kafkalab.ui.chart import ThroughputChart
+from kafkalab.ui.consumers import ConsumersTable
+from kafkalab.ui.line import Line
+from kafkalab.ui.modals import ConfirmScreen, HelpScreen
+from kafkalab.ui.partitions import PartitionTable, row_key, row_of
+from kafkalab.ui.replay_app import SCRUB_S, ReplayConsole, stamped, unless_left
+from tests.test_ui_app import sync
+
+RUN_DIR = Path(__file__).parent / "recorded" / "leader-failover"
+SIZE = (160, 48)
+POLL_S = 0.2  # faster, the Pilot waits long for an idle screen on a busy machine
+SETTLE_S = 1.0  # five polls to catch up with a jump, however it is made
+
+
+def recorded_screen(run: RecordedRun, t: float) -> dict[str, object]:
+    """What the console must show at second ``t`` of the recorded run."""
+    nodes = {i.name: i.state for i in run.nodes(t)}
+    snapshot = run.snapshot(t)
+    down = frozenset(i.broker_id for i in run.nodes(t) if i.broker_id is not None
+                     and i.state in (NodeState.KILLED, NodeState.STOPPED, NodeState.FAILED))
+    counts = snapshot.leader_counts() if snapshot is not None else {}
+    producer, consumers = run.clients(t)
+    return {
+        "nodes": nodes,
+        "roles": {b: (f"leads {counts.get(b, (0, 0))[0]} · follows {counts.get(b, (0, 0))[1]}"
+                      if snapshot is not None and b in snapshot.brokers else "no leadership")
+                  for b in (1, 2, 3)},
+        "table": {row_key(p): {col: value for col, value in row_of(p, down).items() if col != "end"}
+                  for p in snapshot.partitions} if snapshot is not None else {},
+        "consumers": sorted(c.name for c in consumers),
+        "acked": producer.acked if producer is not None else None,
+        "chart": run.throughput(t),
+    }
+
+
+def screen_of(app: ReplayConsole) -> dict[str, object]:
+    """The same, read off the console's widgets."""
+    table = app.query_one(PartitionTable)
+    roles = {}
+    for pane in app.query(BrokerPane):
+        facts = str(pane.query_one(".facts-line", Line).render())
+        roles[pane.broker_id] = facts.split(" ★")[0].strip() if "leads" in facts else "no leadership"
+    return {
+        "nodes": {name: pane.info.state for name, pane in app.node_panes.items() if pane.info is not None},
+        "roles": roles,
+        "table": {str(key.value): {col: table.get_cell(key, col).plain.strip() for col, _ in table.shown}
+                  for key in table.rows},
+        "consumers": sorted(app.query_one(ConsumersTable).shown),
+        "acked": app.run_frame.producer.acked if app.run_frame.producer is not None else None,
+        "chart": app.query_one(ThroughputChart).series,
+    }
+
+
+def status_line(app: ReplayConsole) -> str:
+    return str(app.query_one("#partitions-status", Line).render())
+
+
+async def scrub(app: ReplayConsole, pilot: Pilot[None], key: str, times: int) -> None:
+    """``times`` presses of an arrow: the last three as keys, in quick succession as a person scrubs, the
+    rest as one jump (a press takes a second on a busy machine)."""
+    pressed = min(times, 3)
+    if times > pressed:
+        app.action_seek((times - pressed) * (SCRUB_S if key == "right" else -SCRUB_S))
+    for _ in range(pressed):
+        await pilot.press(key)
+    await pilot.pause(SETTLE_S)
+
+
+@sync
+async def test_wherever_the_arrows_land_the_screen_is_the_recorded_instant() -> None:
+    """To the end (every broker killed by the run's teardown, the report in), back to the cluster's start
+    (the stranger's screen: brokers "not started" yet "leads 3 · follows 1", an UNREACHABLE table of a topic not
+    created yet), forward into the failover: each time, the screen is what the recording holds then."""
+    source = ReplaySource(RUN_DIR)
+    run = source.recorded
+    app = ReplayConsole(source, poll_s=POLL_S)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        await scrub(app, pilot, "right", 75)  # 350 s: to the end, past it
+        assert source.clock.at_end and app.run_frame.report is not None
+        assert screen_of(app) == recorded_screen(run, source.clock.now())
+        landed = []
+        for key, times in (("left", 66), ("right", 17), ("right", 1), ("right", 2), ("left", 4)):
+            await scrub(app, pilot, key, times)
+            t = source.clock.now()
+            landed.append(round(t, 1))
+            assert screen_of(app) == recorded_screen(run, t), f"at {t:.1f} s"
+            if run.snapshot(t) is None:  # before the cluster answered: it is starting, not unreachable
+                assert "UNREACHABLE" not in status_line(app) and "STARTING" in status_line(app)
+        # the stops: the brokers starting (no snapshot yet); just before the kill of broker 2 at 46.5 s; after
+        # it (its leaderships lost, none elected yet); after the election; back before the kill
+        assert landed[0] < -30 and 40 < landed[1] < 46.4 < landed[2] < 56 < landed[3] < 61.9, landed
+        assert 30 < landed[4] < 46.4, landed
+
+
+class ToldConsole(ReplayConsole):
+    """Keeps every toast posted (a toast goes after 4 s; on a busy machine a few key presses take longer)."""
+
+    CSS_PATH = Path(replay_app.__file__).parent / "app.tcss"  # a relative one is read beside this test
+    told: list[str]
+
+    @on(Notify)
+    def keep_toast(self, event: Notify) -> None:
+        self.told.append(f"{event.notification.title} {event.notification.message}".strip())
+
+
+@sync
+async def test_a_jump_raises_no_toast_and_playing_on_toasts_only_what_happened_then() -> None:
+    """Back from the end to 100 s, then playing: the stranger saw "leader of test-topic/0 moved 3 -> 2" and
+    "broker-1 running", changes between the end and 100 s, not in the seconds played. Played through the
+    kill at 46.5 s, the toasts for it do come."""
+    source = ReplaySource(RUN_DIR)
+    app = ToldConsole(source, poll_s=POLL_S)
+    app.told = []
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        await scrub(app, pilot, "right", 75)
+        app.told.clear()
+        await scrub(app, pilot, "left", 38)  # 290.8 - 190: 100.8 s, nothing changes until 115 s
+        assert 95 < source.clock.now() < 105
+        assert not app.told, "a jump is no change"
+        await pilot.press("space")  # play a second or two
+        await pilot.pause(1.0)
+        await pilot.press("space")
+        await pilot.pause(SETTLE_S)
+        assert source.clock.now() < 115 and not app.told, "nothing changed in those seconds of the run"
+        await scrub(app, pilot, "left", round((source.clock.now() - 40) / SCRUB_S))  # about 40 s, before the kill
+        assert 35 < source.clock.now() < 45
+        assert not app.told
+        await pilot.press("4", "space")  # play through the kill at 4x
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if source.clock.now() > 60:
+                break
+        assert any("broker-2 killed" in n for n in app.told) and any("leaders moved" in n for n in app.told), app.told
+
+
+@sync
+async def test_results_before_the_replayed_runs_end_names_that_run() -> None:
+    """Scrubbed back from the report, Results said "the last run's verdict" of the very run being replayed."""
+    source = ReplaySource(RUN_DIR)
+    app = ReplayConsole(source, poll_s=POLL_S)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        await scrub(app, pilot, "right", 75)
+        await scrub(app, pilot, "left", 20)  # 190 s: analysing, before the verdict was in
+        text = " ".join(str(app.query_one("#verdict", Static).render()).split())
+        assert "last run" not in text, text
+        assert "the replayed run's verdict" in text and RUN_DIR.name in text, text
+        assert "a run is under way" not in text, text  # nothing runs: the replay has not reached the end
+
+
+@sync
+async def test_ctrl_q_quits_a_replay_without_asking_to_stop_a_live_run() -> None:
+    source = ReplaySource(RUN_DIR)
+    app = ReplayConsole(source, poll_s=POLL_S)
+    async with app.run_test(size=SIZE) as pilot:
+        await scrub(app, pilot, "right", 20)  # mid-run: the recorded phase is live
+        assert app.run_frame.live
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.2)
+        assert not any(isinstance(s, ConfirmScreen) for s in app.screen_stack)
+        assert app.quitting
+
+
+@sync
+async def test_a_modal_pauses_the_replay_until_it_is_closed() -> None:
+    """The quit question (and the help, the palette) came up while the replay played on behind it, its toasts
+    over the buttons."""
+    source = ReplaySource(RUN_DIR)
+    app = ReplayConsole(source, poll_s=POLL_S)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        held = source.clock.now()
+        await pilot.pause(0.5)
+        assert source.clock.now() == held, "the replay played on behind the help"
+        await pilot.press("escape")
+        await pilot.pause(0.5)
+        assert not isinstance(app.screen, HelpScreen)
+        assert source.clock.now() > held + 0.3, "closed, the replay plays on"
+        await pilot.press("space", "question_mark", "escape")  # paused by hand: still paused after the modal
+        await pilot.pause(0.3)
+        assert source.clock.paused
+        at = source.clock.now()
+        await pilot.pause(0.3)
+        assert source.clock.now() == at
+
+
+def test_a_frame_read_before_a_jump_is_not_shown_after_it() -> None:
+    """A poll under way when the arrow is pressed brings the second left: shown after the jump it stood for the
+    new second, and the next frame toasted the difference."""
+    clock = ReplayClock(0.0, 100.0, wall=lambda: 0.0)
+    shown: list[str] = []
+    fetch = stamped(lambda: f"frame at {clock.now():g}", clock)
+    apply = unless_left(shown.append, clock)
+    before = fetch()
+    clock.seek(50)
+    apply(before)
+    apply(fetch())
+    assert shown == ["frame at 50"]
+
+
+def test_the_replay_says_its_cluster_was_starting_before_its_first_snapshot() -> None:
+    """Not "UNREACHABLE" (a failure), and every node is in the frame, those not named yet as not started."""
+    source = ReplaySource(RUN_DIR)
+    snapshot = source.snapshot(source.clock.start)
+    assert not snapshot.reachable and snapshot.error == CLUSTER_STARTING
+    nodes = source.nodes(source.clock.start)
+    assert [i.name for i in nodes.infos] == list(source.node_names)
+    assert all(i.state == NodeState.STOPPED and i.reason == "not started" for i in nodes.infos)
