@@ -6,6 +6,8 @@ The recordings are real runs (tests/recorded, see tests/test_replay.py); no clus
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
 from textual import on
@@ -16,14 +18,14 @@ from textual.widgets import Static
 from kafkalab.cluster import NodeState
 from kafkalab.feeds.frames import CLUSTER_STARTING
 from kafkalab.feeds.replay_source import ReplayClock, ReplaySource
-from kafkalab.labs.recording import RecordedRun
+from kafkalab.labs.recording import RECORDING, RecordedRun
 from kafkalab.ui import replay_app
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.chart import ThroughputChart
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, HelpScreen
-from kafkalab.ui.partitions import PartitionTable, row_key, row_of
+from kafkalab.ui.partitions import PartitionTable, clock_time, row_key, row_of
 from kafkalab.ui.replay_app import SCRUB_S, ReplayConsole, stamped, unless_left
 from tests.test_ui_app import sync
 
@@ -231,3 +233,45 @@ def test_the_replay_says_its_cluster_was_starting_before_its_first_snapshot() ->
     nodes = source.nodes(source.clock.start)
     assert [i.name for i in nodes.infos] == list(source.node_names)
     assert all(i.state == NodeState.STOPPED and i.reason == "not started" for i in nodes.infos)
+
+
+def unanswered_run_dir(root: Path) -> Path:
+    """Two brokers; the cluster answers at 1 s (broker 1 leads t/0), not at 5 s, again at 9 s (broker 2 leads)."""
+    run_dir = root / "unanswered"
+    run_dir.mkdir()
+    started = 1_700_000_000.0
+    (run_dir / "timeline.json").write_text(json.dumps({"lab": "unanswered", "started_at": started, "events": []}))
+    nodes = {"kind": "nodes", "nodes": [[f"broker-{n}", "broker", n, 9000 + n, "running", "", 100 + n, 0]
+                                        for n in (1, 2)]}
+
+    def snapshot(leader: int | None) -> dict[str, object]:
+        return {"kind": "snapshot", "reachable": leader is not None, "controller": leader,
+                "brokers": [1, 2] if leader else [],
+                "partitions": [["t", 0, leader, [1, 2], [1, 2], 1]] if leader else []}
+
+    lines = [{"ts": started, "kind": "phase", "phase": "running"}, {"ts": started, **nodes},
+             {"ts": started + 1, **snapshot(1)}, {"ts": started + 5, **snapshot(None)},
+             {"ts": started + 9, **snapshot(2)}, {"ts": started + 12, "kind": "phase", "phase": "done"}]
+    (run_dir / RECORDING).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return run_dir
+
+
+def test_scrubbed_into_a_silence_the_table_keeps_what_the_cluster_last_answered(tmp_path: Path) -> None:
+    """While the cluster did not answer, the console showed its last answer greyed, 'UNREACHABLE since' when it
+    stopped answering; scrubbed back into that from a later answer, it showed the later one."""
+    asyncio.run(_scrub_into_a_silence(ReplaySource(unanswered_run_dir(tmp_path))))
+
+
+async def _scrub_into_a_silence(source: ReplaySource) -> None:
+    app = ReplayConsole(source, poll_s=POLL_S)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        app.action_seek(20)  # to the end: broker 2 leads
+        await pilot.pause(SETTLE_S)
+        assert screen_of(app)["table"]["t/0"]["leader"] == "2"  # type: ignore[index]
+        app.action_seek(-5)  # 7 s: no answer since 5 s
+        await pilot.pause(SETTLE_S)
+        table = app.query_one(PartitionTable)
+        assert screen_of(app)["table"]["t/0"]["leader"] == "1" and table.stale  # type: ignore[index]
+        assert f"UNREACHABLE  brokers unreachable since {clock_time(1_700_000_005.0)}" in status_line(app)
+        assert screen_of(app)["roles"] == {1: "leads 1 · follows 0", 2: "leads 0 · follows 1"}
