@@ -27,7 +27,7 @@ from kafkalab.ui.app import LabConsole
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, InputScreen, TextScreen
 from tests.lab_fakes import World
 from tests.screen_text import svg_rows
-from tests.test_ui_app import settle, sync
+from tests.test_ui_app import settle, sync, type_line
 from tests.test_ui_feed import FakeSource, sample_run
 
 LAB = """\
@@ -189,7 +189,7 @@ async def test_a_change_the_lab_does_not_allow_is_refused_in_one_line(tmp_path: 
         await pilot.press("e")
         await pilot.pause()
         assert isinstance(app.screen, InputScreen)
-        await pilot.press(*"broker unclean.leader.election.enable=true", "enter")
+        await type_line(pilot, "broker unclean.leader.election.enable=true")
         await until(pilot, lambda: isinstance(app.screen, ErrorScreen))
         assert isinstance(app.screen, ErrorScreen) and app.screen.title_text == "change refused"
         assert "broker.unclean.leader.election.enable is not yours to change" in app.screen.message
@@ -202,9 +202,11 @@ async def test_a_change_the_lab_does_not_allow_is_refused_in_one_line(tmp_path: 
 @in_tmp
 async def test_an_allowed_change_is_listed_and_runs_with_the_demonstration(tmp_path: Path) -> None:
     async with console(tmp_path, lab_file(tmp_path)) as (app, pilot, source):
-        await pilot.press("e", *"producer.acks=all", "enter")
+        await pilot.press("e")
+        await type_line(pilot, "producer.acks=all")
         await until(pilot, lambda: "YOUR CHANGES  producer.acks=all" in lab_facts(app))
-        await pilot.press("t", *"test-topic rf=3", "enter")
+        await pilot.press("t")
+        await type_line(pilot, "test-topic rf=3")
         await until(pilot, lambda: "topic.test-topic.replication_factor=3" in lab_facts(app))
         assert "YOUR CHANGES  producer.acks=all, topic.test-topic.replication_factor=3" in lab_facts(app)
         lab = source.session.lab  # what g runs: the demonstration with the changes
@@ -271,7 +273,8 @@ async def test_the_grade_card_has_a_row_per_check_the_rules_and_the_score() -> N
 async def test_the_graded_check_runs_each_seed_and_shows_its_grade_not_the_demos_verdict(tmp_path: Path) -> None:
     lab = lab_file(tmp_path)
     async with console(tmp_path, lab, size=(160, 48)) as (app, pilot, source):
-        await pilot.press("e", *"producer.acks=all", "enter")
+        await pilot.press("e")
+        await type_line(pilot, "producer.acks=all")
         await until(pilot, lambda: "producer.acks=all" in lab_facts(app))
         await pilot.press("f")
         await until(pilot, lambda: app.run_frame.grade is not None)
