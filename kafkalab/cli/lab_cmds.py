@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from kafkalab.cli.common import with_mode
 from kafkalab.cli.console_cmd import cmd_console, console_args
 from kafkalab.cli.fix_cmds import add_change_args, answer, changed_lab, give_up, show_lab
+from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import progress
@@ -88,15 +89,16 @@ def cmd_labs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title="kafkalab labs", header_style="bold")
-    for col in ("#", "id", "title", "teaches", "offers"):
-        table.add_column(col, overflow="fold")
+    cells = []
     for r in rows:
         title, teaches = r["title"], r["teaches"]
         if "incident" in r["offers"] and not progress.load(r["id"]).revealed:
             title, teaches = "(an incident: its ticket in --show)", "named once you find the cause"  # no spoiler
-        table.add_row(str(r["number"]), r["id"], title, teaches, ", ".join(r["offers"]))
-    console.print(table)
+        offers = f"\n[dim]offers {', '.join(r['offers'])}[/]" if r["offers"] else ""  # under the id: 80 columns fit
+        cells.append([str(r["number"]), r["id"] + offers, escape(title), escape(teaches)])
+    # ids whole (they are what `run` takes), the prose wrapped between words
+    print_fitted(console, [Column("#", justify="right"), Column("id"), Column("title", Fit.WRAP),
+                           Column("teaches", Fit.WRAP)], cells, title="kafkalab labs")
     console.print("run one: kafkalab run ID [--headless]; read one: kafkalab labs --show ID", highlight=False)
     return 0
 
