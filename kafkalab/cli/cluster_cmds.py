@@ -17,12 +17,12 @@ from types import FrameType
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.progress import Progress as ProgressBar
-from rich.table import Table
 
 from kafkalab import KAFKA_VERSION, doctor, kafka_install
-from kafkalab.admin import Admin, ClusterSnapshot
+from kafkalab.admin import Admin, ClusterSnapshot, PartitionState
 from kafkalab.cli.common import (
     add_mode_args,
     add_state_dir,
@@ -34,6 +34,7 @@ from kafkalab.cli.common import (
     target_state_dir,
 )
 from kafkalab.cli.docker_cmds import add_backend_args, backend_argv, backend_from_args
+from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.control_socket import (
     NODE_ACTIONS,
@@ -295,9 +296,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _print_status(state_dir: Path, nodes: list[dict[str, Any]], snapshot: ClusterSnapshot,
                   quorum: dict[str, Any] | None = None) -> None:
-    table = Table(title=f"cluster in {state_dir}", title_justify="left")
-    for col in ("node", "state", "pid", "port", "uptime", "cpu %", "rss MB", "detail"):
-        table.add_column(col, no_wrap=col != "detail")  # names and numbers whole; the reason wraps
+    rows = []
     for n in nodes:
         broker_id = n["broker_id"]
         if quorum is not None:  # KRaft: the active controller of the quorum, not a broker's guess
@@ -307,9 +306,13 @@ def _print_status(state_dir: Path, nodes: list[dict[str, Any]], snapshot: Cluste
             name = str(n["name"]) + (" (controller)" if broker_id is not None and broker_id == snapshot.controller
                                      else "")
         rss = int(n["rss_bytes"] or 0)
-        table.add_row(name, str(n["state"]), str(n["pid"] or "-"), str(n["port"]), f"{n['uptime_s']:.0f}s",
-                      f"{n['cpu_percent']:.0f}", f"{rss / 2**20:.0f}", str(n["reason"]))
-    console.print(table)
+        rows.append([escape(name), str(n["state"]), str(n["pid"] or "-"), str(n["port"]), f"{n['uptime_s']:.0f}s",
+                     f"{n['cpu_percent']:.0f}", f"{rss / 2**20:.0f}", escape(str(n["reason"]))])
+    # names and numbers whole; the reason wraps between words
+    print_fitted(console, [Column("node"), Column("state"), Column("pid", justify="right"),
+                           Column("port", justify="right"), Column("up", justify="right"),
+                           Column("cpu %", justify="right"), Column("rss MB", justify="right"),
+                           Column("detail", Fit.WRAP)], rows, title=f"cluster in {state_dir}")
     if quorum is not None:
         _print_quorum(quorum)
     if not snapshot.reachable:
@@ -330,31 +333,33 @@ def _print_quorum(quorum: dict[str, Any]) -> None:
         return
     console.print(f"active controller: node {quorum['leader']}, epoch {quorum['epoch']}, "
                   f"high watermark {quorum['high_watermark']}")
-    table = Table()
-    for col in ("node", "role", "log end offset", "lag", "last fetch", "last caught up"):
-        table.add_column(col)
-
     def ago(ms: int | None) -> str:
         return "-" if ms is None else f"{ms / 1000:.1f}s ago"
 
+    rows = []
     for r in [*quorum["voters"], *quorum["observers"]]:
         role = ("leader" if r["node_id"] == quorum["leader"] else "follower") if r["voter"] else "observer"
         unknown = "?" if r["log_end_offset"] is None else None
-        table.add_row(str(r["node_id"]), role, unknown or str(r["log_end_offset"]), unknown or str(r["lag"]),
-                      ago(r["last_fetch_ms_ago"]), ago(r["last_caught_up_ms_ago"]))
-    console.print(table)
+        rows.append([str(r["node_id"]), role, unknown or str(r["log_end_offset"]), unknown or str(r["lag"]),
+                     ago(r["last_fetch_ms_ago"]), ago(r["last_caught_up_ms_ago"])])
+    print_fitted(console, [Column("node", justify="right"), Column("role"),
+                           Column("log end offset", justify="right"), Column("lag", justify="right"),
+                           Column("last fetch", justify="right"), Column("last caught up", justify="right")], rows)
 
 
 def _print_partitions(snapshot: ClusterSnapshot) -> None:
-    table = Table()
-    for col in ("topic", "partition", "leader", "replicas", "isr", "end offset", "status"):
-        table.add_column(col)
+    """A table per topic, the topic named once above it (as the console's partition table does)."""
+    topics: dict[str, list[PartitionState]] = {}
     for p in snapshot.partitions:
-        style = "" if p.status == "ok" else "red" if p.offline else "yellow"
-        table.add_row(p.topic, str(p.partition), str(p.leader if p.leader is not None else "none"),
-                      ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)),
-                      str(p.end_offset if p.end_offset is not None else "?"), p.status, style=style)
-    console.print(table)
+        topics.setdefault(p.topic, []).append(p)
+    columns = [Column("part", justify="right"), Column("leader", justify="right"), Column("replicas"),
+               Column("isr"), Column("end offset", justify="right"), Column("status")]
+    for topic, partitions in topics.items():
+        rows = [[str(p.partition), str(p.leader if p.leader is not None else "none"), ",".join(map(str, p.replicas)),
+                 ",".join(map(str, p.isr)), str(p.end_offset if p.end_offset is not None else "?"), p.status]
+                for p in partitions]
+        styles = ["" if p.status == "ok" else "red" if p.offline else "yellow" for p in partitions]
+        print_fitted(console, columns, rows, title=f"topic {escape(topic)}", row_styles=styles)
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markdown import Markdown
-from rich.table import Table
+from rich.markup import escape
 
 from kafkalab.cli.common import with_mode
 from kafkalab.cli.console_cmd import DEFAULT_RUNS_DIR
+from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import progress
@@ -191,16 +192,11 @@ def _record(attempt: FixAttempt, g: Grade) -> None:
 
 def print_grade(console: Console, g: Grade, fix: FixExercise) -> None:
     """The grade card: a row per check (PASS/FAIL, seen, wanted, runs it held in), the rules, score, verdict."""
-    table = Table(title=f"{g.lab_id}: grade of {g.who}", header_style="bold")
-    table.add_column("")
-    table.add_column("check")
-    table.add_column("seen", justify="right")
-    table.add_column("wanted")
-    table.add_column("held in", justify="right")
-    for row in g.rows:
-        table.add_row("[green]PASS[/]" if row.passed else "[red]FAIL[/]", row.text, row.seen_text,
-                      row.wanted_text, f"{row.runs_held}/{row.runs} runs")
-    console.print(table)
+    rows = [["[green]PASS[/]" if row.passed else "[red]FAIL[/]", escape(row.text), escape(row.seen_text),
+             escape(row.wanted_text), f"{row.runs_held}/{row.runs} runs"] for row in g.rows]
+    print_fitted(console, [Column(""), Column("check", Fit.WRAP), Column("seen", justify="right"),
+                           Column("wanted", Fit.WRAP), Column("held in", justify="right")], rows,
+                 title=f"{escape(g.lab_id)}: grade of {escape(g.who)}")
     if g.changes:
         console.print(f"changes: {', '.join(g.changes)}", highlight=False)
     for says in g.rules:
@@ -307,16 +303,17 @@ def cmd_grades(args: argparse.Namespace) -> int:
                           "" if g.time_on_task_s is None else num(g.time_on_task_s), g.score, r.attempts,
                           datetime.fromtimestamp(g.finished_at).isoformat(timespec="seconds"), str(r.path)))
         return 0
-    table = Table(title=f"kafkalab grades: {len(rows)} attendee-lab pairs, {len(grades)} attempts",
-                  header_style="bold")
-    for col in ("who", "lab", "solved", "hints", "time", "score", "attempts"):
-        table.add_column(col, justify="right" if col in ("hints", "score", "attempts") else "left", overflow="fold")
+    cells = []
     for r in rows:
         g = r.best
         style = "green" if g.passed else "yellow" if g.given_up else "red"
-        table.add_row(g.who, g.lab_id, f"[{style}]{r.solved}[/]", str(g.hints_taken), time_text(g), str(g.score),
-                      str(r.attempts))
-    Console().print(table)
+        cells.append([escape(g.who), g.lab_id, f"[{style}]{r.solved}[/]", str(g.hints_taken), time_text(g),
+                      str(g.score), str(r.attempts)])
+    # a name may wrap between its words, a lab id and the numbers never
+    print_fitted(Console(), [Column("who", Fit.WRAP), Column("lab"), Column("solved"), Column("hints", justify="right"),
+                             Column("time", Fit.WRAP), Column("score", justify="right"),
+                             Column("attempts", justify="right")], cells,
+                 title=f"kafkalab grades: {len(rows)} attendee-lab pairs, {len(grades)} attempts")
     return 0
 
 
