@@ -13,7 +13,7 @@ from pathlib import Path
 from textual import on
 from textual.notifications import Notify
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Static, TabbedContent
 
 from kafkalab.cluster import NodeState
 from kafkalab.feeds.frames import CLUSTER_STARTING
@@ -275,3 +275,23 @@ async def _scrub_into_a_silence(source: ReplaySource) -> None:
         assert screen_of(app)["table"]["t/0"]["leader"] == "1" and table.stale  # type: ignore[index]
         assert f"UNREACHABLE  brokers unreachable since {clock_time(1_700_000_005.0)}" in status_line(app)
         assert screen_of(app)["roles"] == {1: "leads 1 · follows 0", 2: "leads 0 · follows 1"}
+
+
+@sync
+async def test_the_replays_place_stays_in_the_top_bar_and_a_jump_back_leaves_the_report() -> None:
+    """While the recorded producer waited for a leader, its wait took the top bar's news and the replay's place
+    went; scrubbed back from the report, Results (which the report brought up, at 100 columns over the whole
+    row) stayed over the table. The Groups and Records tabs ask a cluster a replay has not."""
+    source = ReplaySource(RUN_DIR)
+    app = ReplayConsole(source, poll_s=POLL_S)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("space")
+        await scrub(app, pilot, "right", 75)
+        side = app.query_one("#side", TabbedContent)
+        assert side.active == "tab-results"
+        await scrub(app, pilot, "left", 46)  # 60.8 s: broker 2 killed, no leader for three partitions
+        topbar = str(app.query_one("#topbar", Line).render())
+        assert app.waiting and "waiting for a leader" in topbar and "replay paused · 2:00 of 5:50" in topbar, topbar
+        assert "g runs again" not in topbar
+        assert side.active == "tab-run" and app.query_one(PartitionTable).display
+        assert not app.check_action("show_tab", ("records",)) and not app.check_action("show_tab", ("groups",))

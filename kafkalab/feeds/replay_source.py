@@ -154,12 +154,14 @@ class ReplaySource(Source):
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at
         faults = self.recorded.faults(t)
         events = ((e["t"], e["kind"], e["detail"]) for e in self.recorded.events_until(t))
+        said = self.recorded.at("message", t)
         return RunFrame(
             live=phase in LIVE_PHASES, phase=phase, producer=producer, consumers=consumers,
             throughput=self.recorded.throughput(t), markers=markers(events),
             lab=lab_view(self.lab, faults) if self.lab is not None else None,
             report=report_view(self._result if result_in else None),
             settings=dict(self.lab.producer.settings) if self.lab is not None else {},
+            message=said["message"] if said is not None else "",
         )
 
     def close(self) -> None:

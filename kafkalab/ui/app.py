@@ -145,6 +145,7 @@ class LabConsole(App[None]):
         self.task_shown = False  # a lab's task was opened before its first run
         self.before_first_run = False  # the Lab tab, opened for the task, takes the whole row until the first run
         self.quitting = False
+        self.position = ""  # a replay's place in its run: in the top bar always, beside the phase
         self.register_theme(CONTRAST)
         if keymap:
             self.set_keymap(keymap)
@@ -423,6 +424,8 @@ class LabConsole(App[None]):
         state = Text.assemble(f" {lab} ", (f" run: {frame.phase} ", phase_style))
         if frame.grading:
             state.append(f" {frame.grading} ", style="bold black on yellow")
+        if self.position:
+            state.append(f" {self.position} ", style="bold reverse")
         self.query_one("#topbar", Line).show(fit_topbar(state, news, hint, self.size.width))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",

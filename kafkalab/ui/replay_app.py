@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widgets import TabbedContent
 
+from kafkalab.feeds.frames import RunFrame
 from kafkalab.feeds.replay_source import SPEEDS, ReplayClock, ReplaySource
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.controllers import MetadataPanes
@@ -18,6 +20,7 @@ SCRUB_S = 5.0
 REPLAY_POLL_S = 0.25
 LINGER_S = 3.0  # with exit_at_end: the results stay on screen this long before the app quits
 FRAME_POLLS = ("nodes", "admin", "run")  # the pollers reading the recording at the clock's second
+CLUSTER_TABS = ("groups", "records")  # tabs that ask a live cluster
 
 
 class ReplayConsole(LabConsole):
@@ -52,9 +55,18 @@ class ReplayConsole(LabConsole):
         results = self.query_one(ResultsPane)  # before the end, the verdict kept is this run's, not a last run's
         results.under_way = "the replay has not reached the run's end: its report appears here then"
         results.earlier_verdict = f"the replayed run's verdict ({self.replay.recorded.run_dir.name})"
+        side = self.query_one("#side", TabbedContent)
+        for tab in CLUSTER_TABS:  # they ask the cluster, which a replay has not: no records to send it
+            side.hide_tab(f"tab-{tab}")
         self.screen_change_signal.subscribe(self, self.hold_behind_modals)
+        self.show_instant()  # the first second at once, not empty panes until the first polls
         self.show_position()
         self.set_interval(0.25, self.show_position)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if (action == "show_tab" and parameters and parameters[0] in CLUSTER_TABS) or action == "next_group":
+            return False
+        return super().check_action(action, parameters)
 
     def hold_behind_modals(self, _screen: Screen[Any]) -> None:
         """While a question, the help or the palette is up, the replay waits (it played on behind them, its
@@ -69,10 +81,13 @@ class ReplayConsole(LabConsole):
         clock = self.replay.clock
         length = minutes(clock.end - clock.start)
         if clock.at_end:
-            self.set_action(f"replay at the end ({length}): ← scrubs back")
+            position = f"replay at the end ({length}): ← scrubs back"
         else:
             state = "paused" if clock.paused or clock.held else f"{clock.speed:g}x"
-            self.set_action(f"replay {state} · {minutes(clock.now() - clock.start)} of {length}")
+            position = f"replay {state} · {minutes(clock.now() - clock.start)} of {length}"
+        if position != self.position:  # beside the phase: what the recorded run waited for took the news' place
+            self.position = position
+            self.update_topbar()
         if self.exit_at_end and clock.at_end and self.run_frame.report is not None and not self.quitting:
             self.quitting = True
             self.set_timer(LINGER_S, self.exit)
@@ -95,6 +110,8 @@ class ReplayConsole(LabConsole):
         second left, polled before the jump, is dropped): no toast, no cell marked as changed, since nothing
         happened between the two seconds; the change toasts compare with this second from now on."""
         instant = self.replay.instant()
+        side = self.query_one("#side", TabbedContent)
+        had_report = self.run_frame.report is not None
         self.jumping = True
         try:
             with self.batch_update():
@@ -102,8 +119,17 @@ class ReplayConsole(LabConsole):
                 for snapshot in instant.snapshots:
                     self.apply_snapshot(snapshot)
                 self.apply_run(instant.run)
+                if had_report and instant.run.report is None and side.active == "tab-results":
+                    self.action_show_tab("run")  # the report brought Results up; before it, the run's clients
+                self.set_action(instant.run.message if instant.run.live else ended(instant.run))  # not the left's
         finally:
             self.jumping = False
+
+    def apply_run(self, frame: RunFrame) -> None:
+        was_live = self.run_frame.live
+        super().apply_run(frame)
+        if was_live and not frame.live:  # a replay starts no next run: not the live console's "g runs again"
+            self.set_action(ended(frame))
 
     def notify(self, message: str, **options: Any) -> None:
         """No toast while a jump is shown (see :meth:`show_instant`)."""
@@ -119,6 +145,13 @@ class ReplayConsole(LabConsole):
         self.show_position()
         for poller in self.pollers:
             poller.poll_now()
+
+
+def ended(frame: RunFrame) -> str:
+    """The top bar's news once the replayed run is over."""
+    if frame.report is not None and frame.report.analysed:
+        return "the run's end: its report is in Results (v)"
+    return f"the run's end ({frame.phase}): no report, Results (v) says why"
 
 
 def stamped(fetch: Callable[[], object], clock: ReplayClock) -> Callable[[], tuple[int, object]]:
