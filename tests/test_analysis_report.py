@@ -79,9 +79,14 @@ def test_a_report_read_back_from_its_json_is_the_report_written() -> None:
 
 def test_table_shows_partitions_totals_and_missing_audit_columns() -> None:
     console = Console(record=True, width=160)
-    make_report(dict.fromkeys(CLASSES, 0) | {"lost": 7}, audit=True).print(console)
+    report = make_report(dict.fromkeys(CLASSES, 0) | {"lost": 7}, audit=True)
+    report.print(console)
     text = console.export_text()
-    assert "t-0" in text and "total" in text and "leader" in text
+    assert "run r1 · topic t" in text and "all" in text and "leader" in text  # one topic: named once, above
+    assert "lost by" in text and report.verdict in text  # below the table, no longer its caption
+    two = make_report(dict.fromkeys(CLASSES, 0))
+    two.per_partition.append(PartitionRow("u", 1, dict(two.per_partition[0].counts)))
+    assert [row[0] for row in two.grid().rows] == ["t-0", "u-1"] and two.grid().topic is None  # two: on each row
     assert "brokers" in text  # the audit split has its columns
     assert "p.csv: 2 malformed line(s), skipped: 4, 9" in text
     assert "on local[2] (Spark 4.3.0, in the driver, 2 cores)" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,12 +14,29 @@ from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, Sample
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+# short, as the console's partition table has them: words wrap between them, never inside one
 HEADINGS = {
     "attempted": "sent", "acknowledged": "acked", "consumed_rows": "consumed", "lost": "lost",
-    "lost_by_brokers": "lost by\nbrokers", "missed_by_consumers": "missed by\nconsumers",
-    "duplicated": "dupl.", "redelivered": "redeliv.", "reordered": "reord.", "recovered": "recov.",
-    "unexpected": "unexp.",
+    "lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers",
+    "duplicated": "dupl.", "redelivered": "redel.", "reordered": "reord.", "recovered": "recov.",
+    "unexpected": "unexp.", "leader_changes": "leader moves",
 }
+
+
+@dataclass(frozen=True)
+class ReportGrid:
+    """The per-partition table as plain cells (counts with Rich markup): the CLI fits it to the terminal.
+
+    ``topic`` is the one topic every row is of (named once, above the table; the rows then give the partition
+    alone), None when the rows span topics (each row then reads ``topic-partition``). The first column is the
+    partition, every other a count; ``footers`` are the totals.
+    """
+
+    title: str
+    topic: str | None
+    headings: list[str]
+    rows: list[list[str]]
+    footers: list[str]
 
 
 @dataclass
@@ -107,33 +125,51 @@ class Report:
     def write_json(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
 
-    def table(self) -> RenderableType:
-        """The per-partition table with a totals row, for a terminal or a projector."""
-        from rich.table import Table
-
+    def grid(self) -> ReportGrid:
+        """The per-partition table's cells with a totals row: partitions down, counts across."""
         shown_classes = [c for c in CLASSES if self.audit or c not in AUDIT_CLASSES]
         leaders = any(row.leader_changes is not None for row in self.per_partition)
-        table = Table(title=f"run {self.run or '?'}", caption=self.verdict, show_footer=True,
-                      header_style="bold", footer_style="bold")
-        table.add_column("partition", footer="total")
+        topics = {row.topic for row in self.per_partition}
+        topic = next(iter(topics)) if len(topics) == 1 else None
+        headings = ["part" if topic else "partition"]
+        footers = ["all"]
         if leaders:
-            table.add_column("leader\nchanges", justify="right",
-                             footer=str(sum(r.leader_changes or 0 for r in self.per_partition)))
+            headings.append(HEADINGS["leader_changes"])
+            footers.append(f"{sum(r.leader_changes or 0 for r in self.per_partition):,}")
         for name in ("attempted", "acknowledged", "consumed_rows"):
-            table.add_column(HEADINGS[name], justify="right", footer=f"{self.totals[name]:,}")
+            headings.append(HEADINGS[name])
+            footers.append(f"{self.totals[name]:,}")
         for name in shown_classes:
-            table.add_column(HEADINGS[name], justify="right", footer=_cell(self.classes[name]))
+            headings.append(HEADINGS[name])
+            footers.append(_cell(self.classes[name]))
+        rows = []
         for row in self.per_partition:
-            cells = [f"{row.topic}-{row.partition}"]
+            cells = [str(row.partition) if topic else f"{row.topic}-{row.partition}"]
             if leaders:
-                cells.append("" if row.leader_changes is None else str(row.leader_changes))
+                cells.append("" if row.leader_changes is None else f"{row.leader_changes:,}")
             cells += [f"{row.counts[n] or 0:,}" for n in ("attempted", "acknowledged", "consumed_rows")]
             cells += [_cell(row.counts[n]) for n in shown_classes]
+            rows.append(cells)
+        title = f"run {self.run or '?'}" + (f" · topic {topic}" if topic else "")
+        return ReportGrid(title, topic, headings, rows, footers)
+
+    def table(self) -> RenderableType:
+        """The per-partition table with a totals row, at its natural width (the CLI fits :meth:`grid` instead)."""
+        from rich.table import Table
+
+        grid = self.grid()
+        table = Table(title=grid.title, show_footer=True, header_style="bold", footer_style="bold")
+        for i, (heading, footer) in enumerate(zip(grid.headings, grid.footers, strict=True)):
+            table.add_column(heading, footer=footer, justify="left" if i == 0 else "right", no_wrap=True)
+        for cells in grid.rows:
             table.add_row(*cells)
         return table
 
-    def print(self, console: Console) -> None:
-        console.print(self.table())
+    def print(self, console: Console, tables: Sequence[RenderableType] = ()) -> None:
+        """The table (``tables``: it fitted to the terminal, else :meth:`table`), the verdict, samples, inputs."""
+        for table in tables or [self.table()]:
+            console.print(table)
+        console.print(self.verdict, highlight=False)
         for name, found in self.samples.items():
             ids = ", ".join(f"{s.msg_id or '(no id)'} @{s.topic}-{s.partition}:{s.offset}" for s in found[:3])
             console.print(f"[dim]{name}:[/] {ids}{' …' if len(found) > 3 else ''}")

@@ -12,10 +12,13 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
 
 from kafkalab.analysis import analyze
 from kafkalab.analysis.job import CLASSES
+from kafkalab.analysis.report import Report
 from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession
+from kafkalab.cli.tables import Column, fitted_tables
 from kafkalab.errors import KafkalabError
 from kafkalab.settings_text import name_values
 
@@ -64,7 +67,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if to_stdout:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
-        report.print(console)
+        report.print(console, report_tables(report, console.width))
         if args.json is not None:
             report.write_json(args.json)
             console.print(f"[dim]report written to {args.json}[/]")
@@ -73,6 +76,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
         console.print(f"[bold red]failing on: {', '.join(failing)}[/]")
         return 1
     return 0
+
+
+def report_tables(report: Report, width: int) -> list[Table]:
+    """The report's per-partition table fitted to ``width``: short headings, the topic named once above it, counts
+    whole (columns that do not fit go to a second table, the partition repeated)."""
+    grid = report.grid()
+    columns = [Column(heading, justify="left" if i == 0 else "right", footer=footer)
+               for i, (heading, footer) in enumerate(zip(grid.headings, grid.footers, strict=True))]
+    return fitted_tables(columns, grid.rows, width, title=grid.title)
 
 
 @contextmanager

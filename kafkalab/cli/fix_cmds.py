@@ -312,7 +312,7 @@ def cmd_grades(args: argparse.Namespace) -> int:
     # a name may wrap between its words, a lab id and the numbers never
     print_fitted(Console(), [Column("who", Fit.WRAP), Column("lab"), Column("solved"), Column("hints", justify="right"),
                              Column("time", Fit.WRAP), Column("score", justify="right"),
-                             Column("attempts", justify="right")], cells,
+                             Column("tries", justify="right")], cells,
                  title=f"kafkalab grades: {len(rows)} attendee-lab pairs, {len(grades)} attempts")
     return 0
 

@@ -1,0 +1,147 @@
+"""The command line's tables at 80 and 100 columns, through the real `kafkalab` command (COLUMNS set, as a terminal
+of that width does): no line wider than the terminal, and no name or number cut to "…"."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from kafkalab.cli.fix_cmds import print_grade
+from kafkalab.cluster.process import marked_processes
+from kafkalab.labs import catalog, load_lab
+from kafkalab.labs.fix import FixExercise
+from kafkalab.labs.grade import Grade, GradeRow
+from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
+from tests.conftest import TEST_STATE_ROOT
+
+WIDTHS = (80, 100)
+TOPIC = "orders-ledger-topic"  # longer than the 'test…' the issue saw cut
+CUT = re.compile(r"\S…")  # an ellipsis glued to a word: a name or number cut (a list's " …" says "and more")
+
+
+def kafkalab(width: int, *args: str, timeout: float = 600) -> str:
+    result = subprocess.run([sys.executable, "-m", "kafkalab", *args], capture_output=True, text=True,
+                            timeout=timeout, env={**os.environ, "COLUMNS": str(width)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def assert_fits(out: str, width: int) -> None:
+    wide = [line for line in out.splitlines() if len(line) > width]
+    assert not wide, f"{len(wide)} lines wider than {width}:\n" + "\n".join(wide)
+    assert not CUT.search(out), out
+
+
+def cells(out: str) -> set[str]:
+    """Every cell of the tables: runs of text two or more spaces apart."""
+    return {cell for line in out.splitlines() for cell in re.split(r"\s{2,}", line.strip()) if cell}
+
+
+# ---- kafkalab diff ---------------------------------------------------------------------------------------
+def write_run(run: Path, records: int = 15_000, partitions: int = 6) -> None:
+    """A run's payload logs written by hand: 7 acknowledged records never consumed, 3 of them not in the topic."""
+    def log(name: str, columns: tuple[str, ...], rows: list[tuple[object, ...]]) -> None:
+        with (run / name).open("w", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(columns)
+            writer.writerows(rows)
+
+    run.mkdir(parents=True)
+    offsets = [seq // partitions for seq in range(records)]
+    log("producer-1.csv", PRODUCER_COLUMNS, [(f"r1:producer-1:{s}", s, TOPIC, s % partitions, offsets[s], f"k{s}",
+                                             "acked", "", 1_700_000_000_000 + s, f"v{s}") for s in range(records)])
+    log("consumer-1.csv", CONSUMER_COLUMNS, [(f"r1:producer-1:{s}", "consumer-1", TOPIC, s % partitions, offsets[s],
+                                             f"k{s}", 0, 1_700_000_000_000 + s, f"v{s}", "g")
+                                            for s in range(records - 7)])
+    log("audit-1.csv", CONSUMER_COLUMNS, [(f"r1:producer-1:{s}", "audit", TOPIC, s % partitions, offsets[s], f"k{s}",
+                                          0, 1_700_000_000_000 + s, f"v{s}", "") for s in range(records - 3)])
+
+
+@pytest.mark.spark
+def test_diff_fits_80_and_100_columns(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_run(run)
+    for width in WIDTHS:
+        out = kafkalab(width, "diff", "--producer", str(run / "producer-1.csv"), "--consumer",
+                       str(run / "consumer-1.csv"), "--audit", str(run / "audit-1.csv"))
+        assert_fits(out, width)
+        assert f"run r1 · topic {TOPIC}" in out  # the topic once, above the table
+        found = cells(out)
+        assert {"15,000", "14,993", "7", "3", "4"} <= found, out  # the totals whole
+        assert {"sent", "acked", "lost", "dupl."} <= found
+        assert "3 acknowledged records never reached the log" in out
+
+
+# ---- kafkalab labs, grades, the grade card ---------------------------------------------------------------
+@pytest.mark.parametrize("width", WIDTHS)
+def test_labs_fits(width: int) -> None:
+    out = kafkalab(width, "labs")
+    assert_fits(out, width)
+    found = cells(out)
+    assert {load_lab(path).id for path in catalog()} <= found  # every id whole, as `run` takes it
+
+
+def a_grade(who: str, lab: str, passed: bool) -> Grade:
+    row = GradeRow("acknowledged records lost by the brokers == 0", passed, 0 if passed else 1_234_567, 0,
+                   2 if passed else 0, 2)
+    return Grade(lab_id=lab, who=who, changes=["producer.acks=all"], rows=[row], rules=[], hints_taken=1,
+                 hint_cost=10, score=90 if passed else 0, passed=passed, runs=["r1", "r2"], seeds=[1, 2],
+                 duration_s=4000.0, time_on_task_s=12_345.0, given_up=False, finished_at=1_700_000_000.0)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_grades_fits(tmp_path: Path, width: int) -> None:
+    labs = ["orders-stall-during-maintenance", "consumer-receives-nothing", "min-isr-rf3"]
+    for i, lab in enumerate(labs):
+        folder = tmp_path / f"laptop-{i}"
+        folder.mkdir()
+        a_grade(f"Ada Augusta King, Countess of Lovelace {i}", lab, i % 2 == 0).write(folder)
+    out = kafkalab(width, "grades", str(tmp_path))
+    assert_fits(out, width)
+    assert set(labs) <= cells(out) and "1h06m40s" not in out  # ids whole
+    assert "12345" not in out and "PASS" in out and "FAIL" in out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_grade_card_fits(width: int) -> None:
+    console = Console(width=width, record=True, force_terminal=False)
+    fix = FixExercise(task="", allow=("producer.*",), expectations=(), solution=())
+    print_grade(console, a_grade("Ada Augusta King, Countess of Lovelace", "orders-stall-during-maintenance", False),
+                fix)
+    out = console.export_text()
+    assert_fits(out, width)
+    assert {"FAIL", "1234567", "0/2 runs"} <= cells(out), out
+
+
+# ---- kafkalab cluster status -----------------------------------------------------------------------------
+@pytest.mark.cluster
+def test_cluster_status_fits_80_and_100_columns() -> None:
+    """Two brokers, a topic on both, broker 2 killed: every partition under-replicated, each node's detail said."""
+    state = TEST_STATE_ROOT / "cli-widths"
+    target = ["--state-dir", str(state)]
+    try:
+        kafkalab(100, "cluster", "up", "--detach", "--brokers", "2", "--free-ports", *target)
+        kafkalab(100, "topic", "create", TOPIC, "--partitions", "3", "--replication-factor", "2", *target)
+        kafkalab(100, "broker", "kill", "2", "--wait", *target)
+        nodes = json.loads(kafkalab(100, "cluster", "status", "--json", *target))["nodes"]
+        for width in WIDTHS:
+            out = kafkalab(width, "cluster", "status", *target)
+            assert_fits(out, width)
+            found = cells(out)
+            assert f"topic {TOPIC}" in out and "under-replicated" in found, out
+            for node in nodes:
+                assert node["name"] in found and str(node["port"]) in found, out
+                # the detail whole, its words in order, wrapped between them at most
+                assert " ".join(str(node["reason"]).split()) in " ".join(out.split()), (node["reason"], out)
+    finally:
+        subprocess.run([sys.executable, "-m", "kafkalab", "cluster", "down", *target], capture_output=True,
+                       timeout=120)
+    assert not marked_processes(state)
