@@ -41,8 +41,9 @@ def assert_fits(out: str, width: int) -> None:
 
 
 def cells(out: str) -> set[str]:
-    """Every cell of the tables: runs of text two or more spaces apart."""
-    return {cell for line in out.splitlines() for cell in re.split(r"\s{2,}", line.strip()) if cell}
+    """Every cell of the tables: runs of text two or more spaces (or a box's vertical lines) apart."""
+    return {cell for line in out.splitlines() for cell in re.split(r"\s{2,}", re.sub("[│┃]", "  ", line).strip())
+            if cell}
 
 
 # ---- kafkalab diff ---------------------------------------------------------------------------------------
