@@ -139,6 +139,7 @@ async def test_toasts_fold_and_leave_the_partition_table_clear_at_100x30() -> No
         assert 1 <= len(shown) <= 2, toasts(app)  # a node's state, the leaders that moved
         assert any("broker-3 killed" in said for said in toasts(app)), toasts(app)
         assert not any("broker-2" in said for said in toasts(app)), toasts(app)  # older news, replaced
+        assert any(said.startswith("leaders moved: test-topic/") for said in toasts(app)), toasts(app)
         table = app.query_one("#partitions").region
         for toast in shown:
             assert not toast.region.overlaps(table), (toast.region, table)

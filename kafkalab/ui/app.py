@@ -325,7 +325,7 @@ class LabConsole(App[None]):
             pane.show_roles(controller == pane.broker_id, *self._counts(snapshot, pane.broker_id),
                             reachable=True)
         if previous is not None and previous.reachable:
-            moves = leader_moves(previous, snapshot)
+            moves = leader_moves(previous, snapshot, short=True)
             if moves:
                 more = f" (+{len(moves) - MOVES_IN_A_TOAST} more)" if len(moves) > MOVES_IN_A_TOAST else ""
                 self.notify("\n".join(moves[:MOVES_IN_A_TOAST]) + more, title="leaders moved", timeout=5,

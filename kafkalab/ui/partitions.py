@@ -65,8 +65,9 @@ def diff_rows(old: Mapping[str, Row], new: Mapping[str, Row]) -> TableDiff:
     return diff
 
 
-def leader_moves(old: ClusterSnapshot, new: ClusterSnapshot) -> list[str]:
-    """'leader of t/3 moved 2 -> 1' for every partition whose leader changed between two snapshots.
+def leader_moves(old: ClusterSnapshot, new: ClusterSnapshot, short: bool = False) -> list[str]:
+    """'leader of t/3 moved 2 -> 1' for every partition whose leader changed between two snapshots; ``short``:
+    't/3: 2 -> 1' (a toast titled "leaders moved", one line each in the 34 columns it has at 100x30).
 
     Only a partition that kept its replicas counts: a topic deleted and created again (a reused cluster's
     next run) gets a new assignment led by its first replica, and no leader moved."""
@@ -75,8 +76,8 @@ def leader_moves(old: ClusterSnapshot, new: ClusterSnapshot) -> list[str]:
     for p in new.partitions:
         was = before.get(row_key(p))
         if was is not None and was.replicas == p.replicas and was.leader != p.leader:
-            moves.append(f"leader of {row_key(p)} moved {'none' if was.leader is None else was.leader} -> "
-                         f"{'none' if p.leader is None else p.leader}")
+            change = f"{'none' if was.leader is None else was.leader} -> {'none' if p.leader is None else p.leader}"
+            moves.append(f"{row_key(p)}: {change}" if short else f"leader of {row_key(p)} moved {change}")
     return moves
 
 
