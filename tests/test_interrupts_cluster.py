@@ -2,7 +2,7 @@
 items 0-3): a signal sent to its process group at a phase's line, then the exit code, result.json, --json
 out.json and report.json read, and every process the command started looked for by pid.
 
-Four runs of setup-check, three of them cut short: about 4 minutes on 2 idle cores (a loaded machine: more).
+Four runs of setup-check, three of them cut short: 86 s in all on 2 cores (a loaded machine: more).
 Run under the cluster lock: ``flock /tmp/kafkalab-cluster.lock .venv/bin/pytest tests/test_interrupts_cluster.py``.
 """
 
