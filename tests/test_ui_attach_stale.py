@@ -80,6 +80,8 @@ async def test_a_fresh_cluster_starting_clears_the_last_clusters_waits_rows_and_
         facts = str(pane.query_one(".facts-line", Static).render())
         assert "leads" not in facts and "follows" not in facts, facts
         assert app.snapshot is None
+        counts = str(app.query_one("#producer-counts", Static).render())
+        assert counts == "not started", f"the last run's producer stayed: {counts}"
         assert "★" not in str(pane.border_title or ""), "the old cluster's controller mark stayed"
 
 

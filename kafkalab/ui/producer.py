@@ -74,6 +74,7 @@ class ProducerPane(Vertical):
     def __init__(self) -> None:
         super().__init__(id="producer")
         self.border_title = "producer"
+        self.shown = False  # a producer's counts are on the pane
 
     def compose(self) -> ComposeResult:
         yield Line(id="producer-settings")
@@ -84,8 +85,15 @@ class ProducerPane(Vertical):
 
     def show(self, stats: ProducerStats | None, settings: Mapping[str, str], throughput: list[float]) -> None:
         self.query_one("#producer-settings", Line).show(settings_line(settings))
-        if stats is None:
+        if stats is None:  # no producer in this run yet (a fresh cluster starting): the last run's counts go
+            if self.shown:
+                self.shown = False
+                self.query_one(ProgressBar).update(total=1, progress=0)
+                self.query_one("#producer-counts", Line).show("not started")
+                self.query_one("#producer-failures", Line).show("")
+                self.query_one(Sparkline).data = []
             return
+        self.shown = True
         title = "producer" if stats.name == "producer" else f"producer {stats.name}"
         if self.border_title != title:  # a title set repaints the pane: only on a change
             self.border_title = title
