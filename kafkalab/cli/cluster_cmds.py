@@ -311,7 +311,7 @@ def _print_status(state_dir: Path, nodes: list[dict[str, Any]], snapshot: Cluste
     # names and numbers whole; the reason wraps between words
     print_fitted(console, [Column("node"), Column("state"), Column("pid", justify="right"),
                            Column("port", justify="right"), Column("up", justify="right"),
-                           Column("cpu %", justify="right"), Column("rss MB", justify="right"),
+                           Column("cpu%", justify="right"), Column("MB", justify="right"),
                            Column("detail", Fit.WRAP)], rows, title=f"cluster in {state_dir}")
     if quorum is not None:
         _print_quorum(quorum)
