@@ -199,6 +199,7 @@ class FakeConsumer:
         self.state = ClientState.STARTING
         self.announced = False
         self.stop_calls = 0
+        self.end_calls = 0  # ended by the run's stop: no close
 
     def start(self) -> None:
         self.started_at = time.monotonic()
@@ -208,7 +209,14 @@ class FakeConsumer:
         self.stop_calls += 1
         self.state = ClientState.FINISHED
 
+    def end(self) -> None:
+        self.end_calls += 1
+        self.state = ClientState.FINISHED
+
     def crash(self) -> None:
+        self.state = ClientState.CRASHED
+
+    def kill_stopped(self) -> None:
         self.state = ClientState.CRASHED
 
     def join(self, timeout: float | None = None) -> bool:

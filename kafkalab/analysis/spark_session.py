@@ -229,8 +229,9 @@ def stop_jvm(session: SparkSession) -> None:
     SparkContext._jvm = None
 
 
-# SIGTERM lets Spark's shutdown hooks remove its temp dirs; SIGKILL after this (they took over 5 s on 2 busy cores)
-JVM_END_S = 1.0
+# SIGTERM lets Spark's shutdown hooks remove its temp dirs; SIGKILL after this (they took over 5 s on 2 busy
+# cores, and 1 s was not enough even on an idle machine: the end of an analysis stopped by Ctrl-C waited for it)
+JVM_END_S = 0.5
 
 
 def end_jvm() -> None:

@@ -37,6 +37,7 @@ class ChildClient:
         self._error: str | None = None  # why it could not start, or why it failed
         self._last_error: str | None = None
         self._crash_requested = False
+        self._ended_by_stop = False  # killed because the run was stopped, not crashed
 
     def _spawn(self, spec: dict[str, Any], background: bool = False) -> None:
         """Start the child and hand it ``spec``. ``background``: niced, in a session of its own (so its
@@ -88,6 +89,12 @@ class ChildClient:
         if self._proc is not None and self._proc.poll() is None:
             self._crash_requested = True
             os.kill(self._proc.pid, signal.SIGKILL)
+
+    def kill_stopped(self) -> None:
+        """SIGKILL the child because its run was stopped and it did not end in time: said as that, not a crash
+        (its log stays ``.partial``)."""
+        self._ended_by_stop = True
+        self._kill()
 
     def _read(self) -> None:
         proc = self._proc

@@ -63,9 +63,9 @@ def json_sink() -> Sink:
 
 
 def serve(make_loop: Callable[[dict[str, Any], Sink], L], words: Mapping[str, Callable[[L], None]],
-          orphaned: str, stats_every: float) -> int:
-    """Run a client loop in this process: read the spec, obey control words (Ctrl-C acts as ``stop``),
-    report stats until the loop ends. Returns the exit status.
+          orphaned: str, stats_every: float, interrupted: str = "stop") -> int:
+    """Run a client loop in this process: read the spec, obey control words (Ctrl-C and SIGHUP act as the word
+    ``interrupted``: the parent is stopping its run), report stats until the loop ends. Returns the exit status.
 
     When stdin closes or the parent's pid changes (it died, even by SIGKILL: the child is re-parented), the
     parent is gone: the word ``orphaned`` is obeyed, and the process ends after ``ORPHAN_END_S`` whatever the
@@ -108,7 +108,7 @@ def serve(make_loop: Callable[[dict[str, Any], Sink], L], words: Mapping[str, Ca
             time.sleep(stats_every)
 
     for sig in (signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: words["stop"](loop))
+        signal.signal(sig, lambda *_: words[interrupted](loop))
     threading.Thread(target=watch_stdin, daemon=True).start()
     threading.Thread(target=watch_parent, daemon=True).start()
     threading.Thread(target=report, daemon=True).start()

@@ -47,6 +47,11 @@ class Consumer(ChildClient):
         """Clean close: finish the record in hand, store/commit as configured, leave the group."""
         self._send("stop")
 
+    def end(self) -> None:
+        """The run was stopped: the log written, then the process ends without the close (no leave-group, no
+        final commit: nothing waits on the brokers the stop is ending)."""
+        self._send("end")
+
     def crash(self) -> None:
         """Abrupt end (SIGKILL): no close, no leave-group, no final commit; the log stays ``.partial``."""
         self._kill()
@@ -55,7 +60,10 @@ class Consumer(ChildClient):
         final["group_state"] = "dead"
         if self._crash_requested:
             final["log_path"] = str(self.log_path) + ".partial"
-            self._emit("crashed", "killed (no close, no leave-group, no commit)")
+            if self._ended_by_stop:
+                self._emit("finished", "killed with the run's stop (it had not ended): its log stays .partial")
+            else:
+                self._emit("crashed", "killed (no close, no leave-group, no commit)")
 
     def stats(self) -> ConsumerStats:
         s = self._stats

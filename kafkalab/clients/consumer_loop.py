@@ -1,8 +1,10 @@
 """The course consumer's poll loop, run as ``python -m kafkalab.clients.consumer_loop`` by ``Consumer``.
 
 Spoken to as ``child_io`` describes: the spec is the validated config's fields and the log dir; the word
-``stop`` asks for a clean close. A ``crash`` control record ends the process at once, as an uncaught
-exception ends the course's Java app: no close, no leave-group, no final commit.
+``stop`` asks for a clean close; ``end`` (a stopped run's, and Ctrl-C's) ends the process once the log is
+written, without librdkafka's close: no leave-group, no final commit, nothing to wait for. A ``crash`` control
+record ends the process at once, as an uncaught exception ends the course's Java app: no close, no leave-group,
+no final commit.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class ConsumerLoop:
         self.log_path = Path(log_dir) / f"{config.name}.csv"
         self._sink = sink
         self.stop_requested = threading.Event()
+        self.end_requested = False  # the run was stopped: the log written, no close (see end_now)
         self._rows = ConsumedRows(config.name, config.topic, config.group_id)
         self.received = 0
         self.processed = 0
@@ -144,7 +147,10 @@ class ConsumerLoop:
                     break
         finally:
             lag_done.set()
-            lag_thread.join()
+            if not self.end_requested:  # ended at once: the lag thread dies with the process
+                lag_thread.join()
+        if self.end_requested:
+            self.end_now()
         self.state = ClientState.CLOSING
         consumer.close()  # commits stored offsets when auto-commit is on; leaves the group
         self.group_state = "left"
@@ -152,6 +158,20 @@ class ConsumerLoop:
         self.state = ClientState.FINISHED
         self.event("finished", f"{self.processed} processed; log {path}")
         return 0
+
+    def end_now(self) -> None:
+        """The run was stopped: the log closed complete (every row processed is in it), the last report sent,
+        and the process ended without librdkafka's close (its leave-group and commit wait on brokers the
+        stopped run is ending; the consumer object's destructor would close it too)."""
+        assert self._log is not None  # the loop ran
+        path = self._log.close(complete=True)
+        self.state = ClientState.FINISHED
+        self.group_state = "dead"
+        self.event("finished", f"{self.processed} processed; log {path}; ended with the run's stop: "
+                   "no leave-group, no final commit")
+        self.report_stats()
+        sys.stdout.flush()
+        os._exit(0)
 
     def fail(self, exc: BaseException) -> None:
         self.state = ClientState.FAILED
@@ -286,7 +306,12 @@ def main() -> int:
     def stop(loop: ConsumerLoop) -> None:
         loop.stop_requested.set()
 
-    return serve(make_loop, {"stop": stop}, orphaned="stop", stats_every=_STATS_EVERY_S)
+    def end(loop: ConsumerLoop) -> None:
+        loop.end_requested = True
+        loop.stop_requested.set()
+
+    return serve(make_loop, {"stop": stop, "end": end}, orphaned="stop", interrupted="end",
+                 stats_every=_STATS_EVERY_S)
 
 
 if __name__ == "__main__":

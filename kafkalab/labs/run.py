@@ -377,8 +377,12 @@ class LabRun:
 
     def _teardown(self) -> None:
         """Whatever happened: clients ended, the watch stopped (its helper process too), every node stopped, data
-        dirs removed."""
+        dirs removed. A stopped run does these side by side, none waiting on a graceful end (see
+        :meth:`_teardown_stopped`)."""
         self.say("stopping the clients" + ("" if self.keep_cluster else " and the cluster"))
+        if self.abort.is_set():
+            self._teardown_stopped()
+            return
         try:
             if self.clients is not None:
                 self.clients.close()
@@ -389,6 +393,43 @@ class LabRun:
                 self.watch_snapshots.close()
         if not self.keep_cluster:
             self.end_cluster("run ended")
+
+    def _teardown_stopped(self) -> None:
+        """A stopped run (Ctrl-C, the console's stop): its files and every process ended, not a graceful leave.
+        The clients (ended without their close unless the cluster is kept, each wait bounded), the watch and
+        its helper, and the nodes (SIGKILL) are independent: done at once in threads, so the stop takes the
+        longest of them, not their sum (about 1 s, 0.5 s and 0.5 s on 2 loaded cores). The first error is raised
+        once all are done."""
+        steps: list[Callable[[], None]] = [self._end_watch]
+        if self.clients is not None:  # a kept cluster outlives the stop: there its groups are left cleanly, as
+            # the next run deletes them (a member that did not leave holds its group for the session timeout)
+            steps.append(self.clients.close if self.keep_cluster else self.clients.end_stopped)
+        if not self.keep_cluster:
+            steps.append(lambda: self.end_cluster("run ended"))
+        errors: list[BaseException] = []
+
+        def step(work: Callable[[], None]) -> None:
+            try:
+                work()
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=step, args=(work,), name=f"kafkalab-stop-{i}", daemon=True)
+                   for i, work in enumerate(steps)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()  # each step bounds its own waits
+        if errors:
+            raise errors[0]
+
+    def _end_watch(self) -> None:
+        try:
+            if self.watch is not None:
+                self.watch.stop()
+        finally:
+            if self.watch_snapshots is not None:
+                self.watch_snapshots.close()
 
     def end_cluster(self, reason: str) -> None:
         """Every node ended (shown as stopped with ``reason``), data dirs removed; once."""

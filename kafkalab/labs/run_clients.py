@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalab.clients import ClientState, Consumer, ConsumerStats, Producer, ProducerStats
+from kafkalab.clients.child_client import ChildClient
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
 from kafkalab.labs.events import EventKind
@@ -19,7 +20,10 @@ from kafkalab.labs.model import ConsumerPlan, Lab
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.timeline import Timeline
 
-CLEAN_CLOSE_S = 1.5  # a stopped run's consumers close cleanly within this, or are killed: a Ctrl-C acts in ~2 s
+CLEAN_CLOSE_S = 1.5  # an ended run's consumers close cleanly within this, or are killed
+# a stopped run's clients end (logs written, no close) within this, or are killed: a Ctrl-C's exit is ~1-2 s;
+# their own end takes 0.3-1 s on 2 loaded cores (a Python process exiting, niced for the producer)
+STOPPED_END_S = 1.2
 
 
 @dataclass
@@ -160,8 +164,8 @@ class RunClients:
 
     def close(self, clean_s: float = CLEAN_CLOSE_S) -> None:
         """Whatever happened: the producer ended without draining; running consumers asked to close cleanly
-        (a stop is not a crash, and the timeline must not call it one), crashed if not closed within
-        ``clean_s`` (a paused broker can hold a close for its session timeout)."""
+        (their leave-group and final commit), crashed if not closed within ``clean_s`` (a paused broker can
+        hold a close for its session timeout)."""
         if self.producer is not None and self.producer.running:
             self.producer.stop(drain=False)
         running = [c for instances in self.consumers.values() for c in instances if c.running]
@@ -174,3 +178,22 @@ class RunClients:
                 c.join(5)
         if self.producer is not None and self.producer.running:
             self.producer.join(15)
+
+    def end_stopped(self, bound_s: float = STOPPED_END_S) -> None:
+        """The run was stopped (Ctrl-C, the console's stop): every client ends now, its log written, none
+        waited for past ``bound_s``. Consumers end without their close (a stop needs their files, not a
+        leave-group or a commit on brokers being ended); the producer purges. One still running at the bound is
+        killed, and said to have ended with the stop (a stop is not a crash: the timeline must not call it one)."""
+        consumers = [c for instances in self.consumers.values() for c in instances if c.running]
+        for consumer in consumers:
+            consumer.end()
+        clients: list[ChildClient] = list(consumers)
+        if self.producer is not None and self.producer.running:
+            self.producer.stop(drain=False)
+            clients.append(self.producer)
+        deadline = time.monotonic() + bound_s
+        for c in clients:
+            if not c.join(max(0.0, deadline - time.monotonic())):
+                c.kill_stopped()
+        for c in clients:
+            c.join(2)

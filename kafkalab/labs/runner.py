@@ -45,6 +45,7 @@ class HeadlessRun:
                                   controller_ports=list(chosen.controller_ports))
         self.session.add_listener(self._on_event)
         self._lock = threading.Lock()
+        self._jvm_ending: threading.Thread | None = None  # the Spark JVM ended beside a stopped run's teardown
 
     def _on_event(self, event: SessionEvent) -> None:
         try:
@@ -67,7 +68,7 @@ class HeadlessRun:
         lab = self.session.lab
         self.console.print(f"[bold]{lab.id}[/]: {lab.title}", highlight=False)
         if not self.console.is_terminal:
-            return self.session.run()
+            return self.session.run(on_stop=self._end_jvm_now)
         columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=True) as bar:
             task = bar.add_task("starting", total=1.0)
@@ -77,7 +78,15 @@ class HeadlessRun:
                 done = st.producer.progress if st.producer is not None else 0.0
                 bar.update(task, completed=done, description=f"{st.phase}: {st.message}"[:70])
 
-            return self.session.run(on_tick=tick, tick_s=0.25)
+            return self.session.run(on_tick=tick, tick_s=0.25, on_stop=self._end_jvm_now)
+
+    def _end_jvm_now(self) -> None:
+        """A signal stopped the run: its Spark JVM is ended now, in a thread beside the run's teardown (a
+        stopped run has no analysis to come; ending it after the teardown added its second or so to the exit)."""
+        from kafkalab.analysis.spark_session import end_jvm
+
+        self._jvm_ending = threading.Thread(target=end_jvm, name="kafkalab-end-jvm", daemon=True)
+        self._jvm_ending.start()
 
     def close(self) -> None:
         """Whatever ended the run: the Spark session this runner started, and its JVM, ended and waited for
@@ -86,6 +95,8 @@ class HeadlessRun:
         self.session.stop_run()
         from kafkalab.analysis.spark_session import end_jvm
 
+        if self._jvm_ending is not None:
+            self._jvm_ending.join()  # end_jvm's waits are bounded
         end_jvm()
 
 

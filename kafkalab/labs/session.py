@@ -193,10 +193,12 @@ class LabSession:
                 return None
         return self.result
 
-    def run(self, on_tick: Callable[[], None] = lambda: None, tick_s: float = 0.2) -> RunResult:
+    def run(self, on_tick: Callable[[], None] = lambda: None, tick_s: float = 0.2,
+            on_stop: Callable[[], None] = lambda: None) -> RunResult:
         """start_run + wait, calling ``on_tick`` every ``tick_s`` (a progress line). Ctrl-C (SIGINT), SIGTERM or
         SIGHUP (the terminal closed) stops the run cleanly, its files written, then :class:`Interrupted` is
-        raised. A run whose thread ended without a result raises KafkalabError saying why."""
+        raised; ``on_stop`` is called as the stop begins (the headless runner ends its Spark JVM meanwhile). A run
+        whose thread ended without a result raises KafkalabError saying why."""
         signals: list[int] = []
         previous = {}
         if threading.current_thread() is threading.main_thread():
@@ -215,6 +217,7 @@ class LabSession:
                     self._emit(RunMessage(f"stopping ({signal_name(signals[0])}): ending the clients and the "
                                           "cluster, keeping the run's files"))
                     self.stop_run(timeout=0)
+                    on_stop()
                 on_tick()
         except KeyboardInterrupt:  # a handler installed meanwhile (Spark's) raises instead
             signals.append(signal.SIGINT)
