@@ -118,3 +118,23 @@ def test_the_cause_travels_with_the_node_to_the_cli_and_the_recording() -> None:
     # a recording made before nodes had a cause: eight columns
     old = node_of(["zookeeper", "zookeeper", None, 2181, "running", "ready in 2.0s", 11, 0])
     assert (old.kind, old.state, old.cause) == (NodeKind.ZOOKEEPER, NodeState.RUNNING, None)
+
+
+def test_a_node_that_is_down_has_no_pid_in_its_info_until_reaped_too(tmp_path: Path) -> None:
+    """Killed or ended, its process not reaped yet (no tick since): the info says no pid, no usage, no uptime;
+    the node itself still knows the pid, for the supervision and the reaping that must end that process."""
+    node, backend = running_broker(tmp_path)
+    proc = backend.launched[-1]
+    proc.usage = lambda: (55.0, 2**30)  # type: ignore[method-assign]
+    assert (node.info().pid, node.info().cpu_percent, node.info().rss_bytes) == (4242, 55.0, 2**30)
+    node.kill()  # SIGKILL sent, not reaped
+    info = node.info()
+    assert info.state == NodeState.KILLED and node.pid == 4242
+    assert (info.pid, info.cpu_percent, info.rss_bytes, info.uptime_s) == (None, 0.0, 0, 0.0)
+    assert info.as_dict()["pid"] is None  # what `kafkalab cluster status` prints
+    node.start()
+    node.tick()
+    node.tick()
+    assert node.info().pid == 4242  # running again: a process, a pid
+    node.end("run ended")
+    assert node.state == NodeState.STOPPED and node.pid == 4242 and node.info().pid is None

@@ -373,9 +373,11 @@ class Node:
         return proc.pid if proc is not None else None
 
     def info(self) -> NodeInfo:
-        proc = self._proc
+        """The node as shown: a node that is down has no pid, uptime, cpu or memory, though its process may not be
+        reaped yet (supervision and reaping read :attr:`pid`, the process's own, not this view)."""
+        proc = self._proc if self.state.alive else None
         cpu, rss = proc.usage() if proc is not None else (0.0, 0)
-        alive = proc is not None and self.state.alive
+        alive = proc is not None
         return NodeInfo(
             name=self.name, kind=self.kind, broker_id=self.broker_id, port=self.port,
             state=self.state, reason=self.reason, pid=proc.pid if proc is not None else None,

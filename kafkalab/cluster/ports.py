@@ -69,24 +69,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports (:func:`free_port` each, none picked twice)."""
+    chosen: list[int] = []
+    while len(chosen) < count:
+        if (port := free_port()) not in chosen:
+            chosen.append(port)
+    return chosen
+
+
 def pick_free_ports(spec: ClusterSpec) -> None:
     """Give every node of ``spec`` its own free port, none of them a default: what `--free-ports` means in every
     command (picked now, so two clusters started at once never both reach for a default; one taken by the
     start is replaced then, as ``spec.free_ports`` allows)."""
-    chosen: set[int] = set()
-
-    def pick() -> int:
-        while (port := free_port()) in chosen:
-            pass
-        chosen.add(port)
-        return port
-
+    brokers = len(spec.broker_ids)
+    controllers = len(spec.controller_ports) if spec.kraft else 0
+    ports = free_ports((0 if spec.kraft else 1) + brokers + controllers)
     spec.free_ports = True
     if not spec.kraft:
-        spec.zk_port = pick()
-    spec.broker_ports = [pick() for _ in spec.broker_ids]
+        spec.zk_port = ports.pop(0)
+    spec.broker_ports = ports[:brokers]
     if spec.kraft:  # formatted storage pins them again at start (:func:`pin_recorded_ports`)
-        spec.controller_ports = [pick() for _ in spec.controller_ports]
+        spec.controller_ports = ports[brokers:]
 
 
 def spec_ports(spec: ClusterSpec) -> list[int]:

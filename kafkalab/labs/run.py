@@ -72,14 +72,10 @@ class PortChoice:
     def picked(cls, lab: Lab) -> PortChoice:
         """Distinct free ports for every listener ``lab``'s cluster has (ZooKeeper, brokers and, in KRaft mode,
         the controllers), picked now: two runs started at once never both reach for a default port."""
-        from kafkalab.cluster.ports import free_port
+        from kafkalab.cluster.ports import free_ports
 
         controllers = lab.cluster.controllers if lab.cluster.mode == "kraft" else 0
-        chosen: list[int] = []
-        while len(chosen) < 1 + lab.cluster.brokers + controllers:
-            if (port := free_port()) not in chosen:
-                chosen.append(port)
-        zk, *rest = chosen
+        zk, *rest = free_ports(1 + lab.cluster.brokers + controllers)
         return cls(True, zk, tuple(rest[:lab.cluster.brokers]), tuple(rest[lab.cluster.brokers:]))
 
 
