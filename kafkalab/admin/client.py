@@ -11,7 +11,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import (
+    OFFSET_INVALID,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -136,13 +143,15 @@ class Admin:
                      wait_s: float | None = None) -> dict[tuple[str, int], int]:
         """The offsets ``spec`` names (earliest, latest, for a timestamp) of the partitions that answer in time.
 
-        For a timestamp past the last record Kafka answers -1: the caller decides what that means.
+        For a timestamp past the last record Kafka answers -1: the caller decides what that means. A partition
+        whose offsets are not known yet (just after its leader died) answers OFFSET_INVALID (-1001): that is no
+        offset, so it is left out as an unanswered one is, never shown as a number.
         """
         if not partitions:
             return {}
         answers = self._answers(self._client.list_offsets, {TopicPartition(t, p): spec for t, p in partitions},
                                 self._deadline(wait_s))
-        return {(tp.topic, tp.partition): info.offset for tp, info in answers.items()}
+        return {(tp.topic, tp.partition): info.offset for tp, info in answers.items() if info.offset != OFFSET_INVALID}
 
     def _topic_min_isr(self, topics: list[str]) -> dict[str, int]:
         """min.insync.replicas per topic, cached for 5 s (it rarely changes and costs a request)."""
