@@ -580,7 +580,8 @@ async def test_a_failed_run_says_why_and_no_report_never_report_ready() -> None:
     feed = FakeSource()
     async with running(feed) as (app, pilot):
         app.apply_run(RunFrame(live=True, phase=Phase.STARTING))
-        app.apply_run(RunFrame(live=False, phase=Phase.ERROR, report=FAILED))
+        feed.run_frame = RunFrame(live=False, phase=Phase.ERROR, report=FAILED)  # the next polls say so too
+        app.apply_run(feed.run_frame)
         await pilot.pause()
         topbar = topbar_text(app)
         assert "run failed, no report: cluster did not start" in topbar and "report in" not in topbar

@@ -24,7 +24,7 @@ from kafkalab.cluster import NodeState
 from kafkalab.feeds.workload import waiting_for
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.groups import member_text
-from kafkalab.ui.modals import ConfirmScreen
+from kafkalab.ui.modals import ConfirmScreen, TextScreen
 from kafkalab.ui.nodepane import usage_lines
 from kafkalab.ui.partitions import PartitionTable
 from tests.screen_text import svg_rows
@@ -209,3 +209,46 @@ def test_a_down_node_shows_no_pid_or_uptime() -> None:
     assert "no process" in shown
     running_info = node_info("broker-1", NodeState.RUNNING, 1)
     assert "pid 4001" in usage_lines(running_info).plain
+
+
+async def close_palette(app: LabConsole, pilot: Pilot[None]) -> None:
+    await pilot.press("escape")
+    for _ in range(40):
+        if not isinstance(app.screen, CommandPalette):
+            return
+        await asyncio.sleep(0.05)
+
+
+@sync
+async def test_the_palette_offers_samples_and_consumer_controls_only_when_they_can_act() -> None:
+    """Before any run: no "Anomaly samples" (no report) and no "Consumers: crash/quit/wait" (no consumer), and
+    their keys send nothing; a live run offers the controls, its report the samples."""
+    controls = {"Consumers: crash", "Consumers: quit", "Consumers: wait"}
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        titles = {entry.strip() for entry in await palette_entries(app)}
+        assert "Start run" in titles, titles  # the palette is listed, just without the two
+        assert "Anomaly samples" not in titles and not controls & titles, titles
+        await close_palette(app, pilot)
+        await pilot.press("a", "C")
+        await settle(pilot)
+        assert feed.actions == [] and not isinstance(app.screen, TextScreen), (feed.actions, app.screen)
+        assert not any("Consumers:" in row[1] or "samples" in row[1] for row in app.help_rows())
+
+        await pilot.press("g")  # a live run with a consumer, no report yet
+        await settle(pilot)
+        titles = {entry.strip() for entry in await palette_entries(app)}
+        assert controls <= titles and "Anomaly samples" not in titles, titles
+        await close_palette(app, pilot)
+        await pilot.press("C")
+        await settle(pilot)
+        assert feed.actions == [("consumers", "crash")]
+
+        await pilot.press("x")  # stopped, analysed: the report's samples, no consumer to control
+        await settle(pilot)
+        titles = {entry.strip() for entry in await palette_entries(app)}
+        assert "Anomaly samples" in titles and not controls & titles, titles
+        await close_palette(app, pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, TextScreen), app.screen

@@ -173,6 +173,8 @@ class LabConsole(App[None]):
             return bool(self.node_states)
         if action in EXERCISE_ACTIONS:
             return exercise_offers(self.run_frame.exercise, ConsoleAction(action))
+        if action in RunAction.__members__.values():
+            return run_offers(self.run_frame, RunAction(action))
         return True
 
     # ---- layout ----------------------------------------------------------------------------------
@@ -347,6 +349,8 @@ class LabConsole(App[None]):
         self.query_one(ResultsPane).show(frame)
         self.show_task_first(previous, frame)
         self.follow_exercise(previous.exercise, frame.exercise)
+        if any(run_offers(frame, a) != run_offers(previous, a) for a in RunAction):
+            self.refresh_bindings()  # the footer and ? follow what a run offers (samples, consumer controls)
         if frame.grade is not None and frame.grade != previous.grade:
             self.notify(frame.grade.verdict, title=f"graded: score {frame.grade.score}", timeout=10,
                         severity="information" if frame.grade.passed else "warning", kind=ToastKind.RUN)
@@ -823,6 +827,21 @@ def nothing_to_do(name: str, state: NodeState, action: NodeAction, start_key: st
     if action == NodeAction.START and state.alive and state != NodeState.STOPPING:
         return f"{name} is already {state.value}: nothing to start"
     return ""
+
+
+class RunAction(StrEnum):
+    """Keys that act on what a run brought (each value is the app's action name)."""
+
+    SEND_CONTROL = ConsoleAction.SEND_CONTROL.value  # the consumers' control words, while they run
+    SAMPLES = "samples"  # the report's anomaly samples, once a run ended (one before its analysis says so)
+
+
+def run_offers(frame: RunFrame, action: RunAction) -> bool:
+    """Whether the run on screen gives ``action`` something to act on: before any run the palette offered
+    "Anomaly samples" (no report) and "Consumers: crash" (no consumer), and picking them did nothing useful."""
+    if action == RunAction.SEND_CONTROL:
+        return frame.live and bool(frame.consumers)
+    return frame.report is not None
 
 
 def exercise_offers(exercise: ExerciseView | None, action: ConsoleAction) -> bool:
