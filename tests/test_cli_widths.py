@@ -3,18 +3,22 @@ of that width does): no line wider than the terminal, and no name or number cut 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
 from rich.console import Console
 
 from kafkalab.cli.fix_cmds import print_grade
+from kafkalab.cluster import Cluster
 from kafkalab.cluster.process import marked_processes
 from kafkalab.labs import catalog, load_lab
 from kafkalab.labs.fix import FixExercise
@@ -152,3 +156,58 @@ def test_cluster_status_fits_80_and_100_columns() -> None:
         subprocess.run([sys.executable, "-m", "kafkalab", "cluster", "down", *target], capture_output=True,
                        timeout=120)
     assert not marked_processes(state)
+
+
+# ---- kafkalab group describe ----------------------------------------------------------------------------
+@pytest.mark.cluster
+def test_group_describe_fits_80_and_100_columns(cluster: Cluster, topic_factory: Callable[..., str]) -> None:
+    """Two plain consumers (a client id, a 36-character UUID: member ids of 46) holding 3 partitions each,
+    offsets committed: kafka-consumer-groups.sh's layout took about 150 columns."""
+    topic = topic_factory(partitions=6)
+    group = f"{topic}-g"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(1200):
+        producer.produce(topic, key=f"k{i}", value=f"v{i}")
+    assert producer.flush(30) == 0
+    members: list[Consumer] = []
+    try:
+        for _ in range(2):
+            consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": "plain-app",
+                                 "auto.offset.reset": "earliest", "enable.auto.commit": False})
+            consumer.subscribe([topic])
+            members.append(consumer)
+
+        def settled() -> dict[str, object] | None:  # both members in, each partition held, offsets committed
+            for consumer in members:
+                consumer.consume(100, 0.2)
+                with contextlib.suppress(KafkaException):  # nothing read yet to commit
+                    consumer.commit(asynchronous=False)
+            asked = subprocess.run([sys.executable, "-m", "kafkalab", "group", "describe", group, "--json",
+                                    "--bootstrap", cluster.bootstrap], capture_output=True, text=True, timeout=60)
+            if asked.returncode != 0:  # the group does not exist before its first member joins
+                return None
+            desc = json.loads(asked.stdout)
+            committed = [p for p in desc["partitions"] if p["current_offset"] is not None]
+            held = {p["consumer_id"] for p in committed}
+            return desc if desc["state"] == "Stable" and len(held) == 2 and len(committed) == 6 else None
+
+        desc = wait_until(settled, 90, interval=0.5, what="two members holding and committing every partition")
+        ids = {p["consumer_id"] for p in desc["partitions"]}  # type: ignore[attr-defined]
+        for width in WIDTHS:
+            out = kafkalab(width, "group", "describe", group, "--bootstrap", cluster.bootstrap)
+            assert_fits(out, width)
+            assert f"topic {topic}" in out and f"GROUP {group}" in out
+            found = cells(out)
+            for p in desc["partitions"]:  # type: ignore[index]
+                row = f"{p['partition']}  {p['current_offset']}  {p['log_end_offset']}  {p['lag']}"
+                assert any(re.sub(r"\s+", "  ", line.strip()).startswith(row) for line in out.splitlines()), out
+                assert p["consumer_id"].split("-")[2] in found, out  # the UUID's first 8 characters, said above
+            assert "plain-app" in found and "MEMBER: the first 8 characters" in out
+
+            out = kafkalab(width, "group", "describe", group, "--members", "--bootstrap", cluster.bootstrap)
+            assert_fits(out, width)
+            assert ids <= cells(out), out  # whole member ids
+            assert f"{topic}:0,1,2" in cells(out) and "#PARTITIONS" in out
+    finally:
+        for consumer in members:
+            consumer.close()

@@ -96,10 +96,38 @@ def test_describe_lag_is_log_end_minus_committed(cluster: Cluster, admin: Admin,
         assert rows[p]["current_offset"] == held[p]
         assert rows[p]["log_end_offset"] == ends[(topic, p)]
         assert rows[p]["lag"] == ends[(topic, p)] - held[p]
-    text = kafkalab(cluster, "group", "describe", group).stdout.splitlines()
-    assert "STATE Empty" in text[0] and "COORDINATOR" in text[0] and "ASSIGNMENT-STRATEGY" in text[0]
-    assert text[2].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                               "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    text = kafkalab(cluster, "group", "describe", group).stdout
+    facts = facts_of(text)
+    assert f"GROUP {group}" in facts and "STATE Empty" in facts and "COORDINATOR" in facts
+    assert "ASSIGNMENT-STRATEGY" in facts
+    headings, table = table_of(text, f"topic {topic}")
+    assert sorted(headings) == sorted(["PARTITION", "CURRENT", "LOG-END", "LAG", "MEMBER", "HOST", "CLIENT-ID",
+                                       "OFFSET", "OFFSET"])  # CURRENT OFFSET, LOG-END OFFSET: each on two lines
+    for p in held:  # partition, committed, log end, lag; no member: '-' for each of its cells
+        assert table[str(p)] == [str(held[p]), str(ends[(topic, p)]), str(ends[(topic, p)] - held[p]), "-", "-",
+                                 "-"]
+
+
+def facts_of(text: str) -> str:
+    """The group's facts: the lines above the first blank one."""
+    return " ".join(text.split("\n\n")[0].split())
+
+
+def table_of(text: str, title: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The table under ``title``: its heading words, line by line (a heading may wrap), and its rows' cells by
+    first cell."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == title) + 1
+    rule = next(i for i in range(start, len(lines)) if lines[i].startswith("─"))
+    end = next((i for i in range(rule, len(lines)) if not lines[i].strip()), len(lines))
+    headings = [word for line in lines[start:rule] for word in line.split()]
+    return headings, {line.split()[0]: line.split()[1:] for line in lines[rule + 1:end]}
+
+
+def member_cells(text: str, short: str) -> list[str]:
+    """The cells of a member's rows in `--members` (its first cell ``short``, the MEMBER column), read across the
+    tables its columns were split into."""
+    return [cell for line in text.splitlines() if line.split()[:1] == [short] for cell in line.split()[1:]]
 
 
 def test_reset_moves_committed_offsets(cluster: Cluster, admin: Admin, topic_factory: Callable[..., str]) -> None:
@@ -152,13 +180,16 @@ def test_a_plain_consumers_group_is_listed_and_described(cluster: Cluster, topic
     active_member(group, topic)
     listed = kafkalab(cluster, "group", "list")
     assert listed.returncode == 0 and [group, "Stable"] in [line.split() for line in listed.stdout.splitlines()]
-    members = kafkalab(cluster, "group", "describe", group, "--members").stdout.splitlines()
-    assert "STATE Stable" in members[0] and "ASSIGNMENT-STRATEGY range" in members[0]
-    row = members[3].split()
-    assert row[0] == group and row[3] == "plain-app" and row[4] == "3"
+    members = kafkalab(cluster, "group", "describe", group, "--members").stdout
+    facts = facts_of(members)
+    assert f"GROUP {group}" in facts and "STATE Stable" in facts and "ASSIGNMENT-STRATEGY range" in facts
     data = json.loads(kafkalab(cluster, "group", "describe", group, "--json").stdout)
     assert {p["partition"] for p in data["partitions"]} == {0, 1, 2}
     assert {p["client_id"] for p in data["partitions"]} == {"plain-app"}
+    (member_id,) = {p["consumer_id"] for p in data["partitions"]}
+    short = member_id.split("-")[2]  # plain-app-<UUID>: MEMBER is the UUID's first 8 characters
+    assert member_cells(members, short)[0] == member_id, members  # the id whole
+    assert member_cells(members, short)[2:] == ["plain-app", "3", f"{topic}:0,1,2"], members
 
 
 def test_tail_prints_a_partition_in_offset_order(cluster: Cluster, topic_factory: Callable[..., str]) -> None:

@@ -1,17 +1,34 @@
-"""group list/describe/reset/delete: kafka-consumer-groups.sh's facts and column names, on any group."""
+"""group list/describe/reset/delete: kafka-consumer-groups.sh's facts and column names, on any group.
+
+`describe` fits the terminal's width (cli/tables.py): the group's facts once above, a table per topic; its
+member ids, 40-odd characters of client id and UUID, are shortened to MEMBER (said above the table), and
+whole in `--members` (beside the short one) and `--json`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+
+from rich.console import Console
+from rich.markup import escape
 
 from kafkalab.admin import Admin, GroupDescription, Groups, OffsetMove, ResetTarget
+from kafkalab.admin.groups import Member
 from kafkalab.cli.common import add_target_args, bootstrap_for, columns
+from kafkalab.cli.tables import Column, print_fitted
 
 _TIMEOUT_S = 5.0
-OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-                  "CLIENT-ID")
-MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")
+OFFSET_COLUMNS = (Column("PARTITION", justify="right"), Column("CURRENT OFFSET", justify="right"),
+                  Column("LOG-END OFFSET", justify="right"), Column("LAG", justify="right"), Column("MEMBER"),
+                  Column("HOST"), Column("CLIENT-ID"))
+# MEMBER first: the short key repeated when the columns split into tables below (the whole id is too wide to be)
+MEMBER_COLUMNS = (Column("MEMBER"), Column("CONSUMER-ID"), Column("HOST"), Column("CLIENT-ID"),
+                  Column("#PARTITIONS", justify="right"), Column("ASSIGNMENT"))
+# a member id as Kafka makes it: the client id (or group.instance.id), a dash, a UUID
+_MEMBER_UUID = re.compile(r"-([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+SHORT_ID_NOTE = "MEMBER: the first 8 characters of its consumer id's UUID (whole: --members, --json)"
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 
 
@@ -71,28 +88,86 @@ def cmd_group_describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(desc.as_dict(), indent=2))
         return 0
-    print(f"GROUP {desc.group_id}  STATE {desc.state}  COORDINATOR {desc.coordinator or '-'}  "
-          f"ASSIGNMENT-STRATEGY {desc.assignor or '-'}  #MEMBERS {len(desc.members)}")
-    print()
-    for line in member_lines(desc) if args.members else offset_lines(desc):
-        print(line)
+    print_describe(Console(highlight=False), desc, members=args.members)
     return 0
 
 
-def offset_lines(desc: GroupDescription) -> list[str]:
-    """The offsets table of kafka-consumer-groups.sh --describe; members with no partition get a '-' row."""
-    rows = [(desc.group_id, p.topic, str(p.partition), _num(p.committed), _num(p.log_end), _num(p.lag),
-             p.member.member_id if p.member else "-", p.member.host if p.member else "-",
-             p.member.client_id if p.member else "-") for p in desc.partitions]
-    rows += [(desc.group_id, "-", "-", "-", "-", "-", m.member_id, m.host, m.client_id)
-             for m in desc.members if not m.partitions]
-    return columns(OFFSET_COLUMNS, rows)
+def print_describe(console: Console, desc: GroupDescription, members: bool) -> None:
+    """The group's facts, then its offsets per topic (or its members), fitted to ``console``'s width."""
+    for line in fact_lines(desc, console.width):
+        console.print(line, markup=False)
+    console.print()
+    if members:
+        print_members(console, desc)
+    else:
+        print_offsets(console, desc)
 
 
-def member_lines(desc: GroupDescription) -> list[str]:
-    rows = [(desc.group_id, m.member_id, m.host, m.client_id, str(len(m.partitions)),
-             ",".join(f"{t}:{p}" for t, p in m.partitions) or "-") for m in desc.members]
-    return columns(MEMBER_COLUMNS, rows)
+def fact_lines(desc: GroupDescription, width: int) -> list[str]:
+    """kafka-consumer-groups.sh's header fields, two spaces apart, a new line where the next would not fit."""
+    facts = [f"GROUP {desc.group_id}", f"STATE {desc.state}", f"COORDINATOR {desc.coordinator or '-'}",
+             f"ASSIGNMENT-STRATEGY {desc.assignor or '-'}", f"#MEMBERS {len(desc.members)}"]
+    lines = [facts[0]]
+    for fact in facts[1:]:
+        if len(lines[-1]) + 2 + len(fact) <= width:
+            lines[-1] += "  " + fact
+        else:
+            lines.append(fact)
+    return lines
+
+
+def short_member_id(member_id: str) -> str:
+    """The first 8 characters of the UUID Kafka appends to a member id; an id of another shape whole."""
+    found = _MEMBER_UUID.search(member_id)
+    return found.group(1) if found else member_id
+
+
+def print_offsets(console: Console, desc: GroupDescription) -> None:
+    """The offsets table of kafka-consumer-groups.sh --describe, one table per topic with the topic above it;
+    members with no partition are listed below."""
+    topics: dict[str, list[list[str]]] = {}
+    for p in desc.partitions:
+        m = p.member
+        topics.setdefault(p.topic, []).append(
+            [str(p.partition), _num(p.committed), _num(p.log_end), _num(p.lag),
+             *(_member_cells(m) if m else ["-", "-", "-"])])
+    idle = [_member_cells(m) for m in desc.members if not m.partitions]
+    if not topics and not idle:
+        console.print("no committed offset and no member", markup=False)
+        return
+    console.print(SHORT_ID_NOTE, markup=False)
+    for topic, rows in topics.items():
+        console.print()
+        print_fitted(console, OFFSET_COLUMNS, _escaped(rows), title=f"topic {escape(topic)}")
+    if idle:
+        console.print()
+        print_fitted(console, OFFSET_COLUMNS[4:], _escaped(idle), title="members with no partition")
+
+
+def _member_cells(m: Member) -> list[str]:
+    return [short_member_id(m.member_id), m.host, m.client_id]
+
+
+def print_members(console: Console, desc: GroupDescription) -> None:
+    """One row per member, its id whole; columns that do not fit go to a table below, MEMBER repeated."""
+    rows = []
+    for m in desc.members:
+        topics: dict[str, list[str]] = {}
+        for t, p in sorted(m.partitions):
+            topics.setdefault(t, []).append(str(p))
+        assignment = "\n".join(f"{t}:{','.join(ps)}" for t, ps in topics.items()) or "-"  # a topic a line, whole
+        rows.append([short_member_id(m.member_id), m.member_id, m.host, m.client_id, str(len(m.partitions)),
+                     assignment])
+    if not rows:
+        console.print("no member", markup=False)
+        return
+    console.print(SHORT_ID_NOTE, markup=False)
+    print_fitted(console, MEMBER_COLUMNS, _escaped(rows))
+
+
+def _escaped(rows: list[list[str]]) -> list[list[str]]:
+    """Cells as text: a name with [brackets] is no Rich markup."""
+    return [[escape(cell) for cell in row] for row in rows]
 
 
 def reset_lines(group: str, moves: list[OffsetMove]) -> list[str]:
