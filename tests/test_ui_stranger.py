@@ -19,11 +19,12 @@ from textual.widgets import Static
 from textual.widgets._toast import Toast
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
-from kafkalab.admin.groups import GroupDescription, Member
+from kafkalab.admin.groups import GroupDescription, Member, PartitionLag
 from kafkalab.cluster import NodeState
+from kafkalab.feeds.groups_feed import GroupsFrame, RecordsFrame
 from kafkalab.feeds.workload import waiting_for
 from kafkalab.ui.app import LabConsole
-from kafkalab.ui.groups import member_text
+from kafkalab.ui.groups import GroupCard, member_text
 from kafkalab.ui.modals import ConfirmScreen, TextScreen
 from kafkalab.ui.nodepane import usage_lines
 from kafkalab.ui.partitions import PartitionTable
@@ -252,3 +253,44 @@ async def test_the_palette_offers_samples_and_consumer_controls_only_when_they_c
         await pilot.press("a")
         await settle(pilot)
         assert isinstance(app.screen, TextScreen), app.screen
+
+
+MEMBER = Member("m-1", "consumer-1", "/127.0.0.1", tuple((TOPIC, p) for p in range(3)))
+
+
+class OneGroup:
+    """A groups feed with one group 933 records behind its commits (the nodes and run come from the fake feed)."""
+
+    desc = GroupDescription("test-app", "Stable", "localhost:9093 (2)", "range", (MEMBER,),
+                            tuple(PartitionLag(TOPIC, p, 1000 * p, 1000 * p + 311, MEMBER) for p in range(3)))
+
+    def groups(self) -> GroupsFrame:
+        return GroupsFrame((self.desc,), {"test-app": (900, 933)})
+
+    def records(self) -> RecordsFrame:
+        return RecordsFrame()
+
+    def close(self) -> None: ...
+
+
+@sync
+async def test_the_groups_tab_calls_its_figure_commit_lag_apart_from_the_clients_unread() -> None:
+    """The consumers pane says "unread" (from the consumer's position); the Groups tab's figure counts from the
+    committed offset: "commit lag", whole on screen at 100x30 and 160x48, never a bare "lag"."""
+    for width, height in ((100, 30), (160, 48)):
+        app = LabConsole(FakeSource(), [1, 2, 3], boot=False, poll_s=0.15, clock=lambda: 0.0,
+                         groups_feed=OneGroup())  # type: ignore[arg-type]
+        async with app.run_test(size=(width, height)) as pilot:
+            await settle(pilot)
+            await pilot.press("o")
+            await settle(pilot)
+            await asyncio.sleep(0.3)
+            await pilot.pause()
+            card = app.query_one(GroupCard)
+            rows = svg_rows(app.export_screenshot(), height, width)
+            shown = [rows[y][card.region.x:card.region.right] for y in range(card.region.y, card.region.bottom)]
+            assert any("commit lag 933" in row for row in shown), (width, shown)
+            heading = next(row for row in shown if "committed" in row and "log-end" in row)
+            assert re.search(r"log-end +commit lag +member", heading), (width, heading)
+            assert re.sub(r"commit lag", "", " ".join(shown)).count(" lag") == 0, (width, shown)
+            assert "unread" in (card.query_one(".group-header", Static).tooltip or ""), "the tip names the other"

@@ -1,7 +1,7 @@
 """The consumers pane: per consumer its group, assignment, received / processed / committed, unread, rebalances.
 
 "unread" is the consumer's own view: records on the partitions' leaders it has not fetched yet (high watermark
-minus its position). The Groups tab's "lag" is Kafka's (log end minus the committed offset), the records a
+minus its position). The Groups tab's "commit lag" is Kafka's lag (log end minus the committed offset), the records a
 restarted consumer would read again: higher while commits wait or fail (a paused coordinator). Two names, so
 two numbers at the same moment never read as one disagreeing with itself.
 """
@@ -50,8 +50,8 @@ def compact(n: int) -> str:
 
 UNMEASURED = "?"  # a partition whose leader did not answer the consumer's watermark query (a paused broker)
 UNREAD_TIP = ("unread: records this consumer has not fetched yet (the leaders' high watermark minus its position; "
-              f"'{UNMEASURED}': a partition whose leader did not answer). The Groups tab's lag counts from the "
-              "committed offset, so it is higher while commits wait or fail")
+              f"'{UNMEASURED}': a partition whose leader did not answer). The Groups tab's commit lag counts from "
+              "the committed offset, so it is higher while commits wait or fail")
 
 
 def unread(c: ConsumerStats, count: Callable[[int], str] = "{:,}".format) -> str:

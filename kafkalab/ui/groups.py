@@ -1,6 +1,11 @@
 """The consumer-groups pane: one card per group (state, members and their partitions, per partition the
-committed offset, log-end offset and lag, total lag over time as a sparkline) and the reset-offsets modal,
-whose dry-run table is shown before anything is executed."""
+committed offset, log-end offset and commit lag, total commit lag over time as a sparkline) and the reset-offsets
+modal, whose dry-run table is shown before anything is executed.
+
+"commit lag" is Kafka's lag (log end minus the committed offset): what a restarted consumer would read again.
+The Clients tab's "unread" counts from the consumer's position instead; the two names keep two numbers at the
+same moment from reading as one number that disagrees with itself (a paused coordinator holds commits back).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +24,12 @@ from kafkalab.admin.groups import RESET_MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.groups_feed import GroupsFeed, GroupsFrame
 
+COMMIT_LAG = "commit lag"  # not just "lag": the Clients tab's "unread" is another count
+COMMIT_LAG_TIP = ("commit lag: the log end minus the group's committed offset, the records a restarted consumer "
+                  "would read again. The Clients tab's unread counts from each consumer's position, so it is lower "
+                  "while commits wait or fail")
 LAG_COLUMNS = (("topic", "topic"), ("partition", "part"), ("committed", "committed"), ("log_end", "log-end"),
-               ("lag", "lag"), ("member", "member"))
+               ("lag", COMMIT_LAG), ("member", "member"))
 STATE_STYLE = {"Stable": "green", "Empty": "dim", "Dead": "dim", "PreparingRebalance": "yellow",
                "CompletingRebalance": "yellow", "Unknown": "red"}
 
@@ -31,11 +40,12 @@ def _num(value: int | None) -> str:
 
 def header_text(desc: GroupDescription, selected: bool) -> Text:
     lag = desc.total_lag
+    # the commit lag before the coordinator and the assignor: a narrow card wraps those, not the figure
     return Text.assemble(
         ("▶ " if selected else "  ", "bold"), (desc.group_id, "bold"), "  ",
-        (desc.state, STATE_STYLE.get(desc.state, "")), ("  coordinator ", "dim"), desc.coordinator or "-",
-        ("  assignor ", "dim"), desc.assignor or "-", ("  lag ", "dim"),
-        (_num(lag), "bold yellow" if lag else ""),
+        (desc.state, STATE_STYLE.get(desc.state, "")), (f"  {COMMIT_LAG} ", "dim"),
+        (_num(lag), "bold yellow" if lag else ""), ("  coordinator ", "dim"), desc.coordinator or "-",
+        ("  assignor ", "dim"), desc.assignor or "-",
     )
 
 
@@ -71,10 +81,13 @@ class GroupCard(Vertical):
         self._ready = False  # mounted, columns added
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="group-header")
+        header = Static(classes="group-header")
+        header.tooltip = COMMIT_LAG_TIP
+        yield header
         yield Static(classes="group-members")
         yield Sparkline([], classes="group-lag")
         table: DataTable[str] = DataTable(cursor_type="none", classes="group-table")
+        table.tooltip = COMMIT_LAG_TIP
         yield table
 
     def on_mount(self) -> None:
