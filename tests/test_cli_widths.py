@@ -18,11 +18,13 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from rich.console import Console
 
 from kafkalab.cli.fix_cmds import print_grade
+from kafkalab.cli.lab_cmds import print_result
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.process import marked_processes
 from kafkalab.labs import catalog, load_lab
 from kafkalab.labs.fix import FixExercise
 from kafkalab.labs.grade import Grade, GradeRow
+from kafkalab.labs.results import ExpectationResult, Outcome, RunResult
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
 from tests.conftest import TEST_STATE_ROOT
 from tests.helpers import wait_until
@@ -211,3 +213,21 @@ def test_group_describe_fits_80_and_100_columns(cluster: Cluster, topic_factory:
     finally:
         for consumer in members:
             consumer.close()
+
+
+# ---- the table a headless run prints at its end ----------------------------------------------------------
+@pytest.mark.parametrize("width", WIDTHS)
+def test_run_result_fits(width: int, tmp_path: Path) -> None:
+    """Its numbers whole (Rich's default table with `:g` showed 1234567 as 1.23457e+06), the words wrapped."""
+    words = ("acknowledged records that no consumer in the group ever received, although the audit consumer "
+             "found them in the topic after the run")
+    result = RunResult("orders-stall-during-maintenance", tmp_path, Outcome.FAILED,
+                       expectations=[ExpectationResult(words, False, 1234567, 0),
+                                     ExpectationResult("records lost == 0", True, 0, 0)],
+                       checks=[ExpectationResult("under-replicated partitions >= 1", True, 6, 1, at=12.5)])
+    console = Console(width=width, record=True, force_terminal=False)
+    print_result(console, result)
+    out = console.export_text()
+    assert_fits(out, width)
+    assert {"1234567", "did not hold", "held", "6"} <= cells(out), out
+    assert "orders-stall-during-maintenance: " in out and "check at 12.5s: under-replicated" in " ".join(out.split())

@@ -21,10 +21,10 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs import progress
 from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
-from kafkalab.labs.results import Outcome
+from kafkalab.labs.results import Outcome, num
 from kafkalab.labs.run import PortChoice
 from kafkalab.labs.run_deps import lab_distribution
-from kafkalab.labs.runner import HeadlessRun, catalog_rows, print_result, write_json
+from kafkalab.labs.runner import HeadlessRun, catalog_rows, write_json
 from kafkalab.labs.session import Interrupted, RunResult
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
@@ -145,6 +145,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if any(r.outcome == Outcome.ERROR for r in results):
         return 2 if len(results) == 1 else 1
     return 0 if all(r.passed for r in results) else 1
+
+
+def print_result(console: Console, result: RunResult) -> None:
+    """A headless run's expectations and checks, fitted to the terminal (numbers whole, the words wrapped)."""
+    rows = [[escape((f"check at {num(e.at)}s: " if e.at is not None else "") + e.text), num(e.actual),
+             "[green]held[/]" if e.held else "[red]did not hold[/]"]  # num: 1234567 whole, not 1.23457e+06
+            for e in [*result.expectations, *result.checks]]
+    print_fitted(console, [Column("expectation", Fit.WRAP), Column("actual", justify="right"), Column("")], rows,
+                 title=f"{escape(result.lab_id)}: {result.outcome}")
+    if result.verdict:
+        console.print(f"verdict: {result.verdict}", highlight=False)
+    for failure in result.failures:
+        console.print(f"[red]not shown:[/] {failure}", highlight=False)
+    console.print(f"run files: {result.run_dir} ({result.duration_s:.0f}s)", highlight=False)
 
 
 def render_recording(console: Console, run_dir: Path, cast: Path, speed: float = RECORD_SPEED) -> None:

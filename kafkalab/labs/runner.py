@@ -13,7 +13,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from kafkalab.labs.events import Event, EventKind, PartitionEvent
 from kafkalab.labs.loader import catalog, load_lab
@@ -103,23 +102,6 @@ class HeadlessRun:
 def internal(e: Event) -> bool:
     """An event of Kafka's own topics (``__consumer_offsets``...), not shown while a run goes on."""
     return isinstance(e, PartitionEvent) and e.topic.startswith("__")
-
-
-def print_result(console: Console, result: RunResult) -> None:
-    table = Table(title=f"{result.lab_id}: {result.outcome}", show_header=True, header_style="bold")
-    table.add_column("expectation")
-    table.add_column("actual", justify="right")
-    table.add_column("")
-    for e in [*result.expectations, *result.checks]:
-        where = f"check at {e.at:g}s: " if e.at is not None else ""
-        table.add_row(where + e.text, "-" if e.actual is None else f"{e.actual:g}",
-                      "[green]held[/]" if e.held else "[red]did not hold[/]")
-    console.print(table)
-    if result.verdict:
-        console.print(f"verdict: {result.verdict}", highlight=False)
-    for failure in result.failures:
-        console.print(f"[red]not shown:[/] {failure}", highlight=False)
-    console.print(f"run files: {result.run_dir} ({result.duration_s:.0f}s)", highlight=False)
 
 
 def write_json(path: Path, results: list[RunResult]) -> None:
