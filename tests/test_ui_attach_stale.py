@@ -155,7 +155,7 @@ async def test_the_consumers_lag_and_the_groups_lag_say_what_each_counts() -> No
         table = app.query_one(ConsumersTable)
         headings = [str(c.label).strip() for c in table.columns.values()]
         assert headings[-2] in ("unread", "unrd") and "lag" not in headings, headings  # unrd: a narrow pane
-        assert "Groups tab's lag counts from the committed offset" in str(table.tooltip)
+        assert "Groups tab's commit lag counts from the committed offset" in str(table.tooltip)
         await pilot.resize_terminal(200, 50)
         await settle(pilot)
         assert [str(c.label).strip() for c in table.columns.values()][-2] == "unread"
