@@ -50,8 +50,15 @@ async def test_replay_at_4x_shows_the_live_runs_leader_changes_in_order() -> Non
     app = ReplayConsole(ReplaySource(RUN_DIR, speed=4.0), exit_at_end=False, poll_s=0.05)
     seen: list[tuple[str, int]] = []  # (partition, new leader) in the order the screen showed them
     async with app.run_test(size=SIZE) as pilot:
+        # 4x over the failover only, then a jump to the report (the whole 5:50 run at 4x took 90 s of the suite);
+        # from 30 s before the first election, so the screen shows each leader before the kill (a leader shown
+        # killed is no election yet); the clock counts the run's seconds, as the timeline's t does
+        clock = app.replay.clock
+        app.action_seek(expected[0][0] - 30 - clock.now())
         shown: dict[str, str] = {}
-        for _ in range(int(600 / LOOK_S)):
+        for _ in range(int(120 / LOOK_S)):
+            if clock.now() > expected[-1][0] + 5:
+                break
             now = leaders_on_screen(app)
             for key, leader in now.items():
                 if leader == "none" or leader.endswith("✗"):  # no leader, or one known down: no election yet
@@ -59,6 +66,9 @@ async def test_replay_at_4x_shows_the_live_runs_leader_changes_in_order() -> Non
                 if key in shown and shown[key] != leader:
                     seen.append((key, int(leader)))
                 shown[key] = leader
+            await asyncio.sleep(LOOK_S)
+        app.action_seek(clock.end - clock.now())
+        for _ in range(int(60 / LOOK_S)):
             if app.run_frame.report is not None:
                 break
             await asyncio.sleep(LOOK_S)
