@@ -217,6 +217,9 @@ class CancellableSpark:
     def cancel_analysis(self) -> None:
         self.cancelled.set()
 
+    def stop(self) -> None:
+        """Nothing to stop: no JVM behind it."""
+
 
 def test_a_stop_during_the_analysis_cancels_it_and_no_file_says_passed(tmp_path: Path) -> None:
     spark = CancellableSpark()

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from kafkalab import kafka_install as kdist
 from kafkalab.cluster import Cluster
@@ -45,6 +45,17 @@ __all__ = ["Interrupted", "LabSession", "Phase", "RunResult", "SessionEvent", "S
 
 
 Listener = Callable[[SessionEvent], None]
+
+
+class AnalysisSpark(Protocol):
+    """The Spark a session's runs analyse on (a :class:`~kafkalab.analysis.WarmSession`; fakes in tests)."""
+
+    def cancel_analysis(self) -> None:
+        """End the analysis job running now, if any (a run stopped mid-analysis)."""
+
+    def stop(self) -> None:
+        """Stop the session once it is up."""
+
 # what stops a run started by run(): Ctrl-C, a kill's default signal, and the terminal closing
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -75,7 +86,7 @@ class LabSession:
         *,
         seed: int | None = None,
         distribution: kdist.Distribution | None = None,
-        spark: Any = None,
+        spark: AnalysisSpark | None = None,
         zk_port: int | None = None,
         broker_ports: list[int] | None = None,
         controller_ports: list[int] | None = None,
@@ -93,7 +104,7 @@ class LabSession:
         self.runs_root = Path(runs_root)
         self.seed = seed
         self._dist = distribution
-        self._spark = spark  # a WarmSession (or SparkSession); started on the first run if None
+        self._spark = spark  # started on the first run if None
         self._deps = deps
         self._ports = PortChoice(free_ports, zk_port, tuple(broker_ports or ()), tuple(controller_ports or ()))
         self._listeners: list[Listener] = []
@@ -157,9 +168,8 @@ class LabSession:
 
     def _cancel_analysis(self) -> None:
         """End the run's Spark job now (a stop during the analysis): the warm session's, when it has one."""
-        cancel = getattr(self._spark, "cancel_analysis", None)
-        if cancel is not None:
-            cancel()
+        if self._spark is not None:
+            self._spark.cancel_analysis()
 
     def _real_deps(self) -> RunDeps:
         if self._spark is None:
@@ -254,9 +264,8 @@ class LabSession:
         """Stop any run, the cluster it kept and the Spark session this session started."""
         self.stop_run()
         self._end_kept_cluster("console closed")
-        stop = getattr(self._spark, "stop", None)
-        if stop is not None:
-            stop()
+        if self._spark is not None:
+            self._spark.stop()
 
     def state(self) -> SessionState:
         run = self._run
