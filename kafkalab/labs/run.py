@@ -26,9 +26,10 @@ from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
-from kafkalab.labs.audit_step import AuditStep, in_thread
+from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.events import EventKind, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
+from kafkalab.labs.interruptible import in_thread
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import (
     Outcome,
