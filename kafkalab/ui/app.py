@@ -92,6 +92,11 @@ class KindNotification(Notification):
     kind: ToastKind = ToastKind.NEWS
 
 
+def toast_kind(notification: Notification) -> ToastKind:
+    """The kind of a toast; a plain notification (one Textual posts itself) is news."""
+    return notification.kind if isinstance(notification, KindNotification) else ToastKind.NEWS
+
+
 # the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
 HELP_GROUPS = ("app.", "broker.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.", "results.",
                "group.", "replay.")
@@ -443,9 +448,9 @@ class LabConsole(App[None]):
     @on(Notify)
     def fold_toast(self, event: Notify) -> None:
         """Before Textual's own handler shows the new toast: the one of its kind on screen goes."""
-        kind = getattr(event.notification, "kind", ToastKind.NEWS)  # Textual's own notify makes plain ones
+        kind = toast_kind(event.notification)
         for shown in list(self._notifications):
-            if getattr(shown, "kind", ToastKind.NEWS) == kind:
+            if toast_kind(shown) == kind:
                 self._unnotify(shown, refresh=False)
 
     def key_of(self, binding_id: str, default: str) -> str:
