@@ -14,6 +14,15 @@ from typing import Any, ClassVar, Self
 from kafkalab.errors import KafkalabError
 from kafkalab.settings_text import name_values
 
+
+class OptionsError(KafkalabError):
+    """Client settings refused; ``names``: the settings the message is about, in the order it names them (a lab
+    file's error points at the first of them its author wrote)."""
+
+    def __init__(self, message: str, names: Iterable[str]) -> None:
+        super().__init__(message)
+        self.names = tuple(names)
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9192,127.0.0.1:9292"
 BOOTSTRAP = "bootstrap.server"
 
@@ -131,10 +140,12 @@ def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], se
     options = {o.name: o for o in (*COMMON_OPTIONS, *_ROLES[role])}
     other = "consumer" if role == "producer" else "producer"
     errors: list[str] = []
+    refused: list[str] = []  # the settings the errors are about, in order
     values: dict[str, Any] = {}
     for name, raw in settings.items():
         option = options.get(name)
         if option is None:
+            refused.append(name)
             if name.startswith(other + "."):
                 errors.append(f"{name} is a {other} option, not a {role} one")
             else:
@@ -145,9 +156,10 @@ def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], se
         try:
             values[name] = option.parse(str(raw))
         except ValueError as exc:
+            refused.append(name)
             errors.append(f"{name}={raw} {exc}")
     if errors:
-        raise KafkalabError("; ".join(errors) + f" (`kafkalab {role[:-1]} --options` lists them)")
+        raise OptionsError("; ".join(errors) + f" (`kafkalab {role[:-1]} --options` lists them)", refused)
     for option in options.values():
         if option.name not in values and option.default is not None:
             values[option.name] = option.parse(option.default)
@@ -227,10 +239,10 @@ class ProducerConfig(ClientConfig):
         if "producer.idempotent" in given:
             idempotent = v["producer.idempotent"]
             if idempotent and (acks != "all" or v["producer.max-inflight"] > 5):
-                raise KafkalabError(
+                raise OptionsError(
                     "producer.idempotent=true needs producer.acks=all and producer.max-inflight <= 5: "
-                    "change one of them or drop producer.idempotent"
-                )
+                    "change one of them or drop producer.idempotent",
+                    ("producer.idempotent", "producer.acks", "producer.max-inflight"))
         else:
             idempotent = True
             if acks != "all":
@@ -240,12 +252,13 @@ class ProducerConfig(ClientConfig):
                 idempotent = False
                 notes.append("idempotence off as max-inflight > 5")
         if v["producer.retry-max"] < v["producer.retry-backoff"]:
-            raise KafkalabError("producer.retry-max must be >= producer.retry-backoff")
+            raise OptionsError("producer.retry-max must be >= producer.retry-backoff",
+                               ("producer.retry-max", "producer.retry-backoff"))
         if v["producer.delivery-timeout"] < v["producer.linger"] + v["producer.request-timeout"]:
-            raise KafkalabError(
+            raise OptionsError(
                 "producer.delivery-timeout must be >= producer.linger + producer.request-timeout "
-                "(as the Java client requires)"
-            )
+                "(as the Java client requires)",
+                ("producer.delivery-timeout", "producer.linger", "producer.request-timeout"))
         return dict(
             acks=acks, num_rolls=v["producer.num-rolls"], records_per_roll=v["producer.num-records-per-roll"],
             wait_after_roll_ms=v["producer.wait-after-roll"], wait_after_send_ms=v["producer.wait-after-send"],
@@ -308,9 +321,9 @@ class ConsumerConfig(ClientConfig):
     @classmethod
     def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
         if v["consumer.group-protocol"] == "consumer" and (classic := sorted(given & set(CLASSIC_ONLY))):
-            raise KafkalabError(
+            raise OptionsError(
                 f"{classic[0]} is a classic-protocol setting: with consumer.group-protocol=consumer the broker "
-                f"sets it ({CLASSIC_ONLY[classic[0]]}), so drop it")
+                f"sets it ({CLASSIC_ONLY[classic[0]]}), so drop it", (classic[0], "consumer.group-protocol"))
         auto_commit = v["consumer.auto-commit"]
         ack_every = v.get("consumer.ack-every-x-msgs") or 0
         ack_after_batch = v["consumer.ack-after-batch"]
@@ -326,7 +339,8 @@ class ConsumerConfig(ClientConfig):
                 ack_every = 0
         classic_group = v["consumer.group-protocol"] == "classic"
         if classic_group and v["consumer.heartbeat-interval"] >= v["consumer.session-timeout"]:
-            raise KafkalabError("consumer.heartbeat-interval must be lower than consumer.session-timeout")
+            raise OptionsError("consumer.heartbeat-interval must be lower than consumer.session-timeout",
+                               ("consumer.heartbeat-interval", "consumer.session-timeout"))
         return dict(
             group_id=v["consumer.group-id"], instance_id=v.get("consumer.instance-id"), auto_commit=auto_commit,
             auto_commit_interval_ms=v["consumer.ac-interval"], fetch_min_bytes=v["consumer.fetch-min-bytes"],

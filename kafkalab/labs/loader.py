@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab import KAFKA_VERSION
+from kafkalab.clients.options import OptionsError
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
@@ -110,11 +111,11 @@ def value_words(value: Any) -> str:
     return "a list" if isinstance(value, list) else "a table" if isinstance(value, dict) else repr(value)
 
 
-def named_setting(message: str, names: Iterable[str]) -> str | None:
-    """The setting a client-options error names first (``unknown option producer.x ...``): its field."""
-    found = [(m.start(), name) for name in names
-             if (m := re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message))]
-    return min(found)[1] if found else None
+def named_setting(exc: Exception, written: Iterable[str]) -> str | None:
+    """The first setting a client-options error is about that the lab file wrote: the field it points at."""
+    given = set(written)
+    names = exc.names if isinstance(exc, OptionsError) else ()
+    return next((name for name in names if name in given), None)
 
 
 class _Reader:
@@ -338,7 +339,7 @@ def _producer(r: _Reader, raw: dict[str, Any]) -> ProducerPlan:
     try:
         return ProducerPlan.of(settings, start)
     except (ValueError, KafkalabError) as exc:
-        raise r.fail("producer", 0, named_setting(str(exc), settings), str(exc)) from None
+        raise r.fail("producer", 0, named_setting(exc, settings), str(exc)) from None
 
 
 def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPlan, ...]:
@@ -363,7 +364,7 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
         try:
             plans.append(ConsumerPlan.of(local_id, settings, start, wait))
         except (ValueError, KafkalabError) as exc:  # at the setting it names: this consumer's own, else the shared one
-            named = named_setting(str(exc), settings)
+            named = named_setting(exc, settings)
             if named is not None and named not in own and named in base:
                 raise r.fail("consumers", 0, named, str(exc)) from None
             raise r.fail("consumer", i, named if named in own else None, str(exc), array=True) from None
