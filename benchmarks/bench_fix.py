@@ -14,7 +14,6 @@ per graded run, and the lab's own median run time from labs-final.json for compa
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import json
 import shutil
@@ -22,8 +21,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -33,7 +31,7 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, write_results
+from benchmarks.benchutil import RESULTS, cluster_lock, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.labs import Lab, LabSession, catalog, load_lab
 from kafkalab.labs.fix import Change
@@ -41,8 +39,6 @@ from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import Grade
 from kafkalab.labs.results import RunResult
 from kafkalab.labs.run import PortChoice
-
-CLUSTER_LOCK = Path("/tmp/kafkalab-cluster.lock")
 
 
 class Direction(StrEnum):
@@ -103,17 +99,6 @@ def attempts_of(lab: Lab, only: Sequence[Direction]) -> list[Attempt]:
     if Direction.WRONG in only:
         out += [Attempt(lab, Direction.WRONG, w, i) for i, w in enumerate(lab.fix.wrong, start=1)]
     return out
-
-
-@contextmanager
-def cluster_lock() -> Iterator[None]:
-    """The machine-wide lock, held for one run: one cluster at a time on this machine."""
-    with CLUSTER_LOCK.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def graded(attempt: Attempt, runs: int | None, root: Path, spark: Any, console: Console) -> tuple[Grade, list[float]]:

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_labs.py [--runs 10] [--labs acks-0,leader-failover] [--seed 1] [--append]
 
 One Spark session is kept warm for all runs, as the console does. Each run has its own fresh cluster on
-free ports. Results go to benchmarks/results/labs.json; run directories to a temporary dir (removed).
+free ports, under the machine-wide cluster lock for that run alone (do not wrap this script in `flock`). Results
+go to benchmarks/results/labs.json; run directories to a temporary dir (removed).
 With --append the runs add to those already in labs.json, so ten runs per lab can be gathered in several
 sittings; a lab's earlier runs count only while its file is unchanged (its hash is recorded).
 """
@@ -26,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, write_results
+from benchmarks.benchutil import RESULTS, cluster_lock, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.labs import Lab, LabSession, catalog, load_lab
 from kafkalab.labs.run import PortChoice
@@ -39,8 +40,17 @@ def lab_hash(lab: Lab) -> str:
 
 
 def result_key(lab: Lab) -> str:
-    """The lab's id, with the mode when it is not the lab's own (``leader-failover --mode kraft``)."""
-    return lab.id if lab.cluster.mode == lab.cluster.modes[0] else f"{lab.id} --mode {lab.cluster.mode}"
+    """The lab's id, with the mode and version where not the lab's own (``leader-failover --mode kraft``)."""
+    c = lab.cluster
+    mode = "" if c.mode == c.modes[0] else f" --mode {c.mode}"
+    version = "" if c.kafka_version == c.kafka_versions[0] else f" --kafka-version {c.kafka_version}"
+    return f"{lab.id}{mode}{version}"
+
+
+def on_platforms(labs: list[Lab], wanted: str) -> list[Lab]:
+    """Each lab on each of its platforms that ``wanted`` names ("all", or e.g. "kraft/3.9.2,kraft/4.4.0")."""
+    names = None if wanted == "all" else {tuple(w.split("/", 1)) for w in wanted.split(",")}
+    return [lab.on(m, v) for lab in labs for m, v in lab.cluster.platforms() if names is None or (m, v) in names]
 
 
 def previous_results(name: str = "labs") -> dict[str, dict[str, Any]]:
@@ -63,17 +73,17 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None, help="keep run directories here")
     parser.add_argument("--append", action="store_true", help="add to the runs already in labs.json")
-    parser.add_argument("--modes", default="", help="run each lab in these of its modes, e.g. kraft or "
-                        "zookeeper,kraft (default: each lab's own mode); results named LAB --mode M")
+    parser.add_argument("--platforms", default="", help="run each lab on these of its platforms: MODE/VERSION "
+                        "pairs, e.g. kraft/3.9.2,kraft/4.4.0, or all (default: each lab's own); results named "
+                        "LAB --mode M --kafka-version V")
     parser.add_argument("--name", default="labs", help="results file benchmarks/results/NAME.json")
     args = parser.parse_args()
     labs = [load_lab(p) for p in catalog()]
     if args.labs:
         wanted = args.labs.split(",")
         labs = [lab for lab in labs if lab.id in wanted]
-    if args.modes:
-        modes = args.modes.split(",")
-        labs = [lab.with_mode(m) for lab in labs for m in lab.cluster.modes if m in modes]
+    if args.platforms:
+        labs = on_platforms(labs, args.platforms)
     console = Console(stderr=True)
     spark = WarmSession().start()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-labs-"))
@@ -90,13 +100,14 @@ def main() -> int:
                 failures: list[list[str]] = list(before["failures"])
                 for i in range(args.runs):
                     bar.update(task, description=f"{key} run {i + 1}/{args.runs}")
-                    chosen = PortChoice.picked(lab)
-                    session = LabSession(lab, root, seed=args.seed + len(durations), spark=spark,
-                                         zk_port=chosen.zk_port, broker_ports=list(chosen.broker_ports),
-                                         controller_ports=list(chosen.controller_ports))
-                    started = time.monotonic()
-                    result = session.run()
-                    durations.append(time.monotonic() - started)
+                    with cluster_lock():
+                        chosen = PortChoice.picked(lab)
+                        session = LabSession(lab, root, seed=args.seed + len(durations), spark=spark,
+                                             zk_port=chosen.zk_port, broker_ports=list(chosen.broker_ports),
+                                             controller_ports=list(chosen.controller_ports))
+                        started = time.monotonic()
+                        result = session.run()
+                        durations.append(time.monotonic() - started)
                     if result.passed:
                         shown += 1
                     else:

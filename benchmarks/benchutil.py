@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,3 +57,18 @@ def floor_job_s(session: SparkSession, producer_logs: list[Path], consumer_logs:
         read_log(session, consumer_logs, CONSUMER_COLUMNS).select("msg_id"))
     ids.groupBy("msg_id").count().where("count != 2").count()
     return time.monotonic() - start
+
+
+CLUSTER_LOCK = Path("/tmp/kafkalab-cluster.lock")
+
+
+@contextmanager
+def cluster_lock() -> Iterator[None]:
+    """The machine-wide lock, held for one run: one cluster at a time on this machine, so a benchmark's
+    timings are its own and other clusters (tests, trials) get their turn between its runs."""
+    with CLUSTER_LOCK.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

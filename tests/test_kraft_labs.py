@@ -9,6 +9,7 @@ import pytest
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cli import main
+from kafkalab.errors import KafkalabError
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.labs import load_lab
 from kafkalab.labs.events import EventKind
@@ -23,11 +24,11 @@ def test_cluster_mode_keys_load_and_default_to_zookeeper(tmp_path) -> None:  # t
     assert load_lab(write(tmp_path, MINIMAL)).cluster.modes == ("zookeeper",)
     lab = load_lab(write(tmp_path, MINIMAL + '\n[cluster]\nmodes = ["zookeeper", "kraft"]\ncontrollers = 3\n'))
     assert (lab.cluster.mode, lab.cluster.modes, lab.cluster.controllers) == ("zookeeper", ("zookeeper", "kraft"), 3)
-    assert lab.with_mode("kraft").cluster.mode == "kraft"
+    assert lab.on("kraft").cluster.mode == "kraft"
     kraft_only = load_lab(write(tmp_path, MINIMAL + '\n[cluster]\nmode = "kraft"\n'))
     assert kraft_only.cluster.modes == ("kraft",)
-    with pytest.raises(ValueError, match="written for kraft mode, not zookeeper"):
-        kraft_only.with_mode("zookeeper")
+    with pytest.raises(KafkalabError, match="written for kraft mode, not zookeeper"):
+        kraft_only.on("zookeeper")
 
 
 @pytest.mark.parametrize(("cluster", "message"), [

@@ -28,6 +28,7 @@ from kafkalab.cli.common import (
     add_state_dir,
     add_target_args,
     bootstrap_for,
+    kafka_version,
     mode_argv,
     mode_fields,
     parse_settings,
@@ -206,7 +207,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
-    found = kafka_install.locate(args.kafka_home)
+    found = kafka_install.locate(args.kafka_home, version=kafka_version(args))
     if args.backend == "local" or spec.kraft:  # KRaft formats storage and runs the quorum view on the host
         kafka_install.java_binary()
     if is_driven(spec.state_dir):

@@ -12,10 +12,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypedDict
 
+from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS
 from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.model import Lab
 from kafkalab.paths import default_state_dir
 from kafkalab.settings_text import name_values
@@ -28,14 +30,21 @@ def add_state_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_mode_args(parser: argparse.ArgumentParser, default: str | None = "zookeeper") -> None:
-    """--mode, --controllers, --combined: on every command that starts a cluster."""
+def add_mode_args(parser: argparse.ArgumentParser, default: str | None = None) -> None:
+    """--mode, --kafka-version, --controllers, --combined: on every command that starts a cluster."""
     parser.add_argument("--mode", choices=MODES, default=default,
                         help="metadata by ZooKeeper (default, the course's) or a KRaft controller quorum")
+    add_version_arg(parser)
     parser.add_argument("--controllers", type=int, choices=CONTROLLER_COUNTS, default=1,
                         help="KRaft controllers in the quorum: 1 or 3 (default 1; --mode kraft)")
     parser.add_argument("--combined", action="store_true",
                         help="KRaft controllers inside the first brokers (process.roles=broker,controller)")
+
+
+def add_version_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kafka-version", default=None, metavar="V", choices=KAFKA_VERSIONS,
+                        help=f"the Kafka to run: {' or '.join(KAFKA_VERSIONS)} (default: {KAFKA_VERSION}, or a lab's "
+                             "own; 4.x implies --mode kraft, as Kafka 4 has no ZooKeeper)")
 
 
 class ModeFields(TypedDict):
@@ -44,9 +53,18 @@ class ModeFields(TypedDict):
     combined: bool
 
 
+def kafka_version(args: argparse.Namespace) -> str:
+    return args.kafka_version or KAFKA_VERSION
+
+
 def mode_fields(args: argparse.Namespace) -> ModeFields:
-    """ClusterSpec fields from the mode options; --controllers/--combined need --mode kraft."""
-    mode = args.mode or "zookeeper"
+    """ClusterSpec fields from the mode options; --controllers/--combined need --mode kraft, and a Kafka
+    without ZooKeeper (4.x) implies it."""
+    kraft_only = has_kraft_only(kafka_version(args))
+    if kraft_only and args.mode == "zookeeper":
+        raise KafkalabError(f"Kafka {args.kafka_version} has no ZooKeeper mode (removed in 4.0): use --mode kraft, "
+                            f"or --kafka-version {KAFKA_VERSION}")
+    mode = args.mode or ("kraft" if kraft_only else "zookeeper")
     if mode != "kraft" and (args.combined or args.controllers != 1):
         raise KafkalabError("--controllers and --combined are KRaft options: add --mode kraft")
     return {"mode": mode, "controllers": args.controllers, "combined": args.combined}
@@ -55,18 +73,14 @@ def mode_fields(args: argparse.Namespace) -> ModeFields:
 def mode_argv(args: argparse.Namespace) -> list[str]:
     """The mode options again, for a child kafkalab process."""
     argv = ["--mode", args.mode] if args.mode else []
+    argv += ["--kafka-version", args.kafka_version] if args.kafka_version else []
     argv += ["--controllers", str(args.controllers)] if args.controllers != 1 else []
     return argv + (["--combined"] if args.combined else [])
 
 
-def with_mode(lab: Lab, mode: str | None) -> Lab:
-    """The lab on ``mode`` (None: its own), or a one-line error when the lab is not written for it."""
-    if mode is None:
-        return lab
-    try:
-        return lab.with_mode(mode)
-    except ValueError as exc:
-        raise KafkalabError(str(exc)) from None
+def on_platform(lab: Lab, args: argparse.Namespace) -> Lab:
+    """The lab on --mode / --kafka-version (neither: its own), or a one-line error when it is not written for them."""
+    return lab.on(args.mode, args.kafka_version) if args.mode or args.kafka_version else lab
 
 
 def target_state_dir(args: argparse.Namespace) -> Path:

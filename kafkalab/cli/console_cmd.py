@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from kafkalab.cli.common import add_mode_args, hangup_as_interrupt, mode_fields, with_mode
+from kafkalab.cli.common import add_mode_args, hangup_as_interrupt, kafka_version, mode_fields, on_platform
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
@@ -126,7 +126,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPa
         if not ids:
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
-    lab = with_mode(load_lab(find_lab(ref)), args.mode)
+    lab = on_platform(load_lab(find_lab(ref)), args)
     lab_distribution(lab.cluster.kafka_version)  # its Kafka fetched, or one line saying how
     spark = None if args.no_spark_warmup else WarmSession(warmup_rounds=IDLE_ROUNDS,
                                                           log_path=args.runs_dir / "spark.log")
@@ -166,7 +166,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataP
         note = f"ports {', '.join(map(str, taken))} are taken (another cluster?): this cluster uses free ones"
     elif other:
         note = f"a cluster already runs in {other}: this console's own starts in {spec.state_dir} on free ports"
-    found = kafka_install.locate()
+    found = kafka_install.locate(version=kafka_version(args))
     kafka_install.java_binary()
     cluster = ClusterSource(Cluster(spec, found), note=note)
     source: Source = cluster

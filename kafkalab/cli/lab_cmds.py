@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from kafkalab.cli.common import with_mode
+from kafkalab.cli.common import add_version_arg, on_platform
 from kafkalab.cli.console_cmd import cmd_console, console_args
 from kafkalab.cli.fix_cmds import add_change_args, answer, changed_lab, give_up, show_lab
 from kafkalab.cli.tables import Column, Fit, print_fitted
@@ -50,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--headless", action="store_true", help="no console, even on a terminal")
     run.add_argument("--mode", choices=MODES, default=None,
                      help="metadata mode: zookeeper or kraft (default: the lab's own; `kafkalab labs --show`)")
+    add_version_arg(run)
     run.add_argument("--json", metavar="OUT", type=Path, help="write the result(s) as JSON to OUT")
     run.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times (each on a fresh cluster)")
     run.add_argument("--seed", type=int, default=None, metavar="S", help="seed for values and random targets")
@@ -109,12 +110,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.record is not None and (args.record.suffix != ".cast" or args.repeat != 1):
         raise KafkalabError(f"--record {args.record}: give one run (no --repeat) and a file name ending in .cast")
     path = find_lab(args.lab)
-    lab = with_mode(load_lab(path), args.mode)  # refused here, before anything starts, when it does not validate
+    lab = on_platform(load_lab(path), args)  # refused here, before anything starts, when it does not validate
     lab, changes = changed_lab(args, lab)  # so are the changes' bad values
     lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
     headless = args.headless or bool(changes)  # the console opens a lab as shipped; changes run headless
     if not headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
         return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else []),
+                                         *(["--kafka-version", args.kafka_version] if args.kafka_version else []),
                                          *(["--free-ports"] if args.free_ports else [])]))
     console = Console()
     if changes:

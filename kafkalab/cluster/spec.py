@@ -62,6 +62,10 @@ KRAFT_DEMO_SETTINGS: dict[str, tuple[str, str]] = {
 }
 KRAFT_FROM_ZOOKEEPER_MODE = ("zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
                              "controlled.shutdown.retry.backoff.ms")
+# A ZooKeeper-mode setting a lab writes, as KRaft says it: the broker's session with the active controller
+# plays its ZooKeeper session's part (how long a silent broker keeps its leaderships). Other ZooKeeper-only
+# settings (KRAFT_FROM_ZOOKEEPER_MODE) have no KRaft counterpart and are left out.
+KRAFT_EQUIVALENTS = {"zookeeper.session.timeout.ms": "broker.session.timeout.ms"}
 BROKER_HEAP = "-Xms64m -Xmx384m"
 CONTROLLER_HEAP = "-Xms32m -Xmx160m"
 ZOOKEEPER_HEAP = "-Xms32m -Xmx128m"
@@ -186,8 +190,8 @@ class ClusterSpec:
             "transaction.state.log.replication.factor": replicas,
             "transaction.state.log.min.isr": str(min(2, self.brokers)),
             **demo,
-            **self.overrides,
-            **{k: str(v) for k, v in self.broker_overrides.get(broker_id, {}).items()},
+            **self.mode_overrides(self.overrides),
+            **self.mode_overrides({k: str(v) for k, v in self.broker_overrides.get(broker_id, {}).items()}),
         }
 
     def controller_settings(self, controller_id: int) -> dict[str, str]:
@@ -203,8 +207,15 @@ class ClusterSpec:
             "log.dirs": str(self.node_dir(name) / "data"),
             **self._kraft_common(controller_id),
             **self.kraft_demo_settings(),
-            **self.overrides,
+            **self.mode_overrides(self.overrides),
         }
+
+    def mode_overrides(self, overrides: dict[str, str]) -> dict[str, str]:
+        """``overrides`` as this mode names them: in KRaft a ZooKeeper setting becomes its KRaft equivalent."""
+        if not self.kraft:
+            return overrides
+        return {KRAFT_EQUIVALENTS.get(k, k): v for k, v in overrides.items()
+                if k in KRAFT_EQUIVALENTS or k not in KRAFT_FROM_ZOOKEEPER_MODE}
 
     def _kraft_common(self, node_id: int) -> dict[str, str]:
         return {

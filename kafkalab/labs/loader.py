@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kafkalab import KAFKA_VERSION
+from kafkalab import KAFKA_VERSIONS
 from kafkalab.clients.options import OptionsError
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.errors import KafkalabError
@@ -28,7 +28,7 @@ from kafkalab.paths import labs_dir
 LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
             "heal_before_audit"}
 CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "modes", "controllers", "combined",
-                "kafka_version"}
+                "kafka_version", "kafka_versions"}
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
@@ -199,9 +199,9 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     producer = _producer(r, r.table(data, "producer"))
     consumers = _consumers(r, r.table(data, "consumers"), data.get("consumer", []))
     for i, c in enumerate(consumers):
-        if c.config.group_protocol == "consumer" and not has_kraft_only(cluster.kafka_version):
+        if c.config.group_protocol == "consumer" and not all(map(has_kraft_only, cluster.kafka_versions)):
             raise r.fail("consumer", i, "consumer.group-protocol", "the consumer protocol (KIP-848) needs Kafka 4.0 "
-                         "or later: set [cluster] kafka_version = \"4.4.0\" and modes = [\"kraft\"]", array=True)
+                         "or later: set [cluster] kafka_versions = [\"4.4.0\"] and modes = [\"kraft\"]", array=True)
     faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
     expectations = tuple(
         _wrap(r, "expect", 0, key, partial(make_expectation, key, value, r.index.line("expect", 0, key)))
@@ -272,19 +272,35 @@ def _cluster(r: _Reader, raw: dict[str, Any]) -> ClusterPlan:
     if len(set(stopped)) >= brokers:
         raise r.fail("cluster", 0, "stopped", "leaves no broker running: keep at least one")
     mode, modes, controllers, combined = _modes(r, raw, brokers)
+    versions = _kafka_versions(r, raw, modes)
     return ClusterPlan(brokers, overrides, per_broker, tuple(stopped), mode, modes, controllers, combined,
-                       _kafka_version(r, raw, modes))
+                       versions[0], versions)
 
 
-def _kafka_version(r: _Reader, raw: dict[str, Any], modes: tuple[str, ...]) -> str:
-    """[cluster] kafka_version: a release (4.x labs are KRaft only, as Kafka 4 is)."""
-    version = r.typed(raw, "kafka_version", str, "cluster", default=KAFKA_VERSION)
-    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
-        raise r.fail("cluster", 0, "kafka_version", f"{version!r} is not a Kafka release: give e.g. \"4.4.0\"")
-    if has_kraft_only(version) and "zookeeper" in modes:
-        raise r.fail("cluster", 0, "kafka_version", f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
-                     "set modes = [\"kraft\"]")
-    return version
+def _kafka_versions(r: _Reader, raw: dict[str, Any], modes: tuple[str, ...]) -> tuple[str, ...]:
+    """[cluster] kafka_versions (every release the lab runs on) / kafka_version (its own, listed first).
+
+    By default a lab runs on every Kafka kafkalab knows that has one of its modes: a ZooKeeper-only lab on
+    3.x, a lab with KRaft on 4.x as well (4.x is KRaft only, as Kafka 4 is)."""
+    own = r.typed(raw, "kafka_version", str, "cluster", default="")
+    default = [own] if own else [v for v in KAFKA_VERSIONS if modes != ("zookeeper",) or not has_kraft_only(v)]
+    versions = r.typed(raw, "kafka_versions", list, "cluster", default=default)
+    for key, values in (("kafka_version", [own] if own else []), ("kafka_versions", versions)):
+        for v in values:
+            if not isinstance(v, str) or not re.fullmatch(r"\d+\.\d+\.\d+", v):
+                raise r.fail("cluster", 0, key, f"{v!r} is not a Kafka release: give e.g. \"4.4.0\"")
+    if not versions or len(set(versions)) != len(versions):
+        raise r.fail("cluster", 0, "kafka_versions",
+                     f"{versions!r}: list each release once, e.g. [\"3.9.2\", \"4.4.0\"]")
+    if own and own not in versions:
+        raise r.fail("cluster", 0, "kafka_version", f"{own!r} is not among kafka_versions {versions!r}: add it there")
+    if modes == ("zookeeper",) and all(has_kraft_only(v) for v in versions):
+        raise r.fail("cluster", 0, "kafka_versions", f"Kafka {versions[0]} has no ZooKeeper mode (removed in 4.0): "
+                     "add \"kraft\" to modes, or run on 3.9.2")
+    if own and has_kraft_only(own) and modes[0] == "zookeeper":
+        raise r.fail("cluster", 0, "kafka_version", f"Kafka {own} has no ZooKeeper mode (removed in 4.0): "
+                     "list \"kraft\" first in modes")
+    return (own, *[v for v in versions if v != own]) if own else tuple(versions)
 
 
 def _modes(r: _Reader, raw: dict[str, Any], brokers: int) -> tuple[str, tuple[str, ...], int, bool]:

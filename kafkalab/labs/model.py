@@ -9,6 +9,7 @@ from pathlib import Path
 from kafkalab import KAFKA_VERSION
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.faults import Fault
 from kafkalab.labs.fix import FixExercise, Incident
@@ -25,7 +26,13 @@ class ClusterPlan:
     modes: tuple[str, ...] = ("zookeeper",)  # every mode the lab's lesson shows in
     controllers: int = 1  # KRaft controllers (KRaft mode only)
     combined: bool = False
-    kafka_version: str = KAFKA_VERSION  # the distribution the lab runs on (`kafkalab fetch --kafka-version V`)
+    kafka_version: str = KAFKA_VERSION  # the distribution this run uses (`kafkalab fetch --kafka-version V`)
+    kafka_versions: tuple[str, ...] = (KAFKA_VERSION,)  # every release the lab runs on; the first is its own
+
+    def platforms(self) -> tuple[tuple[str, str], ...]:
+        """Every (mode, Kafka version) the lab runs on: each of its modes on each of its versions that has it."""
+        return tuple((m, v) for v in self.kafka_versions for m in self.modes
+                     if not (m == "zookeeper" and has_kraft_only(v)))
 
 
 @dataclass(frozen=True)
@@ -113,12 +120,32 @@ class Lab:
         """The producer's topic: the one audited and analysed."""
         return self.producer.config.topic
 
-    def with_mode(self, mode: str) -> Lab:
-        """The same lab on another metadata mode; refused (ValueError) for a mode the lab is not written for."""
-        if mode not in self.cluster.modes:
-            raise ValueError(f"lab {self.id} is written for {' and '.join(self.cluster.modes)} mode, not {mode}: "
-                             f"run it without --mode, or pick a lab whose [cluster] modes include {mode}")
-        return replace(self, cluster=replace(self.cluster, mode=mode))
+    def on(self, mode: str | None = None, version: str | None = None) -> Lab:
+        """The same lab on another metadata mode and/or Kafka release (None: the lab's own, or what the other
+        implies: 4.x means KRaft, ZooKeeper means a 3.x). KafkalabError for one the lab is not written for."""
+        c = self.cluster
+        if version is not None and version not in c.kafka_versions:
+            raise KafkalabError(f"lab {self.id} runs on Kafka {' and '.join(c.kafka_versions)}, not {version}: "
+                                f"give --kafka-version {' or '.join(c.kafka_versions)}")
+        if mode is not None and mode not in c.modes:
+            raise KafkalabError(f"lab {self.id} is written for {' and '.join(c.modes)} mode, not {mode}: "
+                                f"run it without --mode, or pick a lab whose [cluster] modes include {mode}")
+        if version is None:
+            wanted = mode or c.mode
+            version = next((v for m, v in c.platforms() if m == wanted and v == c.kafka_version), None) or next(
+                v for m, v in c.platforms() if m == wanted)
+        if mode is None:
+            mode = c.mode if (c.mode, version) in c.platforms() else "kraft"
+        if (mode, version) not in c.platforms():
+            raise KafkalabError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): run lab {self.id} with "
+                                f"--mode kraft, or on --kafka-version {KAFKA_VERSION}")
+        return replace(self, cluster=replace(c, mode=mode, kafka_version=version))
+
+    @property
+    def platform_words(self) -> str:
+        """Where the lab runs, for a listing: "ZooKeeper · KRaft 3.9.2 4.4.0"."""
+        modes = " · ".join("ZooKeeper" if m == "zookeeper" else "KRaft" for m in self.cluster.modes)
+        return f"{modes} {' '.join(self.cluster.kafka_versions)}"
 
     def consumer(self, local_id: int) -> ConsumerPlan:
         for c in self.consumers:
