@@ -9,8 +9,8 @@ import pytest
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cli import main
-from kafkalab.errors import KafkalabError
 from kafkalab.cluster.quorum import QuorumState
+from kafkalab.errors import KafkalabError
 from kafkalab.labs import load_lab
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.expectations import is_metric
