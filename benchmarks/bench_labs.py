@@ -116,7 +116,9 @@ def main() -> int:
                         shutil.rmtree(result.run_dir, ignore_errors=True)
                     bar.advance(task)
                 results[key] = {
-                    "title": lab.title, "lab_sha": lab_hash(lab), "runs": len(durations), "lesson_shown": shown,
+                    "title": lab.title, "lab_id": lab.id, "mode": lab.cluster.mode,
+                    "kafka_version": lab.cluster.kafka_version, "lab_sha": lab_hash(lab), "runs": len(durations),
+                    "lesson_shown": shown,
                     "median_s": round(statistics.median(durations), 1), "worst_s": round(max(durations), 1),
                     "under_goal": max(durations) <= GOAL_S, "durations_s": [round(d, 1) for d in durations],
                     "failures": failures,

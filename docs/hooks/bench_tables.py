@@ -137,6 +137,28 @@ def render_labs(name: str, data: Json) -> list[str]:
     return table(header, rows) + source_line(name, data, extra)
 
 
+PLATFORMS = (("zookeeper", "3.9.2", "ZooKeeper 3.9.2"), ("kraft", "3.9.2", "KRaft 3.9.2"),
+             ("kraft", "4.4.0", "KRaft 4.4.0"))
+
+
+def render_platforms(name: str, data: Json) -> list[str]:
+    """labs-platforms: every lesson on every platform it declares, one column per platform ("-": not declared)."""
+    cells: dict[str, dict[tuple[str, str], str]] = {}
+    failed: list[str] = []
+    for key, lab in data["labs"].items():
+        shown = f"{lab['lesson_shown']} of {lab['runs']}"
+        shown = f"**{shown}**" if lab["lesson_shown"] == lab["runs"] else shown
+        cells.setdefault(lab["lab_id"], {})[(lab["mode"], lab["kafka_version"])] = f"{shown}, {num(lab['median_s'])} s"
+        failed += [f"`{key}`: {_failure(f)}" for f in lab.get("failures", [])]
+    rows = [[lab_id, *(by.get((mode, version), "-") for mode, version, _ in PLATFORMS)] for lab_id, by in cells.items()]
+    runs = sum(lab["runs"] for lab in data["labs"].values())
+    shown_total = sum(lab["lesson_shown"] for lab in data["labs"].values())
+    out = table(["lesson", *(title for _, _, title in PLATFORMS)], rows)
+    out += [""] + [f"- failed: {f}" for f in failed] if failed else []
+    return out + source_line(name, data, f"{plural(len(cells), 'lesson')}, **{runs} runs, {shown_total} shown**; "
+                                         "each cell: lesson shown, median run")
+
+
 # ---- cluster.json ---------------------------------------------------------------------------------
 CLUSTER_LABELS = {
     "cold_start_s": "cold start to ready (ZooKeeper + 3 brokers, RF=3 topic with all leaders)",
@@ -440,6 +462,7 @@ def lab_runs(data: Json) -> str:
 
 # ---- dispatch -------------------------------------------------------------------------------------
 FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
+    (re.compile(r"labs-platforms"), render_platforms),
     (re.compile(r"labs(-.+)?"), render_labs),
     (re.compile(r"fix(-.+)?"), render_fix),
     (re.compile(r"cluster"), render_cluster),

@@ -352,7 +352,8 @@ class RecordedRun:
                          expectations=[ExpectationResult(**e) for e in d["expectations"]],
                          checks=[ExpectationResult(**c) for c in d["checks"]],
                          faults=[FaultStatus.from_dict(f) for f in d["faults"]], metrics=d["metrics"], report=report,
-                         verdict=d["verdict"], error=d["error"], duration_s=d["duration_s"], seed=d["seed"])
+                         verdict=d["verdict"], error=d["error"], duration_s=d["duration_s"], seed=d["seed"],
+                         mode=d.get("mode", ""), kafka_version=d.get("kafka_version", ""))
 
 
 def _consumer(d: dict[str, Any]) -> ConsumerStats:

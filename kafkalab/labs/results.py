@@ -117,6 +117,8 @@ class RunResult:
     error: str = ""
     duration_s: float = 0.0
     seed: int = 0
+    mode: str = ""  # the platform it ran on: metadata mode and Kafka release
+    kafka_version: str = ""
 
     @property
     def passed(self) -> bool:
@@ -135,7 +137,8 @@ class RunResult:
     def as_dict(self) -> dict[str, Any]:
         return {
             "lab": self.lab_id, "run_dir": str(self.run_dir), "outcome": self.outcome, "passed": self.passed,
-            "duration_s": round(self.duration_s, 2), "seed": self.seed, "verdict": self.verdict,
+            "duration_s": round(self.duration_s, 2), "seed": self.seed, "mode": self.mode,
+            "kafka_version": self.kafka_version, "verdict": self.verdict,
             "error": self.error, "failures": self.failures,
             "expectations": [e.as_dict() for e in self.expectations],
             "checks": [c.as_dict() for c in self.checks],

@@ -177,7 +177,8 @@ class LabRun:
     def execute(self) -> RunResult:
         """Run it to the end (or to a stop); the result is also written as ``result.json``."""
         started = time.monotonic()
-        result = RunResult(self.lab.id, self.run_dir, Outcome.ERROR, seed=self.seed)
+        result = RunResult(self.lab.id, self.run_dir, Outcome.ERROR, seed=self.seed, mode=self.lab.cluster.mode,
+                           kafka_version=self.lab.cluster.kafka_version)
         if self.lab.source is not None:
             shutil.copy(self.lab.source, self.run_dir / "lab.toml")
         try:
