@@ -23,6 +23,14 @@ from kafkalab.kafka_install import BROKER_MAIN, ZOOKEEPER_MAIN, Distribution, ja
 StateListener = Callable[[Node, NodeState, str], None]
 
 
+def silence_note(spec: ClusterSpec) -> str:
+    """How this cluster notices a silent broker: the mechanism differs by mode, and the lesson shows it."""
+    seconds = f"{spec.session_timeout_s:g} s"
+    if spec.kraft:
+        return f"silent past its {seconds} broker session, the active controller fences it and moves its leaderships"
+    return f"silent past its {seconds} ZooKeeper session, the controller moves its leaderships"
+
+
 class Cluster:
     """Drives one state dir's nodes. Use as a context manager, or call :meth:`shutdown`."""
 
@@ -185,7 +193,7 @@ class Cluster:
                 name, argv(name, spec.broker_heap, BROKER_MAIN, "server.properties"), spec.node_dir(name),
                 spec.broker_port(b), self.backend, broker_id=b, kraft=spec.kraft,
                 # KRaft: a restarted broker registers with a new incarnation, no old session to wait out
-                session_timeout_s=0.0 if spec.kraft else spec.session_timeout_s,
+                session_timeout_s=0.0 if spec.kraft else spec.session_timeout_s, silence_note=silence_note(spec),
             )
         for node in self._nodes.values():
             node.on_change = self._notify

@@ -150,9 +150,11 @@ class Node:
         kind: NodeKind | None = None,
         node_id: int | None = None,
         kraft: bool = False,
+        silence_note: str = "",
     ) -> None:
         """``session_timeout_s``: how long a SIGKILLed broker waits before its restart (its old ZooKeeper
-        session; 0 in KRaft, where a restarted broker registers with a new incarnation at once)."""
+        session; 0 in KRaft, where a restarted broker registers with a new incarnation at once).
+        ``silence_note``: how the cluster notices this node gone silent, for the timeline's kill and pause lines."""
         self.name = name
         self.kind = kind or (NodeKind.BROKER if broker_id is not None else NodeKind.ZOOKEEPER)
         self.broker_id = broker_id
@@ -170,6 +172,7 @@ class Node:
         self.stdout_path = node_dir / "logs" / "stdout.log"
         self._backend = backend
         self._session_timeout_s = session_timeout_s
+        self.silence_note = silence_note
         self._lock = threading.RLock()
         self._proc: NodeProcess | None = None
         self.state = NodeState.STOPPED

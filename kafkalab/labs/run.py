@@ -307,6 +307,8 @@ class LabRun:
                 return
             before, last[node.name] = last.get(node.name), state
             detail = f"{node.name} {state}: {reason}"
+            if state in (NodeState.KILLED, NodeState.PAUSED) and node.silence_note:  # the mode's mechanism, named
+                detail += f"; {node.silence_note}"
             if state == NodeState.STOPPED and before in DOWN_BY_FAULT:  # ended earlier: the teardown only tidies
                 detail = f"{node.name} stopped: it was already down ({before} earlier); {reason}"
             self.timeline.add(NodeEvent(source=node.name, detail=detail, state=state))
