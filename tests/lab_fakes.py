@@ -8,7 +8,7 @@ running replicas, consumers get every partition and process what the producer ac
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ NODE_MOVES = {"stop": NodeState.STOPPED, "kill": NodeState.KILLED, "pause": Node
 
 
 class FakeNode(ActionNode):
+    silence_note = ""
+
     def __init__(self, world: World, name: str, node_dir: Path) -> None:
         self.world, self.name, self.node_dir = world, name, node_dir
         self.state = NodeState.STOPPED
@@ -54,7 +56,7 @@ class FakeCluster:
         self.world.cluster_listeners.append(listener)
 
     def start(self, timeout: float, progress: Callable[[str], None],
-              cancelled: Callable[[], bool] = lambda: False) -> None:
+              cancelled: Callable[[], bool] = lambda: False, held_back: Collection[int] = ()) -> None:
         deadline = time.monotonic() + self.world.start_s
         while time.monotonic() < deadline:  # as the real start: a cancel acts within a tick
             if cancelled():
@@ -64,6 +66,8 @@ class FakeCluster:
                 raise StartCancelled("the start was cancelled")
             time.sleep(0.01)
         for node in self.nodes:
+            if node.name in {f"broker-{b}" for b in held_back}:
+                continue
             node.state = NodeState.RUNNING
             for listener in self.world.cluster_listeners:
                 listener(node, node.state, "ready")

@@ -185,6 +185,8 @@ class ListenedCluster:
 
 
 class NamedNode:
+    silence_note = "silent past its 3 s ZooKeeper session, the controller moves its leaderships"
+
     def __init__(self, name: str) -> None:
         self.name = name
 
@@ -203,6 +205,7 @@ def test_a_killed_brokers_last_line_says_the_kill_ended_it_not_the_runs_end(tmp_
     record(broker_1, NodeState.STOPPED, "run ended")
     record(broker_2, NodeState.STOPPED, "run ended")
     lines = [e.detail for e in run.timeline.events(EventKind.NODE)]
+    assert lines[-3] == f"broker-1 killed: SIGKILL sent; {NamedNode.silence_note}"  # how the mode notices it
     assert lines[-2] == "broker-1 stopped: it was already down (killed earlier); run ended"
     assert lines[-1] == "broker-2 stopped: run ended"  # the run's end did end this one
 

@@ -61,7 +61,7 @@ def lab_of(tmp_path: Path, extra: str, drain: float = 30) -> Lab:
 def execute(tmp_path: Path, lab: Lab, world: World, said: list[str] | None = None) -> tuple[LabRun, RunResult]:
     """Run ``lab`` in ``world``; the run's messages go to ``said``."""
     run_dir = tmp_path / "run"
-    run_dir.mkdir()
+    run_dir.mkdir(parents=True)
     def emit(event: SessionEvent) -> None:
         if said is not None and isinstance(event, RunMessage):
             said.append(event.text)
@@ -407,3 +407,25 @@ def test_a_fault_expected_to_fail_fires_when_it_fails_and_fails_when_it_succeeds
     assert result.faults[1].detail == "succeeded, but the lab expects it to fail"
     assert result.metrics["faults.failed"] == 1 and result.metrics["faults.missed"] == 1
     assert result.outcome == Outcome.FAILED and world.actions == []
+
+
+def test_in_kraft_the_brokers_the_cluster_grows_by_are_never_started(tmp_path: Path) -> None:
+    """A started then stopped KRaft broker stays registered (fenced) and takes new topics' followers; one
+    never started is not part of the cluster yet, as the lesson needs. ZooKeeper mode stops them after the start."""
+    extra = """
+        [cluster]
+        modes = ["zookeeper", "kraft"]
+        brokers = 3
+        stopped = [2, 3]
+    """
+    actions: dict[str, list[str]] = {}
+    for mode in ("zookeeper", "kraft"):
+        world = World()
+        said: list[str] = []
+        execute(tmp_path / mode, lab_of(tmp_path, extra).on(mode), world, said)
+        assert world.cluster is not None
+        actions[mode] = [f"{action} {node}" for action, node, _ in world.actions]
+        held_back = any("not started: it registers with the quorum" in line for line in said)
+        assert held_back == (mode == "kraft"), said
+    assert {"stop broker-2", "stop broker-3"} <= set(actions["zookeeper"])
+    assert not any(a.startswith("stop") for a in actions["kraft"])  # never started, so nothing to stop

@@ -6,7 +6,7 @@ import atexit
 import shlex
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR, write_node_configs
@@ -49,8 +49,11 @@ class Cluster:
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self, timeout: float | None = None, progress: Callable[[str], None] = lambda _m: None,
-              cancelled: Callable[[], bool] = lambda: False) -> None:
+              cancelled: Callable[[], bool] = lambda: False, held_back: Collection[int] = ()) -> None:
         """Lock the state dir, reap a crashed run's leftovers, write configs, start ZooKeeper then brokers.
+
+        ``held_back``: brokers not started (KRaft mode): never registered with the quorum, they are not yet
+        part of the cluster, and join it when started.
 
         Blocks until every node is ready (``timeout``: 120 s, 240 s in KRaft mode, whose twice as many JVMs
         start at once); on failure everything started is ended and KafkalabError raised. ``cancelled()`` turning
@@ -73,7 +76,7 @@ class Cluster:
             self._monitor.start()
             deadline = time.monotonic() + timeout
             if self.spec.kraft:
-                self._start_kraft(deadline, progress, fresh, cancelled)
+                self._start_kraft(deadline, progress, fresh, cancelled, held_back)
                 return
             progress(f"starting ZooKeeper on 127.0.0.1:{self.spec.zk_port}")
             self.zookeeper.start()
@@ -87,7 +90,7 @@ class Cluster:
             raise
 
     def _start_kraft(self, deadline: float, progress: Callable[[str], None], fresh: bool,
-                     cancelled: Callable[[], bool]) -> None:
+                     cancelled: Callable[[], bool], held_back: Collection[int]) -> None:
         """Controllers and brokers start together: a broker waits for the quorum by itself, and no node
         has to wait for another's JVM to warm up. The quorum view's helper starts once they are ready, so
         its JVM does not take the nodes' CPU while they start."""
@@ -96,14 +99,17 @@ class Cluster:
         progress(f"starting {spec.controllers} KRaft controller(s) ({shape}) on ports "
                  f"{', '.join(map(str, spec.controller_ports))} and {len(self.brokers)} brokers on ports "
                  f"{', '.join(map(str, spec.broker_ports))}")
+        voters = spec.controller_ids if spec.combined else []  # a combined voter must start: the quorum needs it
+        starting = [n for n in self.nodes if n.broker_id is None or n.broker_id not in held_back
+                    or n.broker_id in voters]
         for attempt in (1, 2):
-            for node in self.nodes:
+            for node in starting:
                 node.start()
-            wait_ready(self.nodes, deadline, progress, cancelled)
-            if attempt == 2 or not (fresh and lost_bootstrap(self.nodes)):
+            wait_ready(starting, deadline, progress, cancelled)
+            if attempt == 2 or not (fresh and lost_bootstrap(starting)):
                 break
             progress(f"{LOST_BOOTSTRAP_NOTE}: formatting the storage again and starting over")
-            end_and_wait(self.nodes, "formatting the KRaft storage again")
+            end_and_wait(starting, "formatting the KRaft storage again")
             format_storage(spec, self.dist, progress, wipe=True)
         helper_dir = spec.node_dir(QUORUM_WATCH_DIR)
         jvm_args = [f"-Dlog4j.configuration=file:{helper_dir / 'log4j.properties'}",
