@@ -151,6 +151,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataP
     from kafkalab.cluster.spec import MAX_BROKERS
     from kafkalab.cluster.supervision import is_driven
     from kafkalab.feeds.cluster_source import ClusterSource
+    from kafkalab.labs.model import platform_short
 
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
@@ -168,7 +169,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataP
         note = f"a cluster already runs in {other}: this console's own starts in {spec.state_dir} on free ports"
     found = kafka_install.locate(version=kafka_version(args))
     kafka_install.java_binary()
-    cluster = ClusterSource(Cluster(spec, found), note=note)
+    cluster = ClusterSource(Cluster(spec, found), note=note, platform=platform_short(spec.mode, found.version()))
     source: Source = cluster
     owner = other or (owner_of_ports(taken) if taken else None)
     if owner is not None:

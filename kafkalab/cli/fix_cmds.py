@@ -32,7 +32,7 @@ from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import GRADE_FILE, Grade, read_grade, set_name, who_am_i
 from kafkalab.labs.graded import apply_changes, fix_of
 from kafkalab.labs.loader import find_lab, load_lab
-from kafkalab.labs.model import Lab
+from kafkalab.labs.model import Lab, platform_name
 from kafkalab.labs.results import RunResult, num
 from kafkalab.labs.run import PortChoice
 from kafkalab.labs.run_deps import lab_distribution
@@ -361,6 +361,18 @@ def show_lab(console: Console, lab: Lab) -> None:
             show_incident(console, lab, lab.incident, revealed=True)
     if lab.fix is not None:
         show_fix(console, lab, lab.fix)
+    show_platforms(console, lab)
+
+
+def show_platforms(console: Console, lab: Lab) -> None:
+    """Every mode and Kafka version the lab runs on, each with the command that runs it there (a line of its
+    own: at 80 columns a command beside its platform would wrap inside the command)."""
+    own = (lab.cluster.mode, lab.cluster.kafka_version)
+    console.print("\n[bold]Runs on[/] (kafkalab console and kafkalab fix take the same options):", highlight=False)
+    for mode, version in sorted(lab.cluster.platforms(), key=lambda p: p != own):
+        plain = " [dim](a plain run's)[/]" if (mode, version) == own else ""
+        console.print(f"  {platform_name(mode, version)}{plain}\n      [bold]{lab.run_command(mode, version)}[/]",
+                      highlight=False)
 
 
 def incident_of(lab: Lab) -> Incident:

@@ -96,11 +96,14 @@ def cmd_labs(args: argparse.Namespace) -> int:
         if "incident" in r["offers"] and not progress.load(r["id"]).revealed:
             title, teaches = "(an incident: its ticket in --show)", "named once you find the cause"  # no spoiler
         offers = f"\n[dim]offers {', '.join(r['offers'])}[/]" if r["offers"] else ""  # under the id: 80 columns fit
-        cells.append([str(r["number"]), r["id"] + offers, escape(title), escape(teaches)])
-    # ids whole (they are what `run` takes), the prose wrapped between words
-    print_fitted(console, [Column("#", justify="right"), Column("id"), Column("title", Fit.WRAP),
-                           Column("teaches", Fit.WRAP)], cells, title="kafkalab labs")
-    console.print("run one: kafkalab run ID [--headless]; read one: kafkalab labs --show ID", highlight=False)
+        # the title above what it teaches, in one prose column: two would leave no room for "runs on" at 80
+        cells.append([str(r["number"]), r["id"] + offers, "\n".join(r["runs_on"]),
+                      f"[bold]{escape(title)}[/]\n[dim]→[/] {escape(teaches)}"])
+    # ids and platforms whole (they are what `run` takes), the prose wrapped between words
+    print_fitted(console, [Column("#", justify="right"), Column("id"), Column("runs on"),
+                           Column("lesson: what it teaches", Fit.WRAP)], cells, title="kafkalab labs")
+    console.print("run one: kafkalab run ID [--mode kraft] [--kafka-version 4.4.0] [--headless]; "
+                  "read one, and how to run it on each: kafkalab labs --show ID", highlight=False)
     return 0
 
 

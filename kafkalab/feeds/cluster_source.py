@@ -30,13 +30,14 @@ class ClusterSource(Source):
     why_not = "no lab loaded: open the console on a lab (`kafkalab console LAB`) for runs, settings and resets"
 
     def __init__(self, cluster: ClusterView, title: str = "kafkalab", owned: bool = True,
-                 note: str = "", label: str = "no lab") -> None:
+                 note: str = "", label: str = "no lab", platform: str = "") -> None:
         """``owned=False`` attaches to a cluster someone else started and will shut down; ``note`` is said
         first when the console boots (e.g. why the cluster took free ports); ``label`` names it in the top
-        bar where a lab's id would be."""
+        bar where a lab's id would be, ``platform`` its mode and Kafka ("KRaft · Kafka 4.4.0", '' unknown)."""
         self.note = note
         self.label = label
         self.cluster = cluster
+        self.platform = platform
         self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned

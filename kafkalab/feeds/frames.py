@@ -113,12 +113,27 @@ class ExerciseView:
 
 
 @dataclass(frozen=True)
+class PlatformRun:
+    """A metadata mode and Kafka version a lab runs on, in words, with the command that runs it there."""
+
+    name: str  # "KRaft mode on Kafka 4.4.0"
+    command: str  # "kafkalab run leader-failover --kafka-version 4.4.0"
+    current: bool = False  # the one this console runs on
+
+
+@dataclass(frozen=True)
 class LabView:
     lab_id: str
     title: str
     instructions: str  # markdown
     steps: tuple[TimelineStep, ...] = ()
     exercise: ExerciseView | None = None  # a lab with a [fix] or an [incident]
+    platforms: tuple[PlatformRun, ...] = ()  # every platform the lab runs on, this run's marked
+
+    @property
+    def platform(self) -> PlatformRun | None:
+        """The platform this console runs the lab on."""
+        return next((p for p in self.platforms if p.current), None)
 
 
 @dataclass(frozen=True)

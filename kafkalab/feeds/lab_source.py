@@ -28,6 +28,7 @@ from kafkalab.feeds.frames import (
     Marker,
     MarkerKind,
     NodesFrame,
+    PlatformRun,
     ReportView,
     RunFrame,
     TimelineStep,
@@ -38,7 +39,7 @@ from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleActi
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import who_am_i
-from kafkalab.labs.model import Lab
+from kafkalab.labs.model import Lab, platform_name, platform_short
 from kafkalab.labs.results import FaultState, FaultStatus, Outcome, RunResult
 from kafkalab.labs.session import LabSession, Phase, SessionState
 
@@ -70,6 +71,7 @@ class LabSource(Source):
         self._stop_grading = threading.Event()
         self.title = f"kafkalab · {session.lab.title}"
         self.label = session.lab.id
+        self.platform = platform_short(session.lab.cluster.mode, session.lab.cluster.kafka_version)
         self._cluster: Cluster | None = None
         self._up = False  # the current cluster's brokers have run: its table is asked for
         self.admin_helper = SnapshotHelper()  # the table's polls run in a helper process
@@ -356,7 +358,10 @@ def lab_view(lab: Lab, faults: list[FaultStatus], exercise: ExerciseView | None 
                                else str(f.state) + (f": {f.detail}" if f.detail else "")) for f in faults)
     instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
                                        if lab.why_deterministic else "")
-    return LabView(lab.id, lab.title, instructions, steps, exercise)
+    here = (lab.cluster.mode, lab.cluster.kafka_version)
+    platforms = tuple(PlatformRun(platform_name(m, v), lab.run_command(m, v), (m, v) == here)
+                      for m, v in lab.cluster.platforms())
+    return LabView(lab.id, lab.title, instructions, steps, exercise, platforms)
 
 
 def report_view(result: RunResult | None) -> ReportView | None:

@@ -54,6 +54,7 @@ class PortClashSource(Source):
         self.can_attach = cluster_shape(facts) == (spec.brokers, spec.mode, spec.controllers, spec.combined)
         self.shape = (f"{facts.get('brokers')} brokers, {facts.get('mode')} mode")
         self.title, self.label = own.title, own.label  # offers nothing until answered
+        self.platform = own.platform
 
     @property
     def _picked(self) -> ClusterSource:
@@ -96,6 +97,7 @@ class PortClashSource(Source):
             self.chosen = self.own
         if self.chosen is not None:
             self.title, self.label, self.offers = self.chosen.title, self.chosen.label, self.chosen.offers
+            self.platform = self.chosen.platform
         self._answered.set()
 
     def cluster_now(self) -> HasBootstrap | None:

@@ -76,6 +76,7 @@ class Source(ABC):
 
     title: str = "kafkalab"
     label: str = "no lab"  # the top bar's name for it where a lab's id would be
+    platform: str = ""  # the mode and Kafka its cluster runs ("KRaft · Kafka 4.4.0"), for the top bar
     offers: frozenset[ConsoleAction] = frozenset()
     reports: bool = True  # its runs are analysed: Results shows a report (else says why there is none)
     why_not: str = "this console cannot do that"  # what a refused action says

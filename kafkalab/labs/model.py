@@ -14,6 +14,19 @@ from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.faults import Fault
 from kafkalab.labs.fix import FixExercise, Incident
 
+MODE_NAMES = {"zookeeper": "ZooKeeper", "kraft": "KRaft"}  # a metadata mode as the course says it
+MODE_SHORT = {"zookeeper": "ZK", "kraft": "KRaft"}  # the same where a table has little room
+
+
+def platform_name(mode: str, version: str) -> str:
+    """A platform in words: "KRaft mode on Kafka 4.4.0"."""
+    return f"{MODE_NAMES[mode]} mode on Kafka {version}"
+
+
+def platform_short(mode: str, version: str) -> str:
+    """The same where a line has little room: "KRaft · Kafka 4.4.0"."""
+    return f"{MODE_NAMES[mode]} · Kafka {version}"
+
 
 @dataclass(frozen=True)
 class ClusterPlan:
@@ -33,6 +46,10 @@ class ClusterPlan:
         """Every (mode, Kafka version) the lab runs on: each of its modes on each of its versions that has it."""
         return tuple((m, v) for v in self.kafka_versions for m in self.modes
                      if not (m == "zookeeper" and has_kraft_only(v)))
+
+    def modes_by_version(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """:meth:`platforms` grouped by Kafka release: (version, the lab's modes on it), in the lab's order."""
+        return tuple((v, tuple(m for m, on in self.platforms() if on == v)) for v in self.kafka_versions)
 
 
 @dataclass(frozen=True)
@@ -143,9 +160,22 @@ class Lab:
 
     @property
     def platform_words(self) -> str:
-        """Where the lab runs, for a listing: "ZooKeeper · KRaft 3.9.2 4.4.0"."""
-        modes = " · ".join("ZooKeeper" if m == "zookeeper" else "KRaft" for m in self.cluster.modes)
-        return f"{modes} {' '.join(self.cluster.kafka_versions)}"
+        """Where the lab runs, for a listing: a line per Kafka release (major.minor) with its modes there,
+        "3.9 ZK · KRaft" then "4.4 KRaft" (Kafka 4 has no ZooKeeper)."""
+        return "\n".join(f"{'.'.join(v.split('.')[:2])} {' · '.join(MODE_SHORT[m] for m in modes)}"
+                         for v, modes in self.cluster.modes_by_version())
+
+    def run_flags(self, mode: str, version: str) -> tuple[str, ...]:
+        """The `kafkalab run` options that put the lab on (mode, version), whichever platform it is on now:
+        --mode unless the lab has one mode or the version implies KRaft (4.x), --kafka-version unless it is
+        the lab's own (the first of its kafka_versions)."""
+        own_version = version == self.cluster.kafka_versions[0]
+        implied = len(self.cluster.modes) == 1 or (not own_version and has_kraft_only(version))
+        return (() if implied else ("--mode", mode)) + (() if own_version else ("--kafka-version", version))
+
+    def run_command(self, mode: str, version: str) -> str:
+        """`kafkalab run ID` with the :meth:`run_flags` for (mode, version)."""
+        return " ".join(("kafkalab run", self.id, *self.run_flags(mode, version)))
 
     def consumer(self, local_id: int) -> ConsumerPlan:
         for c in self.consumers:

@@ -112,11 +112,14 @@ def write_json(path: Path, results: list[RunResult]) -> None:
 
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per catalog lab: number, id, title, teaches, short, offers (``fix`` for a [fix] table,
-    ``incident`` for an [incident])."""
+    ``incident`` for an [incident]), platforms (every mode and Kafka version it runs on) and runs_on (the same
+    as `kafkalab labs` words it)."""
     rows = []
     for number, path in enumerate(catalog(), start=1):
         lab = load_lab(path)
         offers = [name for name, table in (("fix", lab.fix), ("incident", lab.incident)) if table is not None]
         rows.append({"number": number, "id": lab.id, "title": lab.title, "teaches": lab.teaches,
-                     "short": lab.short, "offers": offers, "path": str(path)})
+                     "short": lab.short, "offers": offers, "path": str(path),
+                     "platforms": [{"mode": m, "kafka_version": v} for m, v in lab.cluster.platforms()],
+                     "runs_on": lab.platform_words.splitlines()})
     return rows

@@ -435,7 +435,8 @@ class LabConsole(App[None]):
             state.append(f" {frame.grading} ", style="bold black on yellow")
         if self.position:
             state.append(f" {self.position} ", style="bold reverse")
-        self.query_one("#topbar", Line).show(fit_topbar(state, news, hint, self.size.width))
+        platform = Text(f" {self.source.platform} ", style="dim") if self.source.platform else Text()
+        self.query_one("#topbar", Line).show(fit_topbar(state, news, hint, self.size.width, platform))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True, kind: ToastKind = ToastKind.NEWS) -> None:
@@ -897,12 +898,14 @@ def run_ended(frame: RunFrame) -> str:
     return f"run failed, no report: {report.verdict}"
 
 
-def fit_topbar(state: Text, news: Text, hint: Text, width: int) -> Text:
+def fit_topbar(state: Text, news: Text, hint: Text, width: int, platform: Text | None = None) -> Text:
     """The top bar in ``width`` columns: the lab and the run's phase, then its news (what the run waits for,
-    the last action's outcome) whole; the node hint and the brand only where they fit, the news cut (with an
-    ellipsis) only when it alone is wider than the line."""
+    the last action's outcome) whole; the platform (mode and Kafka version), the node hint and the brand only
+    where they fit (the hint goes first, then the brand, then the platform), the news cut (with an ellipsis)
+    only when it alone is wider than the line."""
     brand = Text(" kafkalab ", style="bold black on yellow")
-    for parts in ((brand, state, hint, news), (brand, state, news), (state, news)):
+    plat = platform or Text()
+    for parts in ((brand, state, plat, hint, news), (brand, state, plat, news), (state, plat, news), (state, news)):
         line = Text.assemble(*parts)
         if line.cell_len <= width:
             return line

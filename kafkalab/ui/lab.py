@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
 from kafkalab.feeds.exercise import minutes
-from kafkalab.feeds.frames import ExerciseView, LabView, TimelineStep
+from kafkalab.feeds.frames import ExerciseView, LabView, PlatformRun, TimelineStep
 
 NO_LAB = ("No lab loaded: **g** runs the default workload (a producer and a consumer on the demo topic), **x** "
           "stops it. `kafkalab console LAB` opens a lab, its instructions and fault timeline show here "
@@ -40,6 +40,26 @@ def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
             out.append(f"  {step.detail}", style="italic dim")
         out.append("\n")
     out.rstrip()
+    return out
+
+
+def title_text(title: str, lab: LabView) -> Text:
+    """The lab's title and id, then the platform this run is on (the mode and Kafka version)."""
+    out = Text.assemble((title, "bold"), (f"  ({lab.lab_id})", "dim"))
+    if lab.platform is not None:
+        out.append("\nTHIS RUN  ", style="bold").append(lab.platform.name, style="bold cyan")
+        if len(lab.platforms) > 1:
+            out.append(f"  · {len(lab.platforms) - 1} more at the end of this tab", style="dim")
+    return out
+
+
+def platforms_text(platforms: tuple[PlatformRun, ...]) -> Text:
+    """Every platform the lab runs on, each with the command that runs it there, this run's marked."""
+    out = Text("RUNS ON", style="bold")
+    for p in platforms:
+        out.append("\n ▶ " if p.current else "\n · ", style="bold yellow" if p.current else "dim")
+        out.append(p.name, style="bold" if p.current else "").append("  (this run)" if p.current else "", style="dim")
+        out.append(f"\n   {p.command}", style="cyan")
     return out
 
 
@@ -118,6 +138,7 @@ class LabPane(VerticalScroll):
         yield Static(id="lab-timeline").set_styles(display="none")
         yield Static(WALKTHROUGH_HIDDEN, id="lab-walkthrough").set_styles(display="none")
         yield Markdown(NO_LAB, id="lab-instructions")
+        yield Static(id="lab-platforms").set_styles(display="none")
 
     def show(self, lab: LabView | None) -> None:
         if lab == self.shown:
@@ -129,7 +150,10 @@ class LabPane(VerticalScroll):
             part.display = True
         ex = lab.exercise
         title = lab.title if ex is None or ex.incident is None else "Incident"
-        self.query_one("#lab-title", Static).update(Text.assemble((title, "bold"), (f"  ({lab.lab_id})", "dim")))
+        self.query_one("#lab-title", Static).update(title_text(title, lab))
+        platforms = self.query_one("#lab-platforms", Static)
+        platforms.display = bool(lab.platforms)
+        platforms.update(platforms_text(lab.platforms))
         self.query_one("#lab-timeline", Static).update(timeline_text(lab.steps))
         self.show_exercise(ex, previous.exercise if previous is not None else None)
         hidden = ex is not None and not ex.revealed  # the walkthrough names the cause

@@ -53,6 +53,21 @@ def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
     return table
 
 
+def moved_text(per_partition: Mapping[int, Mapping[str, int]]) -> Text | None:
+    """What the run moved, under the verdict: a failover lesson's "no anomaly" is its point only once the
+    leaders it moved are named. None for a report without leader counts."""
+    if not any("leader_changes" in row for row in per_partition.values()):
+        return None
+    moved = {p: row["leader_changes"] for p, row in sorted(per_partition.items()) if row.get("leader_changes")}
+    out = Text("what moved  ", style="bold")
+    if not moved:
+        return out.append("no partition's leader: every one kept its broker", style="dim")
+    parts = [f"{p} ({n}×)" if n > 1 else str(p) for p, n in moved.items()]
+    names = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    plural = "s" if len(moved) > 1 else ""
+    return out.append(f"the leader{plural} of partition{plural} {names}")
+
+
 def grade_card(grade: Grade) -> Group:
     """A graded check: its verdict, a row per check (PASS/FAIL, the value seen against the value wanted, in how
     many runs it held), the rules that name what mattered, the score."""
@@ -148,6 +163,9 @@ class ResultsPane(VerticalScroll):
             if cls not in in_table:
                 totals.append(f"{label(cls)}\xa0", style="dim").append(f"{count:,}   ",
                                                                        style="bold red" if count else "green")
+        moved = moved_text(report.per_partition)  # right under the verdict, the run's point
+        if moved is not None:
+            totals = moved.append("\n").append_text(totals) if totals.plain else moved
         self.query_one("#totals", Static).update(totals)
         self.query_one("#totals", Static).set_class(not totals.plain, "-empty")
         self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
