@@ -26,48 +26,77 @@ class LabInfo:
     why: str
     instructions: str
     modes: tuple[str, ...]
-    kafka_version: str
+    kafka_versions: tuple[str, ...]  # the first is the lab's own
     brokers: int
     controllers: int
     combined: bool
     fix: dict[str, Any] | None = None  # the lab's [fix] table, when it is an exercise too
     incident: dict[str, Any] | None = None  # the lab's [incident] table, when it is told as a ticket
 
+    def platforms(self) -> list[tuple[str, str]]:
+        """(mode, version) pairs, as ClusterPlan.platforms: Kafka 4.x has no ZooKeeper mode."""
+        return [(m, v) for v in self.kafka_versions for m in self.modes
+                if not (m == "zookeeper" and int(v.split(".")[0]) >= 4)]
+
     def runs_on(self) -> str:
-        """e.g. ``ZooKeeper, KRaft`` or ``KRaft (3 controllers)``; the first mode is the default."""
-        text = ", ".join(MODE_NAMES.get(m, m) for m in self.modes)
-        if "kraft" in self.modes and (self.controllers > 1 or self.combined):
-            text += f" ({self.controllers} {'combined ' if self.combined else ''}controllers)"
-        return text
+        """e.g. ``ZooKeeper 3.9.2 · KRaft 3.9.2, 4.4.0`` or ``KRaft (3 controllers) 4.4.0``; the first is the
+        default."""
+        parts = []
+        for mode in self.modes:
+            text = MODE_NAMES.get(mode, mode)
+            if mode == "kraft" and (self.controllers > 1 or self.combined):
+                text += f" ({self.controllers} {'combined ' if self.combined else ''}controllers)"
+            parts.append(f"{text} {', '.join(v for m, v in self.platforms() if m == mode)}")
+        return " · ".join(parts)
+
+    def commands(self) -> list[str]:
+        """The command that runs the lab on each of its platforms (a 4.x version implies KRaft: no --mode)."""
+        own_mode, own_version = self.platforms()[0]
+        out = []
+        for mode, version in self.platforms():
+            implied = version != own_version and int(version.split(".")[0]) >= 4
+            flags = (f" --mode {mode}" if mode != own_mode and not implied else "") + (
+                f" --kafka-version {version}" if version != own_version else "")
+            out.append(f"`kafkalab run {self.id}{flags}`")
+        return out
 
 
-def default_kafka(root: Path) -> str:
-    """``KAFKA_VERSION`` of kafkalab/__init__.py: the version a lab file that names none runs on."""
+def known_kafkas(root: Path) -> tuple[str, ...]:
+    """``KAFKA_VERSIONS`` of kafkalab/__init__.py: every Kafka kafkalab runs, the default first."""
     tree = ast.parse((root / "kafkalab" / "__init__.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KAFKA_VERSION"
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KAFKA_VERSIONS"
                                                 for t in node.targets):
-            return str(ast.literal_eval(node.value))
-    raise ValueError("kafkalab/__init__.py sets no KAFKA_VERSION")
+            return tuple(ast.literal_eval(node.value))
+    raise ValueError("kafkalab/__init__.py sets no KAFKA_VERSIONS")
+
+
+def lab_versions(cluster: dict[str, Any], modes: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
+    """As the loader reads them: kafka_versions, the lab's own kafka_version first; by default every known
+    Kafka that has one of the lab's modes."""
+    own = cluster.get("kafka_version", "")
+    default = [own] if own else [v for v in known if modes != ("zookeeper",) or int(v.split(".")[0]) < 4]
+    versions = list(cluster.get("kafka_versions", default))
+    return (own, *[v for v in versions if v != own]) if own else tuple(versions)
 
 
 def read_labs(root: Path) -> tuple[list[LabInfo], list[str]]:
     labs: list[LabInfo] = []
     problems: list[str] = []
     try:
-        default_version = default_kafka(root)
+        known = known_kafkas(root)
     except (OSError, SyntaxError, ValueError) as exc:
-        return [], [f"cannot read the default Kafka version: {exc}"]
+        return [], [f"cannot read the Kafka versions: {exc}"]
     for number, path in enumerate(sorted((root / "labs").glob("*.toml")), start=1):
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
             lab, cluster = data["lab"], data.get("cluster", {})
             mode = cluster.get("mode", "")
             modes = tuple(cluster.get("modes", [mode or "zookeeper"]))
+            modes = (mode, *[m for m in modes if m != mode]) if mode else modes
             labs.append(LabInfo(
-                number, lab["id"], lab["title"], lab["teaches"], lab["why"], lab["instructions"],
-                (mode, *[m for m in modes if m != mode]) if mode else modes,
-                cluster.get("kafka_version", default_version), cluster.get("brokers", 3),
+                number, lab["id"], lab["title"], lab["teaches"], lab["why"], lab["instructions"], modes,
+                lab_versions(cluster, modes, known), cluster.get("brokers", 3),
                 cluster.get("controllers", 1), cluster.get("combined", False), data.get("fix"),
                 data.get("incident")))
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -89,15 +118,13 @@ def _instructions(text: str) -> list[str]:
 
 def render_labs(root: Path) -> tuple[str, list[str]]:
     labs, problems = read_labs(root)
-    out = ["| # | lab | title | runs on (first: default) | Kafka |", "|---|---|---|---|---|"]
-    out += [f"| {lab.number} | [`{lab.id}`](#{lab.id}) | {lab.title} | {lab.runs_on()} | {lab.kafka_version} |"
-            for lab in labs]
+    out = ["| # | lab | title | runs on (first: default) |", "|---|---|---|---|"]
+    out += [f"| {lab.number} | [`{lab.id}`](#{lab.id}) | {lab.title} | {lab.runs_on()} |" for lab in labs]
     out.append("")
     for lab in labs:
         out += [f"## {lab.id}", "", f"**{lab.number} · {lab.title}**", ""]
-        out += [f"Runs on {lab.runs_on()}, Kafka {lab.kafka_version}, {lab.brokers} brokers: "
-                f"`kafkalab run {lab.id}`" + (f" (or `--mode {lab.modes[1]}`)" if len(lab.modes) > 1 else "")
-                + f", `kafkalab console {lab.id}`.", ""]
+        out += [f"Runs on {lab.runs_on()}, {lab.brokers} brokers: {' or '.join(lab.commands())} "
+                f"(`kafkalab console {lab.id}` takes the same options).", ""]
         if lab.incident:
             out += _incident_part(lab)
         else:
