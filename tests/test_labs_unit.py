@@ -195,6 +195,26 @@ def test_timeline_metrics_count_changes_and_assign_wait() -> None:
     assert values["consumer.2.assign_wait_s"] == -1
 
 
+def test_fatal_error_is_the_latest_instances_and_only_librdkafkas_fatal_one() -> None:
+    tl = Timeline("x")
+
+    def at(t: float, kind: EventKind, source: str, detail: str = "") -> None:
+        tl.add(ClientRecord(kind=kind, source=source, detail=detail), ts=tl.started_at + t)
+
+    refused = ("_FATAL: Fatal error: Broker: The instance ID is still used by another member in the consumer "
+               "group: ConsumerGroupHeartbeat fatal error")
+    at(1, EventKind.CONSUMER_LAUNCH, "consumer-8")
+    at(2, EventKind.CONSUMER_ERROR, "consumer-8", refused)
+    at(1, EventKind.CONSUMER_LAUNCH, "consumer-7")
+    at(2, EventKind.CONSUMER_ERROR, "consumer-7", "_TRANSPORT: broker down")  # an error it outlives
+    at(1, EventKind.CONSUMER_LAUNCH, "consumer-9")
+    at(2, EventKind.CONSUMER_ERROR, "consumer-9", refused)
+    at(3, EventKind.CONSUMER_LAUNCH, "consumer-9")  # started again: its new instance has had no error
+    values = timeline_metrics(tl, {"t"}, [7, 8, 9, 10])
+    assert [values[f"consumer.{i}.fatal_error"] for i in (7, 8, 9, 10)] == [0, 1, 0, 0]
+    assert make_expectation("consumer.8.fatal_error", 1).evaluate(values)[0]
+
+
 def test_every_catalog_lab_validates() -> None:
     labs = [load_lab(p) for p in catalog()]
     assert len(labs) >= 13

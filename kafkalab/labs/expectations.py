@@ -9,7 +9,8 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
 - the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.offline
   (partitions gone offline), timeline.rebalances, timeline.controller_changes (KRaft: the active controller)
 - a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
-  consumer.N.assign_wait_s (seconds from its start to its first partitions; -1 if it never got any)
+  consumer.N.assign_wait_s (seconds from its start to its first partitions; -1 if it never got any),
+  consumer.N.fatal_error (1 when it hit a fatal error: librdkafka gave up, e.g. its group.instance.id refused)
 - a group: group.NAME.processed (rows), group.NAME.distinct (distinct records); its rebalances, until the
   run drains: group.NAME.revoked (partitions taken from a consumer), group.NAME.pause_s (the longest a
   partition then had no consumer), group.NAME.stopped_s (the longest no consumer held any partition)
@@ -39,7 +40,7 @@ _PATTERNS = (
     r"producer\.(acked|attempted|failed|stalls|longest_stall_s)",
     r"producer\.failed\.[A-Z_][A-Z0-9_]*",
     r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances|controller_changes)",
-    r"consumer\.\d+\.(processed|received|partitions|assign_wait_s)",
+    r"consumer\.\d+\.(processed|received|partitions|assign_wait_s|fatal_error)",
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct|revoked|pause_s|stopped_s)",
     r"consumers\.processed",
     r"faults\.(missed|failed)",

@@ -58,6 +58,7 @@ def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[i
     out["timeline.rebalances"] = sum(n - 1 for n in per_client.values())
     for local_id in consumers:
         out[f"consumer.{local_id}.assign_wait_s"] = assign_wait(timeline, f"consumer-{local_id}")
+        out[f"consumer.{local_id}.fatal_error"] = 1.0 if fatal_error(timeline, f"consumer-{local_id}") else 0.0
     return out
 
 
@@ -71,6 +72,24 @@ def assign_wait(timeline: Timeline, name: str) -> float:
         if e.source == name:
             return round(e.t - since, 2)
     return -1.0
+
+
+# librdkafka's name for an error it gave up on (a fatal error: the client can do nothing more, e.g. its
+# group refused its group.instance.id); the consumer writes an error as "NAME: text"
+FATAL_ERROR = "_FATAL"
+
+
+def fatal_error(timeline: Timeline, name: str) -> bool:
+    """Whether the latest instance of consumer ``name`` (since its latest launch) reported a fatal error."""
+    launches = [e.t for e in timeline.events(EventKind.CONSUMER_LAUNCH) if e.source == name]
+    since = launches[-1] if launches else float("-inf")
+    return any(e.source == name and error_name(e.detail) == FATAL_ERROR
+               for e in timeline.events(EventKind.CONSUMER_ERROR, since=since))
+
+
+def error_name(detail: str) -> str:
+    """The error's name in a client's error line ``NAME: text`` (``_FATAL``, ``UNKNOWN_MEMBER_ID``...)."""
+    return detail.split(":", 1)[0].strip()
 
 
 def _assignments(timeline: Timeline, since: float = float("-inf")) -> list[ClientRecord]:
