@@ -1,0 +1,371 @@
+"""The network-fault proxy on real TCP: a server and clients in their own processes (tests/netfaults_peers.py),
+the proxy in its own; each rule checked by what reaches the server and the clients, not by the proxy's
+counters. Every process a test starts is ended by pid when the test ends, passed or failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from kafkalab.cluster.ports import free_ports
+from kafkalab.netfaults import (
+    ANY_SOURCE,
+    CLIENTS,
+    Cut,
+    Delay,
+    Direction,
+    Drop,
+    Flow,
+    Hold,
+    Limit,
+    Link,
+    NetFaultsError,
+    NetFaultsProcess,
+    PortSpec,
+    ProxyConfig,
+)
+
+PEERS = Path(__file__).resolve().parent / "netfaults_peers.py"
+TARGET = "server"
+
+
+class Peer:
+    """A peer process and the JSON lines it says, read by a thread so a silent peer never blocks a test."""
+
+    def __init__(self, role: str, port: int) -> None:
+        self.popen = subprocess.Popen([sys.executable, str(PEERS), role, str(port)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self.lines.put(json.loads(line))
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def next(self, timeout: float = 5.0) -> dict[str, Any]:
+        return self.lines.get(timeout=timeout)
+
+    def ask(self, op: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
+        assert self.popen.stdin is not None
+        self.popen.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+        self.popen.stdin.flush()
+        return self.next(timeout)
+
+    def got(self, wait: float) -> list[str]:
+        """Every line the server received within ``wait`` s (nothing more arriving meanwhile ends it early)."""
+        seen = []
+        deadline = time.monotonic() + wait
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                seen.append(self.next(left)["got"])
+            except queue.Empty:
+                break
+        return seen
+
+    def end(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait(5)
+
+
+@dataclass
+class Rig:
+    """A server behind the proxy: ``proxy_port`` forwards to the server (node ``server``)."""
+
+    server: Peer
+    proxy: NetFaultsProcess
+    proxy_port: int
+    peers: list[Peer]
+
+    def client(self, node: str | None = None) -> Peer:
+        """A client process, connected through the proxy; registered as ``node`` when named."""
+        peer = Peer("client", self.proxy_port)
+        self.peers.append(peer)
+        pid = peer.next()["pid"]
+        if node is not None:
+            self.proxy.client.register(node, pid)
+        assert peer.ask("connect") == {"ok": True}
+        return peer
+
+
+@pytest.fixture
+def control_dir() -> Iterator[Path]:
+    # short: a unix socket's path must fit in ~100 bytes, which pytest's tmp_path may not
+    path = Path(tempfile.mkdtemp(prefix="nf-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def rig(control_dir: Path) -> Iterator[Rig]:
+    server_port, proxy_port = free_ports(2)
+    peers: list[Peer] = []
+    proxy: NetFaultsProcess | None = None
+    try:
+        server = Peer("server", server_port)
+        peers.append(server)
+        assert server.next() == {"listening": server_port}
+        proxy = NetFaultsProcess.start(ProxyConfig(control_dir, (PortSpec(proxy_port, TARGET, server_port),)))
+        yield Rig(server, proxy, proxy_port, peers)
+    finally:
+        for peer in peers:
+            peer.end()
+        if proxy is not None:
+            proxy.stop()
+        assert proxy is None or not psutil.pid_exists(proxy.pid) or psutil.Process(proxy.pid).status() == "zombie"
+
+
+def link(source: str) -> Link:
+    return Link(source, TARGET)
+
+
+# ---- the rules, as the two ends see them ----------------------------------------------------------------
+def test_passthrough_and_sources_named(rig: Rig) -> None:
+    named = rig.client("producer")
+    anonymous = rig.client()
+    assert named.ask("send", text="a")["reply"] == "echo:a"
+    assert anonymous.ask("send", text="b")["reply"] == "echo:b"
+    assert sorted(rig.server.got(0.3)) == ["a", "b"]
+    status = rig.proxy.client.status()
+    for source in ("producer", CLIENTS):
+        row = status.link(source, TARGET)
+        assert row is not None and row.connections_open == 1
+        assert row.requests.forwarded == 2 and row.replies.forwarded == len("echo:a\n")
+
+
+def test_cut_one_source_keeps_the_other(rig: Rig) -> None:
+    cut, kept = rig.client("broker-1"), rig.client("broker-2")
+    rig.proxy.client.apply(Cut(link("broker-1")))
+    assert cut.ask("send", text="from-1")["error"] in ("ConnectionResetError", "EOF", "BrokenPipeError")
+    assert kept.ask("send", text="from-2")["reply"] == "echo:from-2"
+    assert rig.server.got(0.3) == ["from-2"]
+    # new connections from the cut source are reset at once; the other source still connects
+    cut.ask("connect")
+    assert "error" in cut.ask("send", text="again", wait=1.0)
+    assert kept.ask("connect") == {"ok": True} and kept.ask("send", text="x")["reply"] == "echo:x"
+    row = rig.proxy.client.status().link("broker-1", TARGET)
+    assert row is not None and row.connections_reset == 1 and row.connections_refused >= 1
+    rig.proxy.client.heal(source="broker-1")
+    assert cut.ask("connect") == {"ok": True} and cut.ask("send", text="healed")["reply"] == "echo:healed"
+
+
+def test_drop_replies_the_request_arrives_the_answer_never(rig: Rig) -> None:
+    peer = rig.client("producer")
+    rig.proxy.client.apply(Drop(link("producer"), Direction.REPLIES))
+    assert peer.ask("send", text="req-1", wait=0.8) == {"timeout": True}
+    assert rig.server.got(0.3) == ["req-1"]  # the server saw it and answered; the answer was thrown away
+    assert [r.kind.value for r in rig.proxy.client.heal()] == ["drop"]
+    reply = peer.ask("send", text="req-2")
+    assert reply["reply"] == "echo:req-2"  # the dropped answer is gone for good, not delivered late
+    assert peer.ask("recv", wait=0.3) == {"timeout": True}
+
+
+def test_drop_requests_nothing_arrives(rig: Rig) -> None:
+    peer = rig.client("producer")
+    rig.proxy.client.apply(Drop(link("producer"), Direction.REQUESTS))
+    assert peer.ask("send", text="lost", wait=0.8) == {"timeout": True}
+    assert rig.server.got(0.3) == []
+    status = rig.proxy.client.status().link("producer", TARGET)
+    assert status is not None and status.requests.dropped == len("lost\n")
+
+
+def test_hold_delivers_on_heal_in_order(rig: Rig) -> None:
+    peer = rig.client("producer")
+    rig.proxy.client.apply(Hold(link("producer"), Direction.REQUESTS))
+    assert peer.ask("send", text="held-1", wait=0.5) == {"timeout": True}
+    assert rig.server.got(0.3) == []
+    row = rig.proxy.client.status().link("producer", TARGET)
+    assert row is not None and row.requests.held == len("held-1\n")
+    rig.proxy.client.heal()
+    assert rig.server.got(1.0) == ["held-1"]
+    assert peer.ask("recv")["reply"] == "echo:held-1"
+
+
+def test_hold_replies_the_server_answers_the_client_waits(rig: Rig) -> None:
+    peer = rig.client("producer")
+    rig.proxy.client.apply(Hold(link("producer"), Direction.REPLIES))
+    assert peer.ask("send", text="q", wait=0.5) == {"timeout": True}
+    assert rig.server.got(0.3) == ["q"]
+    rig.proxy.client.heal(target=TARGET)
+    assert peer.ask("recv")["reply"] == "echo:q"
+
+
+def test_delay_with_jitter(rig: Rig) -> None:
+    peer = rig.client("producer")
+    fast = peer.ask("send", text="fast")["ms"]
+    rig.proxy.client.apply(Delay(link("producer"), Direction.REPLIES, ms=300, jitter_ms=50))
+    slow = [peer.ask("send", text=f"slow-{i}")["ms"] for i in range(3)]
+    assert fast < 100
+    assert all(240 <= ms <= 800 for ms in slow), slow
+    rig.proxy.client.heal()
+    assert peer.ask("send", text="again")["ms"] < 100
+
+
+def test_limit_paces_a_bulk_transfer(rig: Rig) -> None:
+    peer = rig.client("producer")
+    rig.proxy.client.apply(Limit(link("producer"), Direction.REQUESTS, bytes_per_s=100_000))
+    answer = peer.ask("send", text="x" * 200_000, wait=10)
+    assert answer["reply"] == "len:200000"
+    assert 1500 <= answer["ms"] <= 4000, answer  # 200 kB at 100 kB/s: about 2 s (the first 100 ms goes at once)
+    rig.proxy.client.heal()
+    assert peer.ask("send", text="x" * 200_000, wait=10)["ms"] < 500
+
+
+def test_any_source_rule_and_exact_rule_wins(rig: Rig) -> None:
+    a, b = rig.client("broker-1"), rig.client("broker-2")
+    rig.proxy.client.apply(Drop(Link(ANY_SOURCE, TARGET), Direction.REPLIES))
+    rig.proxy.client.apply(Delay(link("broker-2"), Direction.REPLIES, ms=50))
+    assert a.ask("send", text="a", wait=0.5) == {"timeout": True}
+    # broker-2's own slot for delay does not unblock it: the any-source drop still fills the blocking slot
+    assert b.ask("send", text="b", wait=0.5) == {"timeout": True}
+    rig.proxy.client.apply(Hold(link("broker-2"), Direction.REQUESTS))
+    rig.proxy.client.heal(source=ANY_SOURCE)
+    assert a.ask("send", text="a2")["reply"] == "echo:a2"
+    assert b.ask("send", text="b2", wait=0.5) == {"timeout": True}  # its own hold still holds requests
+    assert rig.server.got(0.3) == ["a", "b", "a2"]
+
+
+# ---- a node down -------------------------------------------------------------------------------------
+def test_down_target_refuses_and_resets(rig: Rig) -> None:
+    peer = rig.client("producer")
+    rig.proxy.client.down(TARGET)
+    assert peer.ask("send", text="x", wait=1.0)["error"] in ("ConnectionResetError", "EOF", "BrokenPipeError")
+    assert peer.ask("connect") == {"error": "ConnectionRefusedError"}  # refused by the kernel: nothing listens
+    assert rig.proxy.client.status().targets[0].down
+    rig.proxy.client.up(TARGET)
+    assert peer.ask("connect") == {"ok": True}
+    assert peer.ask("send", text="y")["reply"] == "echo:y"
+    assert rig.server.got(0.3) == ["y"]
+
+
+def test_source_follows_a_new_pid(rig: Rig) -> None:
+    first = rig.client("broker-1")
+    rig.proxy.client.apply(Cut(link("broker-1")))
+    assert "error" in first.ask("send", text="x", wait=1.0)
+    first.end()
+    second = rig.client()  # the node restarted: a new process, not yet registered
+    assert second.ask("send", text="unregistered")["reply"] == "echo:unregistered"
+    rig.proxy.client.register("broker-1", second.pid)
+    assert second.ask("connect") == {"ok": True}
+    assert "error" in second.ask("send", text="registered", wait=1.0)
+
+
+# ---- bad input ---------------------------------------------------------------------------------------
+def test_bad_requests_are_one_line_and_change_nothing(rig: Rig) -> None:
+    control = rig.proxy.client
+    with pytest.raises(NetFaultsError, match="no node 'broker-9' behind this proxy: its targets are server"):
+        control.apply(Cut(Link("clients", "broker-9")))
+    with pytest.raises(NetFaultsError, match="no source 'nobody'"):
+        control.apply(Cut(Link("nobody", TARGET)))
+    with pytest.raises(NetFaultsError, match="unknown op 'explode'"):
+        control.request("explode")
+    with pytest.raises(NetFaultsError, match="a rule's kind must be one of cut, drop, hold, delay, limit"):
+        control.request("apply", rule={"kind": "melt", "source": "clients", "target": TARGET})
+    with pytest.raises(NetFaultsError, match=r"a delay must be 1\.\.600000 ms, not -5"):
+        control.request("apply", rule={"kind": "delay", "source": "clients", "target": TARGET, "ms": -5})
+    with pytest.raises(NetFaultsError, match="no node 'ghost'"):
+        control.down("ghost")
+    assert control.status().rules() == ()
+
+
+def test_rules_validate_on_construction() -> None:
+    with pytest.raises(NetFaultsError, match=r"jitter must be 0\.\.10 ms"):
+        Delay(Link("a", "b"), Direction.BOTH, ms=10, jitter_ms=20)
+    with pytest.raises(NetFaultsError, match="bandwidth limit must be a whole number of bytes/s >= 1"):
+        Limit(Link("a", "b"), Direction.REPLIES, bytes_per_s=0)
+    with pytest.raises(NetFaultsError, match="a link's target must be a node"):
+        Link("a", CLIENTS)
+    with pytest.raises(NetFaultsError, match="a link's source must be a node name"):
+        Link("", "b")
+    assert Direction.BOTH.flows() == (Flow.REQUESTS, Flow.REPLIES)
+
+
+def test_config_errors_are_one_line(control_dir: Path) -> None:
+    with pytest.raises(NetFaultsError, match="listen port 5000 is given twice"):
+        ProxyConfig(control_dir, (PortSpec(5000, "a", 6000), PortSpec(5000, "b", 6001)))
+    with pytest.raises(NetFaultsError, match="forwards to itself"):
+        PortSpec(5000, "a", 5000)
+    with pytest.raises(NetFaultsError, match="too deep for a unix socket"):
+        ProxyConfig(control_dir / ("d" * 120), (PortSpec(5000, "a", 6000),))
+    with pytest.raises(NetFaultsError, match="lacks 'upstream_port'"):
+        ProxyConfig.parse(json.dumps({"control_dir": str(control_dir), "ports": [{"listen": 1, "target": "a"}]}))
+    with pytest.raises(NetFaultsError, match="not JSON"):
+        ProxyConfig.parse("{")
+
+
+def test_a_taken_port_fails_the_start_with_its_reason(control_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(NetFaultsError, match=f"cannot listen on 127.0.0.1:{port} for server"):
+            NetFaultsProcess.start(ProxyConfig(control_dir, (PortSpec(port, TARGET, free_ports(1)[0]),)))
+    assert not (control_dir / "netfaults.sock").exists()
+
+
+# ---- the proxy's own life ----------------------------------------------------------------------------
+PARENT = """
+import sys, time
+from pathlib import Path
+from kafkalab.netfaults import NetFaultsProcess, PortSpec, ProxyConfig
+proc = NetFaultsProcess.start(ProxyConfig(Path(sys.argv[1]), (PortSpec(int(sys.argv[2]), "server", int(sys.argv[3])),)))
+print(proc.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_proxy_dies_with_its_parent(control_dir: Path) -> None:
+    listen, upstream = free_ports(2)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(control_dir), str(listen), str(upstream)],
+                              stdout=subprocess.PIPE, text=True)
+    proxy_pid = 0
+    try:
+        assert parent.stdout is not None
+        proxy_pid = int(parent.stdout.readline())
+        assert psutil.pid_exists(proxy_pid)
+        parent.kill()  # SIGKILL: no chance to stop its child
+        parent.wait(5)
+        deadline = time.monotonic() + 5
+        while psutil.pid_exists(proxy_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not psutil.pid_exists(proxy_pid)
+        assert not (control_dir / "netfaults.sock").exists()
+        with socket.socket() as probe:  # the listen port is free again
+            probe.bind(("127.0.0.1", listen))
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.wait(5)
+        if proxy_pid and psutil.pid_exists(proxy_pid):
+            os.kill(proxy_pid, signal.SIGKILL)
+
+
+def test_sigterm_ends_it_and_leaves_nothing(rig: Rig) -> None:
+    peer = rig.client("producer")
+    assert peer.ask("send", text="a")["reply"] == "echo:a"
+    code = rig.proxy.stop()
+    assert code == 0
+    assert not rig.proxy.config.socket_path.exists()
+    assert "error" in peer.ask("send", text="b", wait=1.0)
+    assert peer.ask("connect") == {"error": "ConnectionRefusedError"}
