@@ -38,6 +38,11 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
         report.totals.get("consumed_rows"), causes=False)
     if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
         result.verdict += "\n" + metrics.rebalance_summary(values)
+    groups = {c.local_id: c.group for c in lab.consumers}
+    waited = sorted({int(m.split(".")[1]) for e in lab.expectations for m in (e.metric, e.other)
+                     if m.startswith("consumer.") and m.endswith(metrics.WAIT_SUFFIXES)} & groups.keys())
+    if waited:  # the lab is about how long consumers waited for their partitions
+        result.verdict += "\n" + metrics.assign_wait_summary(values, {i: groups[i] for i in waited})
     if timeline is not None and (moved := metrics.controller_summary(timeline)):
         result.verdict += "\n" + moved
     result.expectations = [evaluate(e, values) for e in lab.expectations]

@@ -154,6 +154,23 @@ def rebalance_summary(values: Mapping[str, float]) -> str:
     return "rebalance pause per group: " + "; ".join(parts) if parts else ""
 
 
+WAIT_SUFFIXES = (".assign_wait_s", ".fatal_error")
+
+
+def assign_wait_summary(values: Mapping[str, float], groups: Mapping[int, str]) -> str:
+    """How long each consumer of ``groups`` (local id -> group, in the order given) waited for its first
+    partitions, from :func:`timeline_metrics`' values; one refused by a fatal error is said so."""
+    parts = []
+    for local_id, group in groups.items():
+        wait = values.get(f"consumer.{local_id}.assign_wait_s", -1.0)
+        if values.get(f"consumer.{local_id}.fatal_error"):
+            said = "fatal error, " + ("never any" if wait < 0 else f"yet {wait:.1f} s")
+        else:
+            said = "never any" if wait < 0 else f"{wait:.1f} s"
+        parts.append(f"consumer-{local_id} ({group}) {said}")
+    return "wait for partitions from start: " + "; ".join(parts) if parts else ""
+
+
 DOWN = (NodeState.KILLED, NodeState.STOPPING, NodeState.STOPPED, NodeState.PAUSED, NodeState.FAILED)
 
 
