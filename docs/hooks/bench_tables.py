@@ -460,6 +460,27 @@ def lab_runs(data: Json) -> str:
     return f"{next(iter(runs))} graded runs per grading, " if len(runs) == 1 and None not in runs else ""
 
 
+def render_proxy(name: str, data: Json) -> list[str]:
+    """metrics -> {KEY: stat}, goals: the network-fault proxy beside the same loopback workload direct."""
+    m, goals = data["metrics"], data["goals"]
+    ratio = f">= {bound(goals['throughput_ratio_min'])}"
+    rows = [
+        ["request/reply round trips/s", stat(m["rr_direct_per_s"]), stat(m["rr_proxy_per_s"]),
+         f"{stat(m['rr_ratio'])}x", met(m["rr_ratio"]["median"], ratio)],
+        ["request/reply p99", stat(m["rr_direct_p99_ms"], " ms"), stat(m["rr_proxy_p99_ms"], " ms"),
+         f"+{stat(m['rr_added_p99_ms'], ' ms')}", met(m["rr_added_p99_ms"]["median"], goals["added_p99_ms_max"])],
+        ["streaming MB/s", stat(m["stream_direct_mb_per_s"]), stat(m["stream_proxy_mb_per_s"]),
+         f"{stat(m['stream_ratio'])}x", met(m["stream_ratio"]["median"], ratio)],
+        ["new connection, first reply", stat(m["connect_direct_ms"], " ms"), stat(m["connect_proxy_ms"], " ms"),
+         "", ""],
+        ["proxy CPU while streaming", "", f"{stat(m['proxy_cpu_s_per_gib'])} CPU-s/GiB", "", ""],
+        ["proxy CPU when idle", "", stat(m["idle_cpu_percent"], " % of a core"), "",
+         met(m["idle_cpu_percent"]["median"], f"< {bound(goals['idle_cpu_percent_max'])}")],
+    ]
+    header = ["workload", "direct: median (range)", "through the proxy", "proxy vs direct", "goal"]
+    return table(header, rows) + source_line(name, data, f"median of {data['repeat']} repeats")
+
+
 # ---- dispatch -------------------------------------------------------------------------------------
 FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"labs-platforms"), render_platforms),
@@ -474,6 +495,7 @@ FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"modes(-.+)?"), render_modes),
     (re.compile(r"report_latency_.+"), render_report_latency),
     (re.compile(r"interrupts"), render_interrupts),
+    (re.compile(r"proxy"), render_proxy),
 ]
 
 
