@@ -7,6 +7,7 @@ analysis, so the report comes in about the time of the job itself.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -234,6 +235,14 @@ def stop_jvm(session: SparkSession) -> None:
 JVM_END_S = 0.5
 
 
+class _EndedGatewayFilter(logging.Filter):
+    """Drops py4j's "Exception while sending command." once kafkalab ended the JVM on purpose: a warm-up
+    query still in flight then fails, and py4j logs it with a traceback on the root logger, after the result."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Exception while sending command."
+
+
 def end_jvm() -> None:
     """End the driver JVM this process launched, now, and wait until it is gone (no session.stop(): a command
     ending, after a Ctrl-C say, must not wait for Spark's orderly stop, nor leave the JVM to notice its closed
@@ -244,6 +253,9 @@ def end_jvm() -> None:
         gateway = SparkContext._gateway
         if gateway is None:
             return
+        root = logging.getLogger()
+        if not any(isinstance(f, _EndedGatewayFilter) for f in root.filters):
+            root.addFilter(_EndedGatewayFilter())
         proc = getattr(gateway, "proc", None)
         if proc is not None and proc.poll() is None:
             proc.terminate()
