@@ -74,6 +74,28 @@ JVM_FLAGS = (
     "-XX:+ExplicitGCInvokesConcurrent -XX:TieredStopAtLevel=1 -XX:CICompilerCount=2 "
     "-XX:ReservedCodeCacheSize=64m -Xss512k -Djava.awt.headless=true"
 )
+NET_PORT_OFFSETS = (10, 11, 12, 13)  # a broker's proxy ports beside its own, unless --free-ports picks them
+ZK_PROXY_OFFSET = 10
+NET_PROXIES_KRAFT = ("network faults run in ZooKeeper mode for now: drop --net-proxies (or net_proxies), "
+                     "or use --mode zookeeper")
+
+
+@dataclass(frozen=True)
+class NetPorts:
+    """One broker's ports behind the network-fault proxies: each proxied listener binds a port of its own and
+    is advertised at the proxy's port that forwards to it (see :mod:`kafkalab.cluster.netwiring`)."""
+
+    client: int  # the proxy's port clients reach: the CLIENT listener as advertised
+    client_real: int  # where the CLIENT listener binds
+    inter: int  # the proxy's port the other brokers reach: the BROKER (inter-broker) listener as advertised
+    inter_real: int  # where the BROKER listener binds
+
+    def ports(self) -> tuple[int, int, int, int]:
+        return self.client, self.client_real, self.inter, self.inter_real
+
+    @classmethod
+    def beside(cls, broker_port: int) -> NetPorts:
+        return cls(*(broker_port + offset for offset in NET_PORT_OFFSETS))
 
 
 @dataclass
@@ -94,6 +116,11 @@ class ClusterSpec:
     combined: bool = False
     controller_ports: list[int] = field(default_factory=list)
     controller_heap: str = CONTROLLER_HEAP
+    # network-fault proxies in every link (ZooKeeper mode): the PLAINTEXT listener at broker_ports stays direct,
+    # for kafkalab's own admin view; clients and the other brokers go through the proxy's ports
+    net_proxies: bool = False
+    net_ports: list[NetPorts] = field(default_factory=list)
+    zk_proxy_port: int = 0
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir).expanduser().resolve()
@@ -118,6 +145,13 @@ class ClusterSpec:
             if broker_id not in self.broker_ids:
                 raise KafkalabError(f"override for broker {broker_id}, which is not in 1..{self.brokers}")
         self.overrides = {str(k): str(v) for k, v in self.overrides.items()}
+        if self.net_proxies:
+            if self.kraft:
+                raise KafkalabError(NET_PROXIES_KRAFT)
+            self.net_ports = self.net_ports or [NetPorts.beside(p) for p in self.broker_ports]
+            self.zk_proxy_port = self.zk_proxy_port or self.zk_port + ZK_PROXY_OFFSET
+            if len(self.net_ports) != self.brokers:
+                raise KafkalabError(f"{len(self.net_ports)} sets of proxy ports given for {self.brokers} brokers")
 
     @property
     def kraft(self) -> bool:
@@ -157,7 +191,16 @@ class ClusterSpec:
 
     @property
     def bootstrap(self) -> str:
+        """The brokers' direct listeners: kafkalab's own admin view, never cut by a network fault."""
         return ",".join(f"127.0.0.1:{p}" for p in self.broker_ports)
+
+    @property
+    def client_bootstrap(self) -> str:
+        """What clients (producer, consumers, a person's tools) bootstrap from: the proxy's ports with
+        network-fault proxies, else the brokers' own."""
+        if not self.net_proxies:
+            return self.bootstrap
+        return ",".join(f"127.0.0.1:{p.client}" for p in self.net_ports)
 
     def broker_settings(self, broker_id: int) -> dict[str, str]:
         """Every broker property, lowest precedence first: Kafka-required, demo, cluster, per broker."""
@@ -170,6 +213,7 @@ class ClusterSpec:
                 "advertised.listeners": listener,
                 "log.dirs": str(self.node_dir(f"broker-{broker_id}") / "data"),
                 "zookeeper.connect": f"127.0.0.1:{self.zk_port}",
+                **(self.proxied_listeners(broker_id) if self.net_proxies else {}),
             }
             demo = DEMO_BROKER_SETTINGS
         else:
@@ -192,6 +236,20 @@ class ClusterSpec:
             **demo,
             **self.mode_overrides(self.overrides),
             **self.mode_overrides({k: str(v) for k, v in self.broker_overrides.get(broker_id, {}).items()}),
+        }
+
+    def proxied_listeners(self, broker_id: int) -> dict[str, str]:
+        """ZooKeeper mode behind the proxies: PLAINTEXT (direct, kafkalab's), CLIENT and BROKER (each advertised
+        at its proxy port, so a client or a broker that asks for metadata is routed through the proxy)."""
+        direct, net = self.broker_port(broker_id), self.net_ports[broker_id - 1]
+        return {
+            "listeners": f"PLAINTEXT://127.0.0.1:{direct},CLIENT://127.0.0.1:{net.client_real},"
+                         f"BROKER://127.0.0.1:{net.inter_real}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{direct},CLIENT://127.0.0.1:{net.client},"
+                                    f"BROKER://127.0.0.1:{net.inter}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT,BROKER:PLAINTEXT",
+            "inter.broker.listener.name": "BROKER",  # replication and the controller's requests
+            "zookeeper.connect": f"127.0.0.1:{self.zk_proxy_port}",
         }
 
     def controller_settings(self, controller_id: int) -> dict[str, str]:
