@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.cluster.spec import ClusterSpec, NetPorts
 from kafkalab.cluster.supervision import claim_ports, port_claims
 from kafkalab.errors import KafkalabError
 
@@ -91,11 +91,29 @@ def pick_free_ports(spec: ClusterSpec) -> None:
     spec.broker_ports = ports[:brokers]
     if spec.kraft:  # formatted storage pins them again at start (:func:`pin_recorded_ports`)
         spec.controller_ports = ports[brokers:]
+    if spec.net_proxies:
+        pick_free_net_ports(spec)
+
+
+def pick_free_net_ports(spec: ClusterSpec, avoid: set[int] | None = None) -> None:
+    """Free ports for the network-fault proxies and the listeners behind them, none in ``avoid``."""
+    avoid = set(avoid or ()) | set(spec.broker_ports) | {spec.zk_port}
+    wanted = 1 + len(NetPorts.beside(0).ports()) * spec.brokers
+    ports = [p for p in free_ports(wanted + len(avoid)) if p not in avoid][:wanted]
+    spec.zk_proxy_port = ports.pop()
+    spec.net_ports = [NetPorts(*ports[i:i + 4]) for i in range(0, len(ports), 4)]
+
+
+def net_ports(spec: ClusterSpec) -> list[int]:
+    """The proxy's ports and the proxied listeners' own (none without network-fault proxies)."""
+    if not spec.net_proxies:
+        return []
+    return [spec.zk_proxy_port, *(p for n in spec.net_ports for p in n.ports())]
 
 
 def spec_ports(spec: ClusterSpec) -> list[int]:
-    """Every port the cluster's nodes listen on."""
-    return [*spec.broker_ports, *(spec.controller_ports if spec.kraft else [spec.zk_port])]
+    """Every port the cluster's nodes (and its network-fault proxy) listen on."""
+    return [*spec.broker_ports, *(spec.controller_ports if spec.kraft else [spec.zk_port]), *net_ports(spec)]
 
 
 def resolve_ports(spec: ClusterSpec, pinned_controllers: bool = False, claimed: dict[int, Path] | None = None) -> None:
@@ -135,8 +153,26 @@ def resolve_ports(spec: ClusterSpec, pinned_controllers: bool = False, claimed: 
             spec.controller_ports[index] = new
 
 
+def resolve_net_ports(spec: ClusterSpec, claimed: dict[int, Path]) -> None:
+    """The network-fault ports: any taken is an error naming it, or (``spec.free_ports``) all picked again."""
+    ours = net_ports(spec)
+    others = {*spec.broker_ports, *(spec.controller_ports if spec.kraft else [spec.zk_port])}
+    taken = [p for p in ours if p in claimed or p in others or ours.count(p) > 1 or not port_is_free(p)]
+    if not taken:
+        return
+    if spec.free_ports:
+        pick_free_net_ports(spec, set(claimed))
+        return
+    holder = (f"the kafkalab cluster in {claimed[taken[0]]}" if taken[0] in claimed
+              else "this cluster's own nodes" if taken[0] in others or ours.count(taken[0]) > 1
+              else port_holder(taken[0]))
+    raise KafkalabError(f"port {taken[0]} for the network-fault proxies is taken by {holder}: stop it, "
+                        "or use --free-ports")
+
+
 def resolve_and_claim_ports(spec: ClusterSpec, pinned_controllers: bool = False) -> None:
     """:func:`resolve_ports` against bound ports and those other kafkalab clusters claimed, then claim ours."""
     with port_claims(spec.state_dir) as claimed:
         resolve_ports(spec, pinned_controllers, claimed)
+        resolve_net_ports(spec, claimed)  # after the nodes' ports, which it must not take
         claim_ports(spec.state_dir, spec_ports(spec))
