@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR, write_node_configs
 from kafkalab.cluster.kraft_storage import LOST_BOOTSTRAP_NOTE, format_storage, lost_bootstrap, pin_recorded_ports
+from kafkalab.cluster.netwiring import ClusterNet
 from kafkalab.cluster.node import TICK_S, Node, NodeInfo, NodeKind, NodeState, end_and_wait, wait_ready
 from kafkalab.cluster.ports import resolve_and_claim_ports
 from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
@@ -46,6 +47,7 @@ class Cluster:
         self._started = False
         self.reaped: list[str] = []
         self._quorum: QuorumWatch | None = None
+        self.net: ClusterNet | None = None  # the network-fault proxy (spec.net_proxies), from start to shutdown
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self, timeout: float | None = None, progress: Callable[[str], None] = lambda _m: None,
@@ -71,6 +73,8 @@ class Cluster:
             fresh = self.spec.kraft and format_storage(self.spec, self.dist, progress)
             self._build_nodes()
             self._started = True
+            if self.spec.net_proxies:
+                self._start_net(progress)
             atexit.register(self.shutdown)
             self._monitor = threading.Thread(target=self._run_monitor, name="kafkalab-monitor", daemon=True)
             self._monitor.start()
@@ -120,6 +124,14 @@ class Cluster:
             helper_dir / "logs" / "stdout.log")
         self._quorum.start()
 
+    def _start_net(self, progress: Callable[[str], None]) -> None:
+        if self.backend.name != "local":
+            raise KafkalabError("network faults need the local backend for now: drop --net-proxies or --backend")
+        self.net = ClusterNet(self.spec)
+        self.net.start()
+        progress(f"network-fault proxy up (pid {self.net.pid}): clients reach the brokers at "
+                 f"{self.spec.client_bootstrap}")
+
     def quorum(self, timeout_s: float = 2.0) -> QuorumState:
         """The KRaft quorum as the active controller describes it (unreachable in ZooKeeper mode)."""
         if self._quorum is None:
@@ -164,6 +176,8 @@ class Cluster:
             self._monitor.join(timeout=5)
         for node in self._nodes.values():  # belt and braces: nothing survives shutdown
             node.kill()
+        if self.net is not None:  # after the nodes: a controlled stop talks to ZooKeeper and the controller
+            self.net.stop()
         self.backend.reap(self.spec.state_dir)
         write_pid_file(self.spec.state_dir, {})
         self.backend.close()
@@ -203,8 +217,15 @@ class Cluster:
             )
         for node in self._nodes.values():
             node.on_change = self._notify
+            node.on_launch = self._launched
+
+    def _launched(self, node: Node, pid: int) -> None:
+        if self.net is not None:
+            self.net.launched(node.name, pid)
 
     def _notify(self, node: Node, state: NodeState, reason: str) -> None:
+        if self.net is not None and not state.alive:  # killed, stopped or crashed: its proxy ports refuse
+            self.net.ended(node.name)
         for listener in list(self._listeners):
             listener(node, state, reason)
 
@@ -217,6 +238,8 @@ class Cluster:
         while not self._stop_monitor.wait(TICK_S):
             for node in self._nodes.values():
                 node.tick()
+            if self.net is not None:
+                self.net.supervise()
             pids = {name: node.pid for name, node in self._nodes.items()}
             if pids != last_pids:
                 write_pid_file(self.spec.state_dir, pids)

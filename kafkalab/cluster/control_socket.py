@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.cluster.cluster import Cluster
+from kafkalab.cluster.netwiring import NetRequest
 from kafkalab.cluster.node import NodeAction
 from kafkalab.errors import KafkalabError
 
@@ -35,6 +36,7 @@ def write_cluster_file(cluster: Cluster) -> None:
         "zk_port": spec.zk_port, "broker_ports": spec.broker_ports, "backend": cluster.backend.name,
         "owner_pid": os.getpid(), "mode": spec.mode, "controllers": spec.controllers, "combined": spec.combined,
         "controller_ports": spec.controller_ports if spec.kraft else [],
+        "net_proxies": spec.net_proxies, "client_bootstrap": spec.client_bootstrap,
     }
     (spec.state_dir / SPEC_FILE).write_text(json.dumps(data, indent=2))
 
@@ -85,6 +87,11 @@ class ControlServer:
             return {"ok": True, "node": node.info().as_dict()}
         if op == "quorum":  # KRaft: DescribeQuorum through the owner's helper JVM
             return {"ok": True, "quorum": self.cluster.quorum(float(request.get("timeout_s", 2.0))).as_dict()}
+        if op == "net":  # `kafkalab net ...`: a network fault, through the cluster's proxy
+            if self.cluster.net is None:
+                raise KafkalabError(f"the cluster in {self.cluster.state_dir} runs without network-fault proxies: "
+                                    "start it with --net-proxies")
+            return {"ok": True, **self.cluster.net.handle(NetRequest.from_json(request))}
         if op == "tail":
             node = self.cluster.node(request.get("node", ""))
             return {"ok": True, "lines": node.log_tail(int(request.get("lines", 50)))}

@@ -190,6 +190,7 @@ class Node:
         self._stdout_offset = 0
         self.restarts = 0
         self.on_change: Callable[[Node, NodeState, str], None] | None = None
+        self.on_launch: Callable[[Node, int], None] | None = None  # a new process, with its pid
 
     # ---- controls (return at once) -------------------------------------------------------------
     def start(self) -> None:
@@ -340,6 +341,8 @@ class Node:
         self._started_at = time.monotonic()
         self._ready = False
         self._proc = self._backend.launch(self.name, self._argv, self.stdout_path)
+        if self.on_launch is not None and self._proc.pid is not None:
+            self.on_launch(self, self._proc.pid)
         self.reason = "launched, waiting until ready" if self._attempts == 1 else f"{self.reason}: launched again"
 
     def _ready_line_seen(self) -> bool:

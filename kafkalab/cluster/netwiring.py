@@ -1,0 +1,305 @@
+"""The cluster's network-fault proxy (``--net-proxies``, ZooKeeper mode): started before the nodes, ended after
+them, told each node's pid at every launch and each node's death; and the fault vocabulary ``kafkalab net``
+sends through the cluster's control socket (isolate, cut, drop-replies, delay, limit, heal, status).
+
+Links through the proxy: clients -> each broker's CLIENT listener, broker -> broker (the BROKER listener:
+replication, the controller's requests) and broker -> ZooKeeper. kafkalab's own admin view uses the brokers'
+PLAINTEXT listeners and ZooKeeper's own port, never proxied, so it keeps seeing the truth.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.errors import KafkalabError
+from kafkalab.netfaults import (
+    CLIENTS,
+    Cut,
+    Delay,
+    Direction,
+    Drop,
+    Limit,
+    Link,
+    NetFaultsClient,
+    NetFaultsError,
+    NetFaultsProcess,
+    PortSpec,
+    ProxyConfig,
+    ProxyStatus,
+    Rule,
+    describe,
+)
+from kafkalab.netfaults.config import MAX_SOCKET_PATH, SOCKET_NAME
+
+NETFAULTS_DIR = "netfaults"
+ZOOKEEPER = "zookeeper"
+
+
+class NetAction(StrEnum):
+    """What `kafkalab net ACTION` does."""
+
+    ISOLATE = "isolate"  # cut a node both ways from every other node; clients kept
+    CUT = "cut"  # the connections SOURCE opens to TARGET reset (--both-ways: TARGET's to SOURCE too)
+    DROP_REPLIES = "drop-replies"  # SOURCE's requests reach TARGET, the replies never come back
+    DELAY = "delay"
+    LIMIT = "limit"
+    HEAL = "heal"
+    STATUS = "status"
+
+
+NET_ACTIONS = tuple(a.value for a in NetAction)
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s)?$")
+_RATE = re.compile(r"^(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib)?(?:/s)?$")
+_RATE_UNITS = {None: 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2}
+
+
+def parse_ms(text: str, what: str = "a delay") -> int:
+    """``200ms``, ``200`` (ms), ``1.5s`` -> whole milliseconds; a KafkalabError naming the form otherwise."""
+    match = _DURATION.match(text.strip().lower())
+    value = float(match.group(1)) * (1000 if match.group(2) == "s" else 1) if match else 0.0
+    if not match or value < 1 or value != int(value):
+        raise KafkalabError(f"{what} {text!r} does not parse: give whole milliseconds, e.g. 200ms or 1.5s")
+    return int(value)
+
+
+def parse_rate(text: str) -> int:
+    """``500KB/s``, ``1MiB/s``, ``20000`` (bytes/s) -> bytes per second."""
+    match = _RATE.match(text.strip().lower())
+    value = float(match.group(1)) * _RATE_UNITS[match.group(2)] if match else 0.0
+    if not match or value < 1:
+        raise KafkalabError(f"a bandwidth {text!r} does not parse: give bytes per second, e.g. 500KB/s or 1MiB/s")
+    return int(value)
+
+
+def control_dir(spec: ClusterSpec) -> Path:
+    """Where the proxy's socket and log live: the state dir, unless too deep for a unix socket (then a temp dir)."""
+    own = spec.state_dir / NETFAULTS_DIR
+    if len(str(own / SOCKET_NAME)) <= MAX_SOCKET_PATH:
+        return own
+    return Path(tempfile.mkdtemp(prefix="kafkalab-nf-"))
+
+
+def proxy_ports(spec: ClusterSpec) -> tuple[PortSpec, ...]:
+    """Each broker's client and inter-broker proxy ports, and ZooKeeper's, each forwarding to the listener behind."""
+    ports = [PortSpec(spec.zk_proxy_port, ZOOKEEPER, spec.zk_port)]
+    for broker_id, net in zip(spec.broker_ids, spec.net_ports, strict=True):
+        ports += [PortSpec(net.client, f"broker-{broker_id}", net.client_real),
+                  PortSpec(net.inter, f"broker-{broker_id}", net.inter_real)]
+    return tuple(ports)
+
+
+@dataclass(frozen=True)
+class NetRequest:
+    """One `kafkalab net` request as the control socket carries it: the node words are resolved by the owner,
+    which knows the cluster; amounts are parsed by the command line, so a typo never reaches the owner."""
+
+    action: NetAction
+    words: tuple[str, ...] = ()
+    ms: int = 0
+    jitter_ms: int = 0
+    bytes_per_s: int = 0
+    direction: Direction = Direction.BOTH
+    both_ways: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action.value, "words": list(self.words), "ms": self.ms, "jitter_ms": self.jitter_ms,
+                "bytes_per_s": self.bytes_per_s, "direction": self.direction.value, "both_ways": self.both_ways}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NetRequest:
+        try:
+            return cls(NetAction(str(data.get("action"))), tuple(str(w) for w in data.get("words", ())),
+                       int(data.get("ms", 0)), int(data.get("jitter_ms", 0)), int(data.get("bytes_per_s", 0)),
+                       Direction(data.get("direction", "both")), bool(data.get("both_ways", False)))
+        except ValueError as exc:
+            raise KafkalabError(f"a net request that does not parse ({exc}): actions are {', '.join(NET_ACTIONS)}") \
+                from None
+
+
+class ClusterNet:
+    """The proxy process of one cluster and the node facts it needs; safe to call from any thread."""
+
+    def __init__(self, spec: ClusterSpec) -> None:
+        self.spec = spec
+        self.nodes = [ZOOKEEPER, *(f"broker-{b}" for b in spec.broker_ids)]
+        self._lock = threading.RLock()
+        self._proc: NetFaultsProcess | None = None
+        self._pids: dict[str, int] = {}
+        self._down: set[str] = set(self.nodes)  # nothing runs yet: the ports refuse, as the nodes' own would
+        self.problems: list[str] = []  # requests the proxy failed, and its restarts: shown by `net status`
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        with self._lock:
+            config = ProxyConfig(control_dir(self.spec), proxy_ports(self.spec), nodes=dict(self._pids))
+            self._proc = NetFaultsProcess.start(config)
+            for node in sorted(self._down):
+                self._proc.client.down(node)
+
+    def stop(self) -> None:
+        with self._lock:
+            proc, self._proc = self._proc, None
+            if proc is None:
+                return
+            proc.stop()
+            if proc.config.control_dir != self.spec.state_dir / NETFAULTS_DIR:
+                shutil.rmtree(proc.config.control_dir, ignore_errors=True)
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None and proc.alive() else None
+
+    def supervise(self) -> None:
+        """Called by the cluster's monitor: a proxy that died is started again (its rules are lost, said so)."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.alive():
+                return
+            self.problems.append(f"the network-fault proxy exited ({proc.last_words() or proc.popen.returncode}): "
+                                 "started again, every rule healed")
+            self._proc = None
+            try:
+                self.start()
+            except NetFaultsError as exc:
+                self.problems.append(f"the network-fault proxy could not start again: {exc}")
+
+    # ---- node events (the cluster calls these) -----------------------------------------------------
+    def launched(self, node: str, pid: int) -> None:
+        """A node's process started: connections it opens are its own, and its ports accept again."""
+        with self._lock:
+            self._pids[node] = pid
+            self._down.discard(node)
+            self._quietly(lambda c: registered_and_up(c, node, pid))
+
+    def ended(self, node: str) -> None:
+        """A node's process is gone (killed, stopped, crashed): its ports refuse, its connections are reset."""
+        with self._lock:
+            self._down.add(node)
+            self._quietly(lambda c: c.down(node))
+
+    def _quietly(self, call: Callable[[NetFaultsClient], object]) -> None:
+        """A node event the proxy could not take is kept as a problem: it must not stop the monitor."""
+        proc = self._proc
+        if proc is None or not proc.alive():
+            return
+        try:
+            call(proc.client)
+        except NetFaultsError as exc:
+            self.problems.append(str(exc))
+
+    # ---- faults ------------------------------------------------------------------------------------
+    def client(self) -> NetFaultsClient:
+        proc = self._proc
+        if proc is None or not proc.alive():
+            raise KafkalabError("the cluster's network-fault proxy is not running: start the cluster with "
+                                "--net-proxies")
+        return proc.client
+
+    def status(self) -> ProxyStatus:
+        return self.client().status()
+
+    def handle(self, request: NetRequest) -> dict[str, Any]:
+        """Apply one `kafkalab net` request; every rule is checked before the first is applied."""
+        client = self.client()
+        if request.action is NetAction.STATUS:
+            return {"status": status_lines(client.status(), self.problems)}
+        nodes = self.resolve(request.words)
+        if request.action is NetAction.HEAL:
+            return {"healed": [describe(r) for r in self.heal(client, nodes)]}
+        rules = self.rules(request, nodes)
+        for rule in rules:
+            client.apply(rule)
+        return {"applied": [describe(r) for r in rules]}
+
+    def heal(self, client: NetFaultsClient, nodes: list[str]) -> list[Rule]:
+        if len(nodes) > 2:
+            raise KafkalabError(f"heal takes no node, one (every link to or from it) or two (the link from the first "
+                                f"to the second), not {len(nodes)}")
+        if not nodes:
+            return client.heal()
+        if len(nodes) == 1:
+            return [*client.heal(source=nodes[0]), *client.heal(target=nodes[0])]
+        return client.heal(source=nodes[0], target=nodes[1])
+
+    def rules(self, request: NetRequest, nodes: list[str]) -> list[Rule]:
+        action = request.action
+        if action is NetAction.ISOLATE:
+            if len(nodes) != 1 or nodes[0] == CLIENTS:
+                raise KafkalabError("isolate takes one node, e.g. `kafkalab net isolate broker 1` (clients are kept)")
+            return isolation(nodes[0], self.nodes)
+        if len(nodes) != 2:
+            raise KafkalabError(f"{action.value} takes a link: SOURCE TARGET, e.g. `kafkalab net {action.value} "
+                                f"broker 2 broker 1{' 200ms' if action is NetAction.DELAY else ''}"
+                                f"{' 100KB/s' if action is NetAction.LIMIT else ''}`")
+        source, target = nodes
+        if target == CLIENTS:
+            raise KafkalabError("clients are only a source: no connection goes to them through the proxy")
+        if source == target:
+            raise KafkalabError(f"{source} -> {target} is no link: a node's connections to itself are not proxied")
+        if source == ZOOKEEPER:
+            raise KafkalabError("ZooKeeper opens no connection to the brokers: cut the link from the broker "
+                                "(`kafkalab net cut broker N zookeeper`)")
+        if target == ZOOKEEPER and source == CLIENTS:
+            raise KafkalabError("clients do not reach ZooKeeper through the proxy: name a broker as the source")
+        link = Link(source, target)
+        if action is NetAction.CUT:
+            return [Cut(link), *([Cut(Link(target, source))] if request.both_ways and target != ZOOKEEPER else [])]
+        if action is NetAction.DROP_REPLIES:
+            return [Drop(link, Direction.REPLIES)]
+        if action is NetAction.DELAY:
+            return [Delay(link, request.direction, request.ms, request.jitter_ms)]
+        return [Limit(link, request.direction, request.bytes_per_s)]
+
+    def resolve(self, words: tuple[str, ...]) -> list[str]:
+        """``broker 1 zookeeper`` -> [broker-1, zookeeper]: `broker N`, `broker-N`, `N`, `zookeeper`, `clients`."""
+        names: list[str] = []
+        queue = [w.strip().lower() for w in words if w.strip()]
+        while queue:
+            word = queue.pop(0)
+            if word in ("broker", "brokers"):
+                if not queue:
+                    raise KafkalabError("`broker` needs its id: e.g. broker 1")
+                word = queue.pop(0)
+            name = CLIENTS if word in (CLIENTS, "client") else self.spec.node_name(word)
+            if name != CLIENTS and name not in self.nodes:
+                raise self.spec.unknown_node(word)
+            names.append(name)
+        return names
+
+
+def registered_and_up(client: NetFaultsClient, node: str, pid: int) -> None:
+    client.register(node, pid)
+    client.up(node)
+
+
+def isolation(node: str, nodes: list[str]) -> list[Rule]:
+    """``node`` cut both ways from every other node (ZooKeeper opens no connections: only the links to it)."""
+    rules: list[Rule] = []
+    for other in nodes:
+        if other == node:
+            continue
+        if other != ZOOKEEPER:
+            rules.append(Cut(Link(other, node)))
+        if node != ZOOKEEPER:
+            rules.append(Cut(Link(node, other)))
+    return rules
+
+
+def status_lines(status: ProxyStatus, problems: list[str]) -> list[str]:
+    """What `kafkalab net status` prints: every rule in force, the nodes whose ports are down, any problem."""
+    lines = [f"proxy pid {status.pid}"]
+    down = [t.name for t in status.targets if t.down]
+    lines.append(f"down (refusing connections): {', '.join(down)}" if down else "every node's ports accept")
+    rules = status.rules()
+    lines += [f"  {describe(r)}" for r in rules] if rules else ["no network fault in force"]
+    return lines + [f"problem: {p}" for p in problems[-5:]]
