@@ -21,6 +21,7 @@ from kafkalab.cli import (
     fix_cmds,
     group_cmds,
     lab_cmds,
+    net_cmds,
     record_cmds,
     replay_cmd,
 )
@@ -29,8 +30,8 @@ from kafkalab.errors import KafkalabError
 
 # One module per area, each adding its own sub-commands, in the order `kafkalab --help` lists them; imported
 # by name, not looked up by a string, so the import contracts and the cycle test see every arrow.
-COMMAND_MODULES = (cluster_cmds, console_cmd, client_cmds, docker_cmds, lab_cmds, fix_cmds, diff_cmd, group_cmds,
-                   record_cmds, replay_cmd)
+COMMAND_MODULES = (cluster_cmds, net_cmds, console_cmd, client_cmds, docker_cmds, lab_cmds, fix_cmds, diff_cmd,
+                   group_cmds, record_cmds, replay_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

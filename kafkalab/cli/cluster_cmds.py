@@ -25,6 +25,7 @@ from kafkalab import KAFKA_VERSION, doctor, kafka_install
 from kafkalab.admin import Admin, ClusterSnapshot, PartitionState
 from kafkalab.cli.common import (
     add_mode_args,
+    add_net_proxies_arg,
     add_state_dir,
     add_target_args,
     bootstrap_for,
@@ -142,6 +143,7 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--free-ports", action="store_true", help="free ports for every node (default: the usual ports)")
     p.add_argument("--kafka-home", default=None, help="use an existing Kafka install's libs/ (or set KAFKA_HOME)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="broker setting for every broker")
+    add_net_proxies_arg(p)
     add_mode_args(p)
     add_backend_args(p)
 
@@ -151,7 +153,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
     spec = ClusterSpec(
         state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
-        overrides=parse_settings(args.set), **mode_fields(args),
+        overrides=parse_settings(args.set), net_proxies=args.net_proxies, **mode_fields(args),
     )
     if args.free_ports:  # every node on a free port, as in `run` and `console`, not only where a default is taken
         pick_free_ports(spec)
@@ -221,7 +223,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         write_cluster_file(cluster)
         server = ControlServer(cluster, down)
-        print(f"cluster ready: bootstrap {cluster.bootstrap} (state dir {spec.state_dir})", flush=True)
+        print(f"cluster ready: bootstrap {cluster.spec.client_bootstrap} (state dir {spec.state_dir})", flush=True)
         if not args.daemon:
             quorum = cluster.quorum().as_dict() if spec.kraft else None
             _print_status(spec.state_dir, [i.as_dict() for i in cluster.infos()], Admin(cluster.bootstrap).snapshot(),
@@ -252,6 +254,7 @@ def _detach(args: argparse.Namespace, spec: ClusterSpec) -> int:
     argv = [sys.executable, "-m", "kafkalab", "cluster", "up", "--daemon", "--state-dir", str(spec.state_dir),
             "--brokers", str(spec.brokers)]
     argv += ["--free-ports"] if args.free_ports else []
+    argv += ["--net-proxies"] if args.net_proxies else []
     argv += mode_argv(args)
     argv += ["--kafka-home", args.kafka_home] if args.kafka_home else []
     argv += backend_argv(args)

@@ -41,6 +41,12 @@ def add_mode_args(parser: argparse.ArgumentParser, default: str | None = None) -
                         help="KRaft controllers inside the first brokers (process.roles=broker,controller)")
 
 
+def add_net_proxies_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--net-proxies", action="store_true",
+                        help="every link through kafkalab's network-fault proxy, for `kafkalab net ...` "
+                             "(ZooKeeper mode)")
+
+
 def add_version_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kafka-version", default=None, metavar="V", choices=KAFKA_VERSIONS,
                         help=f"the Kafka to run: {' or '.join(KAFKA_VERSIONS)} (default: {KAFKA_VERSION}, or a lab's "

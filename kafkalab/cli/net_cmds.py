@@ -1,0 +1,83 @@
+"""`kafkalab net isolate|cut|drop-replies|delay|limit|heal|status`: network faults on a running cluster started
+with --net-proxies, sent to the cluster's owner through its control socket (as `kafkalab broker kill` is)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kafkalab.cli.common import add_state_dir, target_state_dir
+from kafkalab.cluster.control_socket import request
+from kafkalab.cluster.netwiring import NET_ACTIONS, NetAction, NetRequest, parse_ms, parse_rate
+from kafkalab.errors import KafkalabError
+from kafkalab.netfaults import Direction
+
+EPILOG = """\
+nodes: `broker N` (or N, broker-N), `zookeeper`, `clients` (as a source: every client process)
+examples:
+  kafkalab net isolate broker 1            broker 1 cut from ZooKeeper and the other brokers, clients kept
+  kafkalab net cut broker 2 broker 1       broker 2's connections to broker 1 reset (add --both-ways)
+  kafkalab net drop-replies clients broker 1    requests arrive at broker 1, its answers are lost
+  kafkalab net delay broker 2 broker 1 200ms --jitter 50ms
+  kafkalab net limit broker 3 broker 1 100KB/s --direction replies
+  kafkalab net heal [NODE [NODE]]          every link, a node's links, or one link
+  kafkalab net status
+"""
+AMOUNT_ACTIONS = (NetAction.DELAY, NetAction.LIMIT)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("net", help="network faults on a cluster started with --net-proxies (ZooKeeper mode)",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", choices=NET_ACTIONS)
+    p.add_argument("words", nargs="*", metavar="NODE",
+                   help="the node (isolate), the link SOURCE TARGET, then the delay or bandwidth (delay, limit)")
+    p.add_argument("--jitter", default=None, metavar="MS", help="delay: +/- this much at random (e.g. 50ms)")
+    p.add_argument("--direction", choices=[d.value for d in Direction], default=Direction.BOTH.value,
+                   help="delay, limit: the requests (SOURCE -> TARGET), the replies, or both (default)")
+    p.add_argument("--both-ways", action="store_true", help="cut: TARGET's connections to SOURCE too")
+    add_state_dir(p)
+    p.set_defaults(func=cmd_net)
+
+
+def net_request(args: argparse.Namespace) -> NetRequest:
+    """The request the arguments describe; amounts parsed here, so a typo is refused before the owner is asked."""
+    action = NetAction(args.action)
+    words = tuple(args.words)
+    ms = jitter_ms = bytes_per_s = 0
+    if action in AMOUNT_ACTIONS:
+        if not words:
+            raise KafkalabError(f"{action.value} needs SOURCE TARGET and an amount, e.g. `kafkalab net {action.value} "
+                                f"broker 2 broker 1 {'200ms' if action is NetAction.DELAY else '100KB/s'}`")
+        *rest, amount = words
+        words = tuple(rest)
+        if action is NetAction.DELAY:
+            ms = parse_ms(amount)
+        else:
+            bytes_per_s = parse_rate(amount)
+    if args.jitter is not None:
+        if action is not NetAction.DELAY:
+            raise KafkalabError("--jitter goes with delay")
+        jitter_ms = parse_ms(args.jitter, "a jitter")
+        if jitter_ms > ms:
+            raise KafkalabError(f"a jitter of {jitter_ms} ms is more than the {ms} ms delay: give at most the delay")
+    if args.both_ways and action is not NetAction.CUT:
+        raise KafkalabError("--both-ways goes with cut")
+    direction = Direction(args.direction)
+    if direction is not Direction.BOTH and action not in AMOUNT_ACTIONS:
+        raise KafkalabError("--direction goes with delay and limit")
+    if action is NetAction.STATUS and words:
+        raise KafkalabError("status takes no node: `kafkalab net status`")
+    return NetRequest(action, words, ms, jitter_ms, bytes_per_s, direction, args.both_ways)
+
+
+def cmd_net(args: argparse.Namespace) -> int:
+    net = net_request(args)
+    reply = request(target_state_dir(args), "net", **net.to_json())
+    if net.action is NetAction.STATUS:
+        print("\n".join(reply["status"]))
+    elif net.action is NetAction.HEAL:
+        healed = reply["healed"]
+        print("\n".join(f"healed: {line}" for line in healed) if healed else "nothing to heal")
+    else:
+        print("\n".join(f"applied: {line}" for line in reply["applied"]))
+    return 0
