@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import errno
 import os
 import signal
@@ -14,7 +15,7 @@ from typing import TypedDict
 
 from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS
 from kafkalab.cluster.control_socket import read_cluster_file
-from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
+from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES, NET_PROXIES_KRAFT
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
@@ -87,6 +88,15 @@ def mode_argv(args: argparse.Namespace) -> list[str]:
 def on_platform(lab: Lab, args: argparse.Namespace) -> Lab:
     """The lab on --mode / --kafka-version (neither: its own), or a one-line error when it is not written for them."""
     return lab.on(args.mode, args.kafka_version) if args.mode or args.kafka_version else lab
+
+
+def with_net_proxies(lab: Lab, args: argparse.Namespace) -> Lab:
+    """The lab with --net-proxies (its own net_proxies otherwise); refused in one line on KRaft, for now."""
+    if not getattr(args, "net_proxies", False) or lab.cluster.net_proxies:
+        return lab
+    if lab.cluster.mode != "zookeeper":
+        raise KafkalabError(NET_PROXIES_KRAFT)
+    return dataclasses.replace(lab, cluster=dataclasses.replace(lab.cluster, net_proxies=True))
 
 
 def target_state_dir(args: argparse.Namespace) -> Path:

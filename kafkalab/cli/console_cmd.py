@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from kafkalab.cli.common import add_mode_args, hangup_as_interrupt, kafka_version, mode_fields, on_platform
+from kafkalab.cli.common import (
+    add_mode_args,
+    add_net_proxies_arg,
+    hangup_as_interrupt,
+    kafka_version,
+    mode_fields,
+    on_platform,
+    with_net_proxies,
+)
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
@@ -52,6 +60,7 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--presenter", action="store_true", help="start in presenter mode (projector: fewer panes)")
     p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
     add_mode_args(p, default=None)
+    add_net_proxies_arg(p)
     p.add_argument("--record", type=Path, metavar="FILE.cast", default=None,
                    help="record the session as an asciicast v2 file (asciinema play FILE.cast)")
     p.add_argument("--show-keys", action="store_true", help="show the keys pressed as captions (for recordings)")
@@ -126,7 +135,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPa
         if not ids:
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
-    lab = on_platform(load_lab(find_lab(ref)), args)
+    lab = with_net_proxies(on_platform(load_lab(find_lab(ref)), args), args)
     lab_distribution(lab.cluster.kafka_version)  # its Kafka fetched, or one line saying how
     spark = None if args.no_spark_warmup else WarmSession(warmup_rounds=IDLE_ROUNDS,
                                                           log_path=args.runs_dir / "spark.log")
@@ -158,7 +167,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataP
     state_dir = target_state_dir(args)  # with no --state-dir: the one cluster running, if one is
     other = state_dir if is_driven(state_dir) else None  # another kafkalab drives it: asked, not refused
     spec = ClusterSpec(state_dir=spare_state_dir(state_dir) if other else state_dir, brokers=args.brokers,
-                       **mode_fields(args))
+                       net_proxies=args.net_proxies, **mode_fields(args))
     note = ""
     taken = [] if args.free_ports or other else taken_default_ports(spec)
     if args.free_ports or other or taken:

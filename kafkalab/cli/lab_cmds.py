@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from kafkalab.cli.common import add_version_arg, on_platform
+from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, on_platform, with_net_proxies
 from kafkalab.cli.console_cmd import cmd_console, console_args
 from kafkalab.cli.fix_cmds import add_change_args, answer, changed_lab, give_up, show_lab
 from kafkalab.cli.tables import Column, Fit, print_fitted
@@ -51,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--mode", choices=MODES, default=None,
                      help="metadata mode: zookeeper or kraft (default: the lab's own; `kafkalab labs --show`)")
     add_version_arg(run)
+    add_net_proxies_arg(run)
     run.add_argument("--json", metavar="OUT", type=Path, help="write the result(s) as JSON to OUT")
     run.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times (each on a fresh cluster)")
     run.add_argument("--seed", type=int, default=None, metavar="S", help="seed for values and random targets")
@@ -114,13 +115,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise KafkalabError(f"--record {args.record}: give one run (no --repeat) and a file name ending in .cast")
     path = find_lab(args.lab)
     lab = on_platform(load_lab(path), args)  # refused here, before anything starts, when it does not validate
+    lab = with_net_proxies(lab, args)
     lab, changes = changed_lab(args, lab)  # so are the changes' bad values
     lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
     headless = args.headless or bool(changes)  # the console opens a lab as shipped; changes run headless
     if not headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
         return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else []),
                                          *(["--kafka-version", args.kafka_version] if args.kafka_version else []),
-                                         *(["--free-ports"] if args.free_ports else [])]))
+                                         *(["--free-ports"] if args.free_ports else []),
+                                         *(["--net-proxies"] if args.net_proxies else [])]))
     console = Console()
     if changes:
         console.print(f"changed: {', '.join(c.text for c in changes)}", highlight=False)

@@ -80,7 +80,7 @@ class ClusterSource(Source):
         action.apply(self.cluster.node(node))
 
     def start_run(self) -> None:
-        self.workload.start(self.cluster.bootstrap)
+        self.workload.start(self.cluster.spec.client_bootstrap)  # through the network-fault proxy, if any
 
     def stop_run(self) -> None:
         self.workload.stop()

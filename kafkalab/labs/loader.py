@@ -28,7 +28,7 @@ from kafkalab.paths import labs_dir
 LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
             "heal_before_audit"}
 CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "modes", "controllers", "combined",
-                "kafka_version", "kafka_versions"}
+                "kafka_version", "kafka_versions", "net_proxies"}
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
@@ -273,8 +273,12 @@ def _cluster(r: _Reader, raw: dict[str, Any]) -> ClusterPlan:
         raise r.fail("cluster", 0, "stopped", "leaves no broker running: keep at least one")
     mode, modes, controllers, combined = _modes(r, raw, brokers)
     versions = _kafka_versions(r, raw, modes)
+    net_proxies = r.typed(raw, "net_proxies", bool, "cluster", default=False)
+    if net_proxies and modes != ("zookeeper",):
+        raise r.fail("cluster", 0, "net_proxies", "network faults run in ZooKeeper mode for now: "
+                     "give modes = [\"zookeeper\"], or leave net_proxies out")
     return ClusterPlan(brokers, overrides, per_broker, tuple(stopped), mode, modes, controllers, combined,
-                       versions[0], versions)
+                       versions[0], versions, net_proxies)
 
 
 def _kafka_versions(r: _Reader, raw: dict[str, Any], modes: tuple[str, ...]) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ def why_fresh(kept: Cluster | None, lab: Lab, wanted: ClusterSpec) -> str:
     for what, old, new in (("brokers", have.brokers, wanted.brokers), ("mode", have.mode, wanted.mode),
                            ("controllers", have.controllers, wanted.controllers),
                            ("combined", have.combined, wanted.combined),
+                           ("network-fault proxies", have.net_proxies, wanted.net_proxies),
                            ("broker settings", have.overrides, wanted.overrides),
                            ("per-broker settings", have.broker_overrides, wanted.broker_overrides)):
         if old != new:

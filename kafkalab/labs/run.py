@@ -89,6 +89,7 @@ def cluster_spec(lab: Lab, run_dir: Path, ports: PortChoice) -> ClusterSpec:
         zk_port=ports.zk_port or DEFAULT_ZK_PORT,  # no ports given: the spec takes its defaults
         broker_ports=list(ports.broker_ports), controller_ports=list(ports.controller_ports),
         mode=lab.cluster.mode, controllers=lab.cluster.controllers, combined=lab.cluster.combined,
+        net_proxies=lab.cluster.net_proxies,
     )
 
 
@@ -346,7 +347,7 @@ class LabRun:
         """The clients and the cluster watch started: the run's context, for its faults and audit."""
         self.timeline.restart_clock()
         self.started = time.monotonic()
-        self.clients = clients = RunClients(self.lab, self.run_dir, cluster.bootstrap, self.timeline,
+        self.clients = clients = RunClients(self.lab, self.run_dir, cluster.spec.client_bootstrap, self.timeline,
                                             self.deps, self.sleep, self.say)
         quorum = (lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None
         self.watch_snapshots = snapshots = self.deps.watch_snapshots(cluster.bootstrap, self.run_dir)
