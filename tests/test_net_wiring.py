@@ -1,0 +1,160 @@
+"""The network-fault proxy's wiring without a cluster: listeners and ports of a --net-proxies spec, the fault
+vocabulary of `kafkalab net` (node words, amounts, links) and its bad input refused in one line."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from kafkalab.cli import main
+from kafkalab.cli.net_cmds import net_request
+from kafkalab.cluster.netwiring import ClusterNet, NetAction, NetRequest, isolation, parse_ms, parse_rate, proxy_ports
+from kafkalab.cluster.ports import pick_free_ports, spec_ports
+from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.loader import load_lab
+from kafkalab.netfaults import Cut, Delay, Direction, Drop, Limit, Link
+
+
+def spec(tmp_path: Path, **kwargs: object) -> ClusterSpec:
+    return ClusterSpec(state_dir=tmp_path / "state", net_proxies=True, **kwargs)  # type: ignore[arg-type]
+
+
+def test_brokers_advertise_proxy_ports_and_keep_a_direct_listener(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    settings = s.broker_settings(2)
+    net = s.net_ports[1]
+    assert settings["advertised.listeners"] == (f"PLAINTEXT://127.0.0.1:{s.broker_port(2)},"
+                                                f"CLIENT://127.0.0.1:{net.client},BROKER://127.0.0.1:{net.inter}")
+    assert settings["listeners"] == (f"PLAINTEXT://127.0.0.1:{s.broker_port(2)},"
+                                     f"CLIENT://127.0.0.1:{net.client_real},BROKER://127.0.0.1:{net.inter_real}")
+    assert settings["inter.broker.listener.name"] == "BROKER"
+    assert settings["zookeeper.connect"] == f"127.0.0.1:{s.zk_proxy_port}"
+    assert s.bootstrap == ",".join(f"127.0.0.1:{p}" for p in s.broker_ports)  # kafkalab's admin: direct
+    assert s.client_bootstrap == ",".join(f"127.0.0.1:{n.client}" for n in s.net_ports)
+    targets = {(p.listen, p.target, p.upstream_port) for p in proxy_ports(s)}
+    assert (net.client, "broker-2", net.client_real) in targets and (net.inter, "broker-2", net.inter_real) in targets
+    assert (s.zk_proxy_port, "zookeeper", s.zk_port) in targets
+
+
+def test_without_proxies_nothing_changes(tmp_path: Path) -> None:
+    s = ClusterSpec(state_dir=tmp_path)
+    assert s.client_bootstrap == s.bootstrap
+    assert "inter.broker.listener.name" not in s.broker_settings(1)
+    assert s.broker_settings(1)["zookeeper.connect"] == f"127.0.0.1:{s.zk_port}"
+
+
+def test_kraft_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(KafkalabError, match="network faults run in ZooKeeper mode for now"):
+        spec(tmp_path, mode="kraft")
+
+
+def test_free_ports_pick_every_proxy_port_apart(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    pick_free_ports(s)
+    ports = spec_ports(s)
+    assert len(ports) == 1 + 3 + 1 + 3 * 4 and len(set(ports)) == len(ports)
+    assert not set(ports) & {9092, 9192, 9292, 2181, 2191}
+
+
+@pytest.mark.parametrize(("text", "ms"), [("200ms", 200), ("200", 200), ("1.5s", 1500), ("2s", 2000)])
+def test_delays_parse(text: str, ms: int) -> None:
+    assert parse_ms(text) == ms
+
+
+@pytest.mark.parametrize("text", ["fast", "0ms", "-5", "1.5ms", "10 minutes"])
+def test_a_delay_that_does_not_parse_is_refused(text: str) -> None:
+    with pytest.raises(KafkalabError, match="does not parse"):
+        parse_ms(text)
+
+
+@pytest.mark.parametrize(("text", "rate"), [("100KB/s", 100_000), ("1MiB/s", 2**20), ("5000", 5000)])
+def test_rates_parse(text: str, rate: int) -> None:
+    assert parse_rate(text) == rate
+
+
+def test_isolate_cuts_every_other_node_both_ways_and_keeps_clients(tmp_path: Path) -> None:
+    net = ClusterNet(spec(tmp_path))
+    rules = set(net.rules(NetRequest(NetAction.ISOLATE), net.resolve(("broker", "1"))))
+    assert rules == {Cut(Link("broker-1", "zookeeper")), Cut(Link("broker-1", "broker-2")),
+                     Cut(Link("broker-2", "broker-1")), Cut(Link("broker-1", "broker-3")),
+                     Cut(Link("broker-3", "broker-1"))}
+    assert set(isolation("zookeeper", net.nodes)) == {Cut(Link(f"broker-{b}", "zookeeper")) for b in (1, 2, 3)}
+
+
+def test_links_rules(tmp_path: Path) -> None:
+    net = ClusterNet(spec(tmp_path))
+    link = net.resolve(("clients", "broker-1"))
+    assert net.rules(NetRequest(NetAction.DROP_REPLIES), link) == [Drop(Link("clients", "broker-1"),
+                                                                        Direction.REPLIES)]
+    delay = NetRequest(NetAction.DELAY, ms=200, jitter_ms=50, direction=Direction.REQUESTS)
+    assert net.rules(delay, net.resolve(("2", "broker", "1"))) == [
+        Delay(Link("broker-2", "broker-1"), Direction.REQUESTS, 200, 50)]
+    assert net.rules(NetRequest(NetAction.LIMIT, bytes_per_s=1000), link) == [
+        Limit(Link("clients", "broker-1"), Direction.BOTH, 1000)]
+    assert net.rules(NetRequest(NetAction.CUT, both_ways=True), net.resolve(("broker", "2", "broker", "3"))) == [
+        Cut(Link("broker-2", "broker-3")), Cut(Link("broker-3", "broker-2"))]
+
+
+@pytest.mark.parametrize(("action", "words", "says"), [
+    (NetAction.ISOLATE, ("broker", "7"), "unknown node '7'"),
+    (NetAction.ISOLATE, ("clients",), "isolate takes one node"),
+    (NetAction.CUT, ("broker", "1"), "cut takes a link"),
+    (NetAction.CUT, ("broker", "1", "clients"), "clients are only a source"),
+    (NetAction.CUT, ("broker", "1", "broker", "1"), "is no link"),
+    (NetAction.CUT, ("zookeeper", "broker", "1"), "ZooKeeper opens no connection"),
+    (NetAction.CUT, ("controller-1", "broker", "1"), "unknown node"),
+    (NetAction.CUT, ("broker",), "needs its id"),
+])
+def test_bad_links_are_refused_in_one_line(tmp_path: Path, action: NetAction, words: tuple[str, ...],
+                                           says: str) -> None:
+    net = ClusterNet(spec(tmp_path))
+    with pytest.raises(KafkalabError, match=says) as caught:
+        net.rules(NetRequest(action, words), net.resolve(words))
+    assert "\n" not in str(caught.value)
+
+
+def args_of(*argv: str) -> argparse.Namespace:
+    from kafkalab.cli import build_parser
+
+    return build_parser().parse_args(["net", *argv])
+
+
+def test_the_command_line_parses_amounts_before_asking_the_owner() -> None:
+    request = net_request(args_of("delay", "broker", "2", "broker", "1", "200ms", "--jitter", "50ms"))
+    assert (request.action, request.words, request.ms, request.jitter_ms) == (
+        NetAction.DELAY, ("broker", "2", "broker", "1"), 200, 50)
+    assert NetRequest.from_json(request.to_json()) == request
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (("delay", "broker", "2", "broker", "1", "fast"), "a delay 'fast' does not parse"),
+    (("delay", "broker", "2", "broker", "1", "20ms", "--jitter", "50ms"), "more than the 20 ms delay"),
+    (("limit", "broker", "2", "broker", "1", "lots"), "a bandwidth 'lots' does not parse"),
+    (("cut", "broker", "2", "broker", "1", "--jitter", "5ms"), "--jitter goes with delay"),
+    (("isolate", "broker", "2", "--both-ways"), "--both-ways goes with cut"),
+    (("status", "broker", "1"), "status takes no node"),
+])
+def test_bad_input_exits_2_in_one_line_before_any_cluster_is_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], says: str) -> None:
+    assert main(["net", *argv, "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_no_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["net", "isolate", "broker", "1", "--state-dir", str(tmp_path)]) == 2
+    assert "no kafkalab owns a cluster" in capsys.readouterr().err
+
+
+def test_a_lab_file_with_net_proxies_on_kraft_is_refused(tmp_path: Path) -> None:
+    shipped = (Path(__file__).parent.parent / "labs" / "01-setup-check.toml").read_text()
+    path = tmp_path / "01-setup-check.toml"
+    path.write_text(shipped.replace("[cluster]\n", "[cluster]\nnet_proxies = true\n", 1))
+    with pytest.raises(KafkalabError, match="network faults run in ZooKeeper mode for now"):
+        load_lab(path)
+    path.write_text(shipped.replace("[cluster]\n", "[cluster]\nnet_proxies = true\nmode = \"zookeeper\"\n"
+                                    "modes = [\"zookeeper\"]\n", 1).replace('modes = ["zookeeper", "kraft"]', ""))
+    assert load_lab(path).cluster.net_proxies
