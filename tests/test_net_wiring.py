@@ -158,3 +158,9 @@ def test_a_lab_file_with_net_proxies_on_kraft_is_refused(tmp_path: Path) -> None
     path.write_text(shipped.replace("[cluster]\n", "[cluster]\nnet_proxies = true\nmode = \"zookeeper\"\n"
                                     "modes = [\"zookeeper\"]\n", 1).replace('modes = ["zookeeper", "kraft"]', ""))
     assert load_lab(path).cluster.net_proxies
+
+
+def test_a_jvm_s_dual_stack_address_is_its_ipv4_one() -> None:
+    from kafkalab.netfaults.sources import plain
+
+    assert plain("::ffff:127.0.0.1") == "127.0.0.1" and plain("127.0.0.1") == "127.0.0.1" and plain("::1") == "::1"

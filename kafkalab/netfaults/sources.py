@@ -15,6 +15,7 @@ import psutil
 from kafkalab.netfaults.rules import CLIENTS
 
 Address = tuple[str, int]
+IPV4_MAPPED = "::ffff:"  # Java's sockets are IPv6 by default, IPv4 peers mapped into it
 
 
 class SourceTable:
@@ -49,6 +50,12 @@ def owner(candidates: Iterable[tuple[str, int]], peer: Address, local: Address) 
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue  # a node that just died or restarted: its old pid owns nothing any more
         for conn in conns:
-            if conn.raddr and (conn.laddr.ip, conn.laddr.port) == peer and (conn.raddr.ip, conn.raddr.port) == local:
+            if conn.raddr and (plain(conn.laddr.ip), conn.laddr.port) == peer \
+                    and (plain(conn.raddr.ip), conn.raddr.port) == local:
                 return node
     return CLIENTS
+
+
+def plain(ip: str) -> str:
+    """An IPv4 address as a dual-stack socket shows it (a JVM's: ``::ffff:127.0.0.1``) -> ``127.0.0.1``."""
+    return ip.removeprefix(IPV4_MAPPED)
