@@ -32,7 +32,8 @@ def test_a_lab_runs_on_the_kafka_version_it_names(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("cluster", "message"), [
     ('kafka_version = "4.4"', "cluster.kafka_version: '4.4' is not a Kafka release"),
-    ('kafka_version = "4.4.0"', "Kafka 4.4.0 has no ZooKeeper mode (removed in 4.0): set modes = [\"kraft\"]"),
+    ('kafka_version = "4.4.0"',
+     "cluster.kafka_version: Kafka 4.4.0 has no ZooKeeper mode (removed in 4.0): add \"kraft\" to modes"),
 ])
 def test_a_bad_kafka_version_names_the_field(tmp_path: Path, cluster: str, message: str) -> None:
     assert message in error_of(tmp_path, MINIMAL + f"\n[cluster]\n{cluster}\n")

@@ -167,14 +167,16 @@ def _fix_part(fix: dict[str, Any]) -> list[str]:
 
 
 def check_readme(root: Path) -> list[str]:
-    """The README's lab table must name every lab of the catalog."""
+    """The README's lab table must name every lab of the catalog, each with the platforms it runs on."""
     labs, _ = read_labs(root)
     try:
         readme = (root / "README.md").read_text(encoding="utf-8")
     except OSError as exc:
         return [f"README.md: {exc}"]
-    return [f"README.md: the lab table lacks lab {lab.id} (labs/): add its row"
-            for lab in labs if f"`{lab.id}`" not in readme]
+    rows = {m[1]: m[0] for m in re.finditer(r"^\| \d+ \| \[`([a-z0-9-]+)`\].*$", readme, re.M)}
+    return [f"README.md: the lab table lacks lab {lab.id} (labs/): add its row" if lab.id not in rows else
+            f"README.md: lab {lab.id}'s row should say it runs on {lab.runs_on()}"
+            for lab in labs if lab.id not in rows or f"| {lab.runs_on()} |" not in rows[lab.id]]
 
 
 # ---- client options --------------------------------------------------------------------------------

@@ -299,7 +299,8 @@ def _kafka_versions(r: _Reader, raw: dict[str, Any], modes: tuple[str, ...]) -> 
     if own and own not in versions:
         raise r.fail("cluster", 0, "kafka_version", f"{own!r} is not among kafka_versions {versions!r}: add it there")
     if modes == ("zookeeper",) and all(has_kraft_only(v) for v in versions):
-        raise r.fail("cluster", 0, "kafka_versions", f"Kafka {versions[0]} has no ZooKeeper mode (removed in 4.0): "
+        written = "kafka_versions" if "kafka_versions" in raw else "kafka_version"  # the key the author wrote
+        raise r.fail("cluster", 0, written, f"Kafka {versions[0]} has no ZooKeeper mode (removed in 4.0): "
                      "add \"kraft\" to modes, or run on 3.9.2")
     if own and has_kraft_only(own) and modes[0] == "zookeeper":
         raise r.fail("cluster", 0, "kafka_version", f"Kafka {own} has no ZooKeeper mode (removed in 4.0): "
