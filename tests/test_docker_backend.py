@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -15,6 +16,7 @@ import docker
 import psutil
 import pytest
 
+from kafkalab import KAFKA_VERSION, kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR
@@ -198,12 +200,18 @@ def cli_down(state: Path, env: dict[str, str], client: docker.DockerClient) -> t
 
 @pytest.mark.docker
 @pytest.mark.cluster
-@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
+@pytest.mark.parametrize(("mode", "version"), [
+    ("zookeeper", KAFKA_VERSION), ("kraft", KAFKA_VERSION), ("kraft", "4.4.0"),
+], ids=["zookeeper", "kraft", "kraft-4.4.0"])
 def test_cli_drives_a_docker_cluster_and_the_next_start_reaps_a_crashed_run(
-    mode: str, tmp_path: Path, docker_client: docker.DockerClient
+    mode: str, version: str, tmp_path: Path, docker_client: docker.DockerClient
 ) -> None:
-    """Also in KRaft mode: the quorum helper, a host JVM, ends with its crashed owner; none is left after down."""
-    state = TEST_STATE_ROOT / f"cli-docker-{mode}"
+    """Also in KRaft mode: the quorum helper, a host JVM, ends with its crashed owner; none is left after down.
+
+    On Kafka 4.4 too: the containers mount and run the 4.4.0 jars (the image is the same Java 17).
+    """
+    state = TEST_STATE_ROOT / f"cli-docker-{mode}-{version}"
+    platform = ["--mode", mode, "--kafka-version", version]
     env = {"KAFKALAB_STATE": str(tmp_path)}
     labelled = {"label": f"{LABEL_STATE_DIR}={state}"}
     metadata_node = "controller-1" if mode == "kraft" else "zookeeper"
@@ -218,10 +226,14 @@ def test_cli_drives_a_docker_cluster_and_the_next_start_reaps_a_crashed_run(
         return answer if answer and answer["reachable"] else None
 
     try:
-        status = cli_up(state, env, "--mode", mode)
+        status = cli_up(state, env, *platform)
         assert [n["name"] for n in status["nodes"]] == [metadata_node, "broker-1"] and status["mode"] == mode
-        assert {c.labels[LABEL_NODE] for c in docker_client.containers.list(filters=labelled)} == {
-            metadata_node, "broker-1"}
+        containers = {c.labels[LABEL_NODE]: c for c in docker_client.containers.list(filters=labelled)}
+        assert set(containers) == {metadata_node, "broker-1"}
+        jars = kafka_install.locate(version=version).libs
+        assert {m["Source"] for m in containers["broker-1"].attrs["Mounts"] if not m["RW"]} == {str(jars)}
+        started = re.findall(r"Kafka version: (\S+)", (state / "broker-1" / "logs" / "server.log").read_text())
+        assert started and set(started) == {version}  # the broker in the container is the release asked for
         if mode == "kraft":
             assert wait_until(quorum, 60, interval=1, what="the quorum in `cluster status`")["leader"] == 101
             assert len(quorum_helpers()) == 1
@@ -232,7 +244,7 @@ def test_cli_drives_a_docker_cluster_and_the_next_start_reaps_a_crashed_run(
         os.kill(int(read_cluster_file(state)["owner_pid"]), signal.SIGKILL)  # kafkalab crashes
         wait_until(lambda: not is_driven(state), 30, what="the crashed owner's lock released")
         wait_until(lambda: not quorum_helpers(), 30, what="the quorum helper ended with its owner")
-        cli_up(state, env, "--mode", mode)  # the next start ends the crashed run's container, then starts afresh
+        cli_up(state, env, *platform)  # the next start ends the crashed run's container, then starts afresh
         log = (state / "owner.log").read_text()
         assert f"ended leftovers of a crashed run: container {container_name(state, metadata_node)}" in log
         assert "formatting" not in log  # KRaft: the storage of the first start is kept
