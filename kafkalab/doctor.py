@@ -1,21 +1,25 @@
 """`kafkalab doctor`: everything a lab needs on this machine, one line per problem with what to do.
 
-The jars come one of three ways (mvn, kafkalab's own download, an offline bundle); doctor checks the first
-two and says which would work. A way that fails is a problem only while the jars are missing and no other
-way works.
+Every Kafka kafkalab runs is reported, fetched or not with the command that fetches it. The first (the
+course's Kafka) is needed; the others are optional: missing, they are shown, not counted as a problem, with
+the labs that run on nothing else. The jars come one of three ways (mvn, kafkalab's own download, an
+offline bundle); doctor checks the first two and says which would work. A way that fails is a problem only
+while a needed Kafka is missing and no other way works.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
 
-from kafkalab import KAFKA_VERSION, __version__, kafka_install
+from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS, __version__, kafka_install
 from kafkalab.cluster.ports import port_holder, port_is_free
 from kafkalab.cluster.spec import DEFAULT_BROKER_PORTS, DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
@@ -42,14 +46,19 @@ class Check:
 
 
 def run_checks(
-    kafka_home: str | None = None, brokers: int = 3, version: str = KAFKA_VERSION, repo: str | None = None
+    kafka_home: str | None = None, brokers: int = 3, versions: Sequence[str] = KAFKA_VERSIONS,
+    repo: str | None = None, only_on: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Check]:
-    have = _distribution(kafka_home, version)
-    ways = [_maven(), _repository(version, repo or CENTRAL)]
-    if have.ok or any(w.ok for w in ways):
+    """The checks, in the order shown. ``versions``: the Kafkas to report, the first needed, the others
+    optional; ``only_on``: by version, the labs that run on no needed one (named when it is missing)."""
+    releases = [_release(kafka_home, v, needed=i == 0, only_labs=(only_on or {}).get(v, ()))
+                for i, v in enumerate(versions)]
+    missing = [v for v, r in zip(versions, releases, strict=True) if not r.ok]
+    ways = [_maven(), _repository(missing[0] if missing else versions[0], repo or CENTRAL)]
+    if all(r.ok for r in releases if r.needed) or any(w.ok for w in ways):
         ways = [replace(w, needed=False) for w in ways]
-    checks = [_java(), have, *ways]
-    ports = [] if has_kraft_only(version) else [("ZooKeeper", DEFAULT_ZK_PORT)]
+    checks = [_java(), *releases, *ways]
+    ports = [] if has_kraft_only(versions[0]) else [("ZooKeeper", DEFAULT_ZK_PORT)]
     ports += [(f"broker {i + 1}", p) for i, p in enumerate(DEFAULT_BROKER_PORTS[:brokers])]
     for who, port in ports:
         port_free = port_is_free(port)
@@ -59,7 +68,7 @@ def run_checks(
     disk = shutil.disk_usage(root).free
     checks.append(Check("disk", disk >= MIN_DISK_BYTES, f"{disk / 1024**3:.1f} GB free in {root}"
                         + ("" if disk >= MIN_DISK_BYTES else ": free at least 2 GB, or set KAFKALAB_STATE elsewhere")))
-    if not have.ok:
+    if missing:
         cache = _existing_parent(cache_root())
         free = shutil.disk_usage(cache).free
         checks.append(Check("cache disk", free >= MIN_CACHE_BYTES, f"{free / 1024**3:.1f} GB free in {cache}" + (
@@ -109,12 +118,36 @@ def _repository(version: str, repo: str) -> Check:
     return Check(name, True, f"{repo} serves Kafka {version}'s jars")
 
 
-def _distribution(kafka_home: str | None, version: str) -> Check:
+def fetch_command(version: str) -> str:
+    return "kafkalab fetch" + ("" if version == KAFKA_VERSION else f" --kafka-version {version}")
+
+
+def _release(kafka_home: str | None, version: str, needed: bool, only_labs: Sequence[str]) -> Check:
+    """Kafka ``version``: fetched (or the --kafka-home/KAFKA_HOME install), or the command that fetches it.
+
+    A Kafka install named by --kafka-home/KAFKA_HOME stands in for the needed Kafka, as `cluster up` takes it
+    whatever its version; a lab refuses it when it runs on another version, so an optional one it is not.
+    """
+    name = f"kafka {version}"
+    why = "" if needed else _optional_because(version, only_labs)
+    home = kafka_home or os.environ.get("KAFKA_HOME")
     try:
         found = kafka_install.locate(kafka_home, version=version)
     except KafkalabError as exc:
-        return Check("kafka", False, str(exc))
-    return Check("kafka", True, f"Kafka {found.version()} in {found.libs} ({found.source})")
+        detail = f"not fetched: run `{fetch_command(version)}`" if not home else str(exc)
+        return Check(name, False, detail + why, needed)
+    if home and not needed and found.version() != version:
+        return Check(name, False, f"the Kafka in {home} is {found.version()}: for the labs on {version}, unset "
+                                  f"KAFKA_HOME and run `{fetch_command(version)}`{why}", needed)
+    return Check(name, True, f"Kafka {found.version()} in {found.libs} ({found.source})", needed)
+
+
+def _optional_because(version: str, only_labs: Sequence[str]) -> str:
+    major = f"{version.split('.')[0]}.x"
+    if only_labs:
+        return (f" (optional: needed only by the labs that run only on Kafka {major}: {', '.join(only_labs)}; "
+                f"the others run on it with --kafka-version {version})")
+    return f" (optional: a lab that runs on it takes --kafka-version {version})"
 
 
 def _existing_parent(path: Path) -> Path:

@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.progress import Progress as ProgressBar
 
-from kafkalab import KAFKA_VERSION, doctor, kafka_install
+from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS, doctor, kafka_install
 from kafkalab.admin import Admin, ClusterSnapshot, PartitionState
 from kafkalab.cli.common import (
     add_mode_args,
@@ -54,6 +54,7 @@ from kafkalab.kafka_install.artifacts import shipped_versions
 from kafkalab.kafka_install.bundle import install_bundle, write_bundle
 from kafkalab.kafka_install.download import CENTRAL
 from kafkalab.kafka_install.fetch import cached
+from kafkalab.labs.runner import catalog_rows
 
 console = Console(stderr=False, highlight=False)
 
@@ -84,8 +85,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("doctor", help="check java, the Kafka jars and each way to fetch them, ports, disk, memory")
     p.add_argument("--kafka-home", default=None, help="an existing Kafka install to use instead of the cache")
-    p.add_argument("--kafka-version", default=KAFKA_VERSION, metavar="V",
-                   help=f"Kafka version (default {KAFKA_VERSION})")
+    p.add_argument("--kafka-version", default=None, metavar="V", choices=KAFKA_VERSIONS,
+                   help=f"check this Kafka only, as needed (default: every one, {KAFKA_VERSION} needed, "
+                        f"{', '.join(KAFKA_VERSIONS[1:])} optional)")
     p.add_argument("--maven-repo", default=None, metavar="URL", help=f"repository to probe (default {CENTRAL})")
     p.set_defaults(func=cmd_doctor)
 
@@ -200,11 +202,20 @@ def progress_bar(first: str) -> Iterator[kafka_install.Progress]:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     problems = 0
-    for check in doctor.run_checks(args.kafka_home, version=args.kafka_version, repo=args.maven_repo):
+    versions = [args.kafka_version] if args.kafka_version else list(KAFKA_VERSIONS)
+    checks = doctor.run_checks(args.kafka_home, versions=versions, repo=args.maven_repo,
+                               only_on=labs_only_on(versions[1:], needed=versions[0]))
+    for check in checks:
         mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]" if check.needed else "[yellow]--[/]  "
         problems += check.needed and not check.ok
         console.print(f"{mark} {check.name}: {check.detail}")
     return 1 if problems else 0
+
+
+def labs_only_on(optional: list[str], needed: str) -> dict[str, list[str]]:
+    """By optional Kafka version, the catalog labs that run on it and not on the ``needed`` one."""
+    versions = {row["id"]: {p["kafka_version"] for p in row["platforms"]} for row in catalog_rows()} if optional else {}
+    return {v: [lab for lab, on in versions.items() if v in on and needed not in on] for v in optional}
 
 
 def cmd_up(args: argparse.Namespace) -> int:
