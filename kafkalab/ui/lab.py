@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -43,24 +45,30 @@ def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
     return out
 
 
-def title_text(title: str, lab: LabView) -> Text:
-    """The lab's title and id, then the platform this run is on (the mode and Kafka version)."""
-    out = Text.assemble((title, "bold"), (f"  ({lab.lab_id})", "dim"))
-    if lab.platform is not None:
-        out.append("\nTHIS RUN  ", style="bold").append(lab.platform.name, style="bold cyan")
-        if len(lab.platforms) > 1:
-            out.append(f"  · {len(lab.platforms) - 1} more at the end of this tab", style="dim")
-    return out
+def title_text(title: str, lab: LabView) -> Group:
+    """The lab's title and id, then the platform this run is on (the mode and Kafka version), its words
+    wrapping beside their label in a narrow pane."""
+    head = Text.assemble((title, "bold"), (f"  ({lab.lab_id})", "dim"))
+    if lab.platform is None:
+        return Group(head)
+    now = Text(lab.platform.name, style="bold cyan")
+    if len(lab.platforms) > 1:
+        now.append(f"  · {len(lab.platforms) - 1} more at the end of this tab", style="dim")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_row(Text("THIS RUN", style="bold"), now)
+    return Group(head, grid)
 
 
-def platforms_text(platforms: tuple[PlatformRun, ...]) -> Text:
-    """Every platform the lab runs on, each with the command that runs it there, this run's marked."""
-    out = Text("RUNS ON", style="bold")
+def platforms_text(platforms: tuple[PlatformRun, ...]) -> Group:
+    """Every platform the lab runs on, each with the command that runs it there, this run's marked; a long
+    command wraps under its own start, not back at the pane's edge."""
+    grid = Table.grid(padding=(0, 1))
     for p in platforms:
-        out.append("\n ▶ " if p.current else "\n · ", style="bold yellow" if p.current else "dim")
-        out.append(p.name, style="bold" if p.current else "").append("  (this run)" if p.current else "", style="dim")
-        out.append(f"\n   {p.command}", style="cyan")
-    return out
+        words = Text(p.name, style="bold" if p.current else "").append("  (this run)" if p.current else "",
+                     style="dim")
+        words.append(f"\n{p.command}", style="cyan")
+        grid.add_row(Text("▶" if p.current else "·", style="bold yellow" if p.current else "dim"), words)
+    return Group(Text("RUNS ON", style="bold"), grid)
 
 
 EMPHASIS = re.compile(r"\*\*?([^*]+)\*\*?|`([^`]+)`")
