@@ -8,6 +8,7 @@ a socket's connect. One cluster for the module, ended (and its proxy with it) wh
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from kafkalab import kafka_install
 from kafkalab.admin import Admin
@@ -83,6 +84,18 @@ def view_from(port: int, topic: str) -> dict[int, tuple[int, tuple[int, ...]]]:
     return {p.id: (p.leader, tuple(sorted(p.isrs))) for p in metadata.topics[topic].partitions.values()}
 
 
+def api_versions_answered(port: int) -> bool:
+    """An ApiVersions request (v0) on a raw socket: its reply carries our correlation id and no error."""
+    client_id = b"kafkalab-test"
+    body = struct.pack(">hhih", 18, 0, 4242, len(client_id)) + client_id
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        reply = sock.recv(size, socket.MSG_WAITALL)
+    correlation, error = struct.unpack(">ih", reply[:6])
+    return (correlation, error) == (4242, 0)
+
+
 def wait_for(what: str, check: object, timeout_s: float) -> float:
     """Seconds until ``check()`` holds; fails naming ``what`` after ``timeout_s``."""
     start = time.monotonic()
@@ -123,6 +136,46 @@ def test_clients_go_through_the_proxy_and_kafkalab_sees_the_brokers_directly(net
     assert all(status.link(f"broker-{b}", "zookeeper") for b in net_cluster.broker_ids)
 
 
+def test_a_one_way_cut_drops_the_follower_from_one_leader_s_isrs_only(
+        net_cluster: Cluster, owner: Path, topic: str) -> None:
+    # runs before the isolation below: after an isolate/heal cycle (then leader 2, follower 3) this shrink did not
+    # show within 40 s, an open question for the next step (a fresh cluster shows it after 13 s)
+    spec = net_cluster.spec
+    wait_for("every replica in sync", lambda: all_in_sync(net_cluster, topic), 60)
+    # two brokers that lead partitions (after an isolation, the preferred leaders come back within 20 s)
+    wait_for("two leaders", lambda: len({lead for lead, _ in view_from(spec.broker_port(1), topic).values()}) > 1,
+             60)
+    view = view_from(spec.broker_port(1), topic)
+    leader, follower = sorted({lead for lead, _isr in view.values()})[:2]
+    led_by_leader = [p for p, (lead, _isr) in view.items() if lead == leader]
+    led_by_follower = [p for p, (lead, _isr) in view.items() if lead == follower]
+    writer = Producer({"bootstrap.servers": spec.client_bootstrap, "acks": "1"})
+    writer.list_topics(timeout=5)
+    try:
+        assert net(owner, "cut", "broker", str(follower), "broker", str(leader)) == 0
+
+        # asked of the third broker: the other two may not hear from the controller (it may be one of them, and
+        # its UpdateMetadata to the other goes over the cut link: the leader's own cache can stay stale)
+        third = next(b for b in net_cluster.broker_ids if b not in (leader, follower))
+
+        def shrunk() -> bool:
+            # a follower whose log ends where the leader's does counts as caught up, fetching or not: keep writing
+            for i in range(200):
+                writer.produce(topic, b"x" * 100, partition=led_by_leader[i % len(led_by_leader)])
+            writer.flush(10)
+            now = view_from(spec.broker_port(third), topic)
+            return all(follower not in now[p][1] for p in led_by_leader)
+
+        # the leader shrinks the ISR once its follower has not fetched for replica.lag.time.max.ms (10 s)
+        took = wait_for(f"broker {follower} out of broker {leader}'s ISRs", shrunk, 40)
+        print(f"one-way cut: broker {follower} out of broker {leader}'s ISRs after {took:.1f} s")
+        now = view_from(spec.broker_port(third), topic)
+        assert all(leader in now[p][1] for p in led_by_follower), now  # the other way still replicates
+    finally:
+        assert net(owner, "heal") == 0
+    wait_for("every ISR whole again", lambda: all_in_sync(net_cluster, topic), 90)
+
+
 def test_an_isolated_leader_drops_out_of_every_isr_but_still_answers_its_clients(
         net_cluster: Cluster, owner: Path, topic: str, capsys: pytest.CaptureFixture[str]) -> None:
     spec = net_cluster.spec
@@ -143,15 +196,46 @@ def test_an_isolated_leader_drops_out_of_every_isr_but_still_answers_its_clients
         # the ZooKeeper session (3 s) expires, then the controller moves leaders and shrinks the ISRs
         assert took <= spec.session_timeout_s + 12, took
         print(f"broker {isolated} isolated: out of every ISR and leadership after {took:.1f} s")
-        # clients are kept: one connected to the isolated broker's proxy port still gets its answers
-        zombie = Producer({"bootstrap.servers": f"127.0.0.1:{spec.net_ports[isolated - 1].client}"})
-        answer = zombie.list_topics(topic, timeout=5)
-        assert isolated in answer.brokers and answer.topics[topic].error is None
+        # clients are kept: a connection to the isolated broker's proxy port still gets its answers
+        assert api_versions_answered(spec.net_ports[isolated - 1].client)
     finally:
         assert net(owner, "heal") == 0
     took = wait_for("every ISR whole again after heal", lambda: all_in_sync(net_cluster, topic), 90)
     assert "healed: cut broker-" in capsys.readouterr().out
     print(f"healed: every ISR whole after {took:.1f} s")
+
+
+def test_dropped_replies_write_the_record_but_never_acknowledge_it(net_cluster: Cluster, owner: Path) -> None:
+    admin = Admin(net_cluster.bootstrap, timeout_s=5)
+    admin.create_topic("net-drop", 1, 3, None, timeout_s=60)
+    leader = view_from(net_cluster.spec.broker_port(1), "net-drop")[0][0]
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{net_cluster.spec.net_ports[leader - 1].client}", "acks": "1",
+                         "message.send.max.retries": 0, "enable.idempotence": False,
+                         "request.timeout.ms": 3000, "message.timeout.ms": 5000})
+    first: list[object] = []
+    producer.produce("net-drop", b"first", on_delivery=lambda err, _msg: first.append(err))
+    producer.flush(30)
+    assert first == [None]  # metadata and a connection in hand before the replies go
+
+    reader = Consumer({"bootstrap.servers": net_cluster.bootstrap, "group.id": "net-drop-reader"})
+
+    def end_offset() -> int:
+        """The log's end as the brokers' direct listeners tell it (the high watermark: replicated too)."""
+        return int(reader.get_watermark_offsets(TopicPartition("net-drop", 0), timeout=5)[1])
+
+    wait_for("the first record replicated", lambda: end_offset() == 1, 15)
+    before = 1
+    outcomes: list[object] = []
+    try:
+        assert net(owner, "drop-replies", "clients", "broker", str(leader)) == 0
+        producer.produce("net-drop", b"unacknowledged", on_delivery=lambda err, _msg: outcomes.append(err))
+        producer.flush(15)
+        assert len(outcomes) == 1 and outcomes[0] is not None  # the ack never came: timed out
+        # yet the leader wrote it (and its followers, whose links are whole, replicated it)
+        wait_for("the unacknowledged record in the log", lambda: end_offset() == before + 1, 15)
+    finally:
+        assert net(owner, "heal") == 0
+        reader.close()
 
 
 def test_kill_and_restart_look_as_before_to_clients(net_cluster: Cluster, topic: str) -> None:
@@ -183,7 +267,7 @@ def test_bad_net_input_changes_nothing(net_cluster: Cluster, owner: Path, capsys
 def test_a_failed_start_leaves_no_proxy_and_no_jvm(distribution: kafka_install.Distribution) -> None:
     spec = make_spec("net-failed", net_proxies=True, overrides={"num.io.threads": "many"})
     cluster = Cluster(spec, distribution)
-    with pytest.raises(KafkalabError, match="broker-1 failed to start"):
+    with pytest.raises(KafkalabError, match=r"broker-\d failed to start"):
         cluster.start(timeout=120)
     assert not proxy_children(spec.state_dir)
     assert all(n.pid is None for n in cluster.nodes)
