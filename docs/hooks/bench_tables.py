@@ -142,7 +142,8 @@ PLATFORMS = (("zookeeper", "3.9.2", "ZooKeeper 3.9.2"), ("kraft", "3.9.2", "KRaf
 
 
 def render_platforms(name: str, data: Json) -> list[str]:
-    """labs-platforms: every lesson on every platform it declares, one column per platform ("-": not declared)."""
+    """labs-platforms: every lesson on the platforms measured, one column per platform ("not run": not measured in
+    this file, or not a platform the lab declares)."""
     cells: dict[str, dict[tuple[str, str], str]] = {}
     failed: list[str] = []
     for key, lab in data["labs"].items():
@@ -150,7 +151,8 @@ def render_platforms(name: str, data: Json) -> list[str]:
         shown = f"**{shown}**" if lab["lesson_shown"] == lab["runs"] else shown
         cells.setdefault(lab["lab_id"], {})[(lab["mode"], lab["kafka_version"])] = f"{shown}, {num(lab['median_s'])} s"
         failed += [f"`{key}`: {_failure(f)}" for f in lab.get("failures", [])]
-    rows = [[lab_id, *(by.get((mode, version), "-") for mode, version, _ in PLATFORMS)] for lab_id, by in cells.items()]
+    rows = [[lab_id, *(by.get((mode, version), "not run") for mode, version, _ in PLATFORMS)]
+            for lab_id, by in cells.items()]
     runs = sum(lab["runs"] for lab in data["labs"].values())
     shown_total = sum(lab["lesson_shown"] for lab in data["labs"].values())
     out = table(["lesson", *(title for _, _, title in PLATFORMS)], rows)
