@@ -278,10 +278,11 @@ class LabRun:
             self.cluster_ended = True  # a failed start ends what it started
             raise
         self.admin = admin = self.deps.admin(cluster.bootstrap)
-        for b in () if spec.kraft else lab.cluster.stopped:
+        stopped_after_start = () if spec.kraft else lab.cluster.stopped  # ZooKeeper counts only live brokers
+        for b in stopped_after_start:
             self.say(f"stopping broker {b}: it joins the cluster later")
             cluster.node(b).stop()
-        for b in () if spec.kraft else lab.cluster.stopped:
+        for b in stopped_after_start:
             self.wait_node(f"broker-{b}", (NodeState.STOPPED, NodeState.KILLED), 60)
         for t in lab.topics:
             if t.create:
