@@ -125,6 +125,25 @@ class NetRequest:
                 from None
 
 
+@dataclass(frozen=True)
+class NetChange:
+    """What one applied request changed, told to every listener (the run's timeline, the console): the action,
+    the nodes it named and each rule applied or healed, described for people."""
+
+    action: NetAction
+    nodes: tuple[str, ...]
+    rules: tuple[str, ...]
+
+    def line(self) -> str:
+        """One line for a timeline: ``network: isolate broker-1 (cut broker-1 -> broker-2, ...)``."""
+        named = " ".join(self.nodes) if self.nodes else "every link"
+        what = "; ".join(self.rules) if self.rules else "nothing was in force"
+        return f"network {self.action.value} {named}: {what}"
+
+
+NetListener = Callable[[NetChange], None]
+
+
 class ClusterNet:
     """The proxy process of one cluster and the node facts it needs; safe to call from any thread."""
 
@@ -136,6 +155,18 @@ class ClusterNet:
         self._pids: dict[str, int] = {}
         self._down: set[str] = set(self.nodes)  # nothing runs yet: the ports refuse, as the nodes' own would
         self.problems: list[str] = []  # requests the proxy failed, and its restarts: shown by `net status`
+        self._listeners: list[NetListener] = []
+
+    def add_listener(self, listener: NetListener) -> None:
+        """``listener`` is told every change a request made (from a lab fault, a console key or `kafkalab net`)."""
+        self._listeners.append(listener)
+
+    def _tell(self, change: NetChange) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception as exc:  # a listener's failure must not undo or hide an applied fault
+                self.problems.append(f"a network-change listener failed: {exc}")
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -215,11 +246,15 @@ class ClusterNet:
             return {"status": status_lines(client.status(), self.problems)}
         nodes = self.resolve(request.words)
         if request.action is NetAction.HEAL:
-            return {"healed": [describe(r) for r in self.heal(client, nodes)]}
+            healed = [describe(r) for r in self.heal(client, nodes)]
+            self._tell(NetChange(request.action, tuple(nodes), tuple(healed)))
+            return {"healed": healed}
         rules = self.rules(request, nodes)
         for rule in rules:
             client.apply(rule)
-        return {"applied": [describe(r) for r in rules]}
+        applied = [describe(r) for r in rules]
+        self._tell(NetChange(request.action, tuple(nodes), tuple(applied)))
+        return {"applied": applied}
 
     def heal(self, client: NetFaultsClient, nodes: list[str]) -> list[Rule]:
         if len(nodes) > 2:

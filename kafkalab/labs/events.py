@@ -17,6 +17,7 @@ class EventKind(StrEnum):
     NODE = "node"
     NOTE = "note"
     FAULT = "fault"
+    NET = "net"  # a network fault applied or healed (a lab fault, a console key or `kafkalab net`)
     FAULT_MISSED = "fault-missed"
     FAULT_FAILED = "fault-failed"
     CHECK = "check"
@@ -88,6 +89,16 @@ class FaultEvent(Event):
     action: str
     targets: tuple[str, ...]
     trigger: str
+
+
+class NetEvent(Event):
+    """A network change on the cluster's proxies: ``action`` (isolate, cut, drop-replies, delay, limit, heal),
+    the nodes named, and each rule applied or healed."""
+
+    kind: EventKind = EventKind.NET
+    action: str
+    nodes: tuple[str, ...]
+    rules: tuple[str, ...]
 
 
 class FaultProblem(Event):

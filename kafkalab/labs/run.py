@@ -23,11 +23,12 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis.report import Report
 from kafkalab.clients import ProducerStats
 from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
+from kafkalab.cluster.netwiring import NetChange
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
 from kafkalab.labs.audit_step import AuditStep
-from kafkalab.labs.events import EventKind, NodeEvent
+from kafkalab.labs.events import EventKind, NetEvent, NodeEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.interruptible import in_thread
 from kafkalab.labs.model import Lab
@@ -321,6 +322,13 @@ class LabRun:
             self.timeline.add(NodeEvent(source=node.name, detail=detail, state=state))
 
         cluster.add_listener(record)
+        if cluster.net is not None:
+            cluster.net.add_listener(self._net_changed)
+
+    def _net_changed(self, change: NetChange) -> None:
+        if self.owns_cluster:
+            self.timeline.add(NetEvent(source="network", detail=change.line(), action=change.action.value,
+                                       nodes=change.nodes, rules=change.rules))
 
     def hand_over(self) -> Cluster | None:
         """The kept cluster, for the next run to reuse: this run no longer records or ends it."""
