@@ -95,3 +95,14 @@ def test_kafka_4_needs_no_zookeeper_port() -> None:
     zk = f"port {DEFAULT_ZK_PORT}"
     assert zk not in names and f"port {DEFAULT_BROKER_PORTS[0]}" in names
     assert zk in {c.name for c in doctor.run_checks(kafka_home="", repo="http://127.0.0.1:9/")}
+
+
+def test_at_80_columns_a_long_detail_wraps_under_its_own_start(
+        tmp_path: Path, distribution: kafka_install.Distribution) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/"
+    result = kafkalab("doctor", "--maven-repo", closed, env={"COLUMNS": "80", "KAFKA_HOME": ""})
+    lines = result.stdout.splitlines()
+    assert lines and all(len(line) <= 80 for line in lines), result.stdout
+    continued = [line for line in lines if not line[:4].strip()]
+    assert continued, "some check's detail is longer than a line at 80 columns"
+    assert all(line.startswith("     ") and line[5] != " " for line in continued), result.stdout

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -208,7 +209,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for check in checks:
         mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]" if check.needed else "[yellow]--[/]  "
         problems += check.needed and not check.ok
-        console.print(f"{mark} {check.name}: {check.detail}")
+        # a long detail wraps under its own start, not under the marks
+        lines = textwrap.wrap(f"{check.name}: {check.detail}", width=max(40, console.width - 5),
+                              subsequent_indent=" " * 5, break_on_hyphens=False)
+        console.print(f"{mark} " + escape("\n".join(lines)), soft_wrap=True)
     return 1 if problems else 0
 
 
