@@ -2,7 +2,7 @@
 must PASS, each plausible wrong fix must FAIL (and a rule must say why).
 
     .venv/bin/python benchmarks/bench_fix.py [--labs acks-0,no-commits] [--runs 1] [--only shipped,solution,wrong]
-                                             [--name fix] [--append] [--keep DIR]
+                                             [--platforms all] [--name fix] [--append] [--keep DIR]
 
 Each graded run takes the machine-wide cluster lock (/tmp/kafkalab-cluster.lock) for itself alone, so other
 clusters on the machine get their turn between runs: do not wrap this script in `flock` (it would wait on itself).
@@ -14,7 +14,6 @@ per graded run, and the lab's own median run time from labs-final.json for compa
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import statistics
@@ -31,7 +30,7 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, cluster_lock, write_results
+from benchmarks.benchutil import RESULTS, cluster_lock, lab_hash, on_platforms, result_key, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.labs import Lab, LabSession, catalog, load_lab
 from kafkalab.labs.fix import Change
@@ -83,10 +82,6 @@ class Tally:
             "run_s": [round(s, 1) for s in self.run_s], "failing_rows": self.failing_rows, "rules": self.rules,
             "not_as_wanted": self.not_as_wanted,
         }
-
-
-def lab_hash(lab: Lab) -> str:
-    return hashlib.sha256(lab.source.read_bytes()).hexdigest()[:16] if lab.source else ""
 
 
 def attempts_of(lab: Lab, only: Sequence[Direction]) -> list[Attempt]:
@@ -143,6 +138,9 @@ def main() -> int:
     parser.add_argument("--name", default="fix", help="results file benchmarks/results/NAME.json")
     parser.add_argument("--append", action="store_true", help="merge into NAME.json's labs (same lab file only)")
     parser.add_argument("--keep", type=Path, default=None, help="keep run directories here")
+    parser.add_argument("--platforms", default="", help="grade each lab on these of its platforms: MODE/VERSION "
+                        "pairs, e.g. zookeeper/3.9.2,kraft/4.4.0, or all (default: each lab's own); results named "
+                        "LAB --mode M --kafka-version V")
     args = parser.parse_args()
     try:
         only = [Direction(d) for d in args.only.split(",")]
@@ -154,6 +152,8 @@ def main() -> int:
         if unknown := sorted(set(wanted) - {lab.id for lab in labs}):
             parser.error(f"--labs: {', '.join(unknown)} has no [fix] table (or no such lab)")
         labs = [lab for lab in labs if lab.id in wanted]
+    if args.platforms:
+        labs = on_platforms(labs, args.platforms)
     console = Console(stderr=True)
     spark = WarmSession().start()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-fix-"))
@@ -161,7 +161,8 @@ def main() -> int:
     results: dict[str, dict[str, Any]] = json.loads(path.read_text())["labs"] if args.append and path.exists() else {}
     try:
         for lab in labs:
-            entry = results.get(lab.id, {})
+            key = result_key(lab)
+            entry = results.get(key, {})
             if entry.get("lab_sha") != lab_hash(lab):
                 entry = {"attempts": {}}
             tallies = {k: Tally(**{f: v[f] for f in ("changes", "wants", "gradings", "as_wanted", "failing_rows",
@@ -171,7 +172,7 @@ def main() -> int:
                 tally = tallies.setdefault(attempt.key, Tally([c.text for c in attempt.changes],
                                                               "PASS" if attempt.direction.wants_pass else "FAIL"))
                 for i in range(args.repeat):
-                    console.print(f"[bold]{lab.id}[/] {attempt.key} ({', '.join(tally.changes) or 'no change'}), "
+                    console.print(f"[bold]{key}[/] {attempt.key} ({', '.join(tally.changes) or 'no change'}), "
                                   f"grading {i + 1}/{args.repeat}", highlight=False)
                     grade, times = graded(attempt, args.runs, root, spark, console)
                     tally.gradings += 1
@@ -192,8 +193,9 @@ def main() -> int:
                                   f"failing: {'; '.join(failing) or '-'}", highlight=False)
                     for rule in grade.rules:
                         console.print(f"     rule: {rule}", highlight=False)
-            results[lab.id] = {
-                "title": lab.title, "lab_sha": lab_hash(lab), "graded_runs": args.runs or fix_runs(lab),
+            results[key] = {
+                "title": lab.title, "lab_sha": lab_hash(lab), "mode": lab.cluster.mode,
+                "kafka_version": lab.cluster.kafka_version, "graded_runs": args.runs or fix_runs(lab),
                 "lab_median_s": own_median(lab.id),
                 "attempts": {k: t.as_dict() for k, t in tallies.items()},
             }

@@ -12,7 +12,6 @@ sittings; a lab's earlier runs count only while its file is unchanged (its hash 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import statistics
@@ -27,30 +26,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, cluster_lock, write_results
+from benchmarks.benchutil import RESULTS, cluster_lock, lab_hash, on_platforms, result_key, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.labs import Lab, LabSession, catalog, load_lab
 from kafkalab.labs.run import PortChoice
 
 GOAL_S = 120.0
-
-
-def lab_hash(lab: Lab) -> str:
-    return hashlib.sha256(lab.source.read_bytes()).hexdigest()[:16] if lab.source else ""
-
-
-def result_key(lab: Lab) -> str:
-    """The lab's id, with the mode and version where not the lab's own (``leader-failover --mode kraft``)."""
-    c = lab.cluster
-    mode = "" if c.mode == c.modes[0] else f" --mode {c.mode}"
-    version = "" if c.kafka_version == c.kafka_versions[0] else f" --kafka-version {c.kafka_version}"
-    return f"{lab.id}{mode}{version}"
-
-
-def on_platforms(labs: list[Lab], wanted: str) -> list[Lab]:
-    """Each lab on each of its platforms that ``wanted`` names ("all", or e.g. "kraft/3.9.2,kraft/4.4.0")."""
-    names = None if wanted == "all" else {tuple(w.split("/", 1)) for w in wanted.split(",")}
-    return [lab.on(m, v) for lab in labs for m, v in lab.cluster.platforms() if names is None or (m, v) in names]
 
 
 def previous_results(name: str = "labs") -> dict[str, dict[str, Any]]:

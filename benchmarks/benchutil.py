@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import platform
@@ -17,6 +18,8 @@ import psutil
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from kafkalab.labs import Lab
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -72,3 +75,22 @@ def cluster_lock() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def result_key(lab: Lab) -> str:
+    """The lab's id, with the mode and version where not the lab's own (``leader-failover --mode kraft``)."""
+    c = lab.cluster
+    mode = "" if c.mode == c.modes[0] else f" --mode {c.mode}"
+    version = "" if c.kafka_version == c.kafka_versions[0] else f" --kafka-version {c.kafka_version}"
+    return f"{lab.id}{mode}{version}"
+
+
+def on_platforms(labs: list[Lab], wanted: str) -> list[Lab]:
+    """Each lab on each of its platforms that ``wanted`` names ("all", or e.g. "kraft/3.9.2,kraft/4.4.0")."""
+    names = None if wanted == "all" else {tuple(w.split("/", 1)) for w in wanted.split(",")}
+    return [lab.on(m, v) for lab in labs for m, v in lab.cluster.platforms() if names is None or (m, v) in names]
+
+
+def lab_hash(lab: Lab) -> str:
+    """The lab file's hash: results of an earlier version of the file are not counted with this one's."""
+    return hashlib.sha256(lab.source.read_bytes()).hexdigest()[:16] if lab.source else ""
