@@ -18,7 +18,7 @@ from kafkalab.clients.stats import ClientState, ProducerStats
 from kafkalab.cluster import NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import catalog, load_lab
-from kafkalab.labs.events import ClientRecord, EventKind, LeaderChange
+from kafkalab.labs.events import ClientRecord, EventKind, LeaderChange, NodeEvent
 from kafkalab.labs.expectations import make_expectation, parse_check
 from kafkalab.labs.faults import TargetCategory, TargetKind, TriggerKind, parse_target, parse_trigger
 from kafkalab.labs.metrics import timeline_metrics
@@ -391,3 +391,15 @@ def test_a_word_that_is_neither_command_nor_lab_keeps_argparse_error(capsys: pyt
     with pytest.raises(SystemExit) as exit_:
         main(["bogus"])
     assert exit_.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_the_workload_clock_puts_the_cluster_start_before_zero_so_the_timeline_stays_in_order() -> None:
+    timeline = Timeline("clock")
+    timeline.started_at -= 30  # the run began 30 s ago; the cluster came up 20 s ago
+    now = time.time()
+    timeline.add(NodeEvent(source="broker-1", detail="broker-1 running", state=NodeState.RUNNING), ts=now - 20)
+    timeline.restart_clock()  # the workload starts: t = 0 from here
+    timeline.add(NodeEvent(source="broker-1", detail="broker-1 killed", state=NodeState.KILLED))
+    started, killed = timeline.events()
+    assert -21 < started.t < -19 and 0 <= killed.t < 1
+    assert sorted(timeline.events(), key=lambda e: e.t) == [started, killed]

@@ -67,7 +67,11 @@ class Timeline:
         self._listeners.append(listener)
 
     def restart_clock(self) -> None:
-        self.started_at = time.time()
+        """t = 0 from now (the workload's start); what came before (the cluster's start) gets negative t, so
+        the kept events stay in time order when sorted by t."""
+        with self._lock:
+            self.started_at = now = time.time()
+            self._events = [replace(e, t=round(e.ts - now, 3)) for e in self._events]
 
     def now(self) -> float:
         return time.time() - self.started_at
