@@ -12,10 +12,11 @@ from typing import Protocol
 
 from kafkalab.admin import ClusterSnapshot, ResetTarget
 from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.cluster.netwiring import NetAction, NetRequest
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import CheckEvent, EventKind, FaultEvent, FaultProblem
 from kafkalab.labs.expectations import parse_check
-from kafkalab.labs.faults import Fault, RunView, TargetCategory, TargetKind
+from kafkalab.labs.faults import Fault, RunView, Target, TargetCategory, TargetKind
 from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, num
 from kafkalab.labs.timeline import Timeline
 
@@ -40,6 +41,7 @@ class FaultHost(Protocol):
     def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str: ...
     def type_records(self, topic: str, lines: Sequence[str]) -> str: ...
     def live_metrics(self) -> dict[str, float]: ...
+    def net(self, request: NetRequest) -> list[str]: ...  # through the cluster's proxy: the rules applied or healed
 
 
 class FaultFiring:
@@ -93,7 +95,7 @@ class FaultFiring:
                 self._failed(i, fault, "succeeded, but the lab expects it to fail")
                 continue
             status.state, status.targets = FaultState.FIRED, targets
-            if fault.target.category == TargetCategory.NODES:
+            if fault.target.category == TargetCategory.NODES and targets:
                 previous_nodes = targets
 
     def _failed(self, index: int, fault: Fault, detail: str) -> None:
@@ -119,6 +121,8 @@ class FaultFiring:
         if action == "check":
             self._check(host, fault)
             return []
+        if fault.net_action is not None:
+            return self._net(host, fault, fault.net_action, previous_nodes)
         if category == TargetCategory.NODES:
             targets = self._nodes(host, fault, previous_nodes)
         elif category == TargetCategory.PRODUCER:
@@ -139,16 +143,43 @@ class FaultFiring:
         return targets
 
     def _nodes(self, host: FaultHost, fault: Fault, previous_nodes: list[str]) -> list[str]:
-        target = fault.target
+        names = self._resolve(host, fault.target, previous_nodes)
+        for name in names:
+            host.node_action(name, NodeAction(fault.action))
+        return names
+
+    def _resolve(self, host: FaultHost, target: Target, previous_nodes: list[str]) -> list[str]:
         snap = host.fresh_snapshot() if target.kind in _SNAPSHOT_TARGETS else None
         states = host.node_states()
         active = host.active_controller() if target.kind == TargetKind.CONTROLLER else None
         names = target.nodes(snap, previous_nodes, self.rng, states, active)
         if not names:
             raise KafkalabError(f"{target.text} names no node right now")
-        for name in names:
-            host.node_action(name, NodeAction(fault.action))
         return names
+
+    def _net(self, host: FaultHost, fault: Fault, action: NetAction, previous_nodes: list[str]) -> list[str]:
+        """A network fault through the cluster's proxy: isolate each node, act on each link from an ``on`` node
+        to a ``to`` node, or heal. Returns the ``on`` nodes (what ``same`` means next); the event names the links."""
+        sources = [] if fault.target.kind == TargetKind.NONE else self._resolve(host, fault.target, previous_nodes)
+        ends = self._resolve(host, fault.to, previous_nodes) if fault.to is not None else []
+        requests: list[NetRequest] = []
+        if action is NetAction.ISOLATE or (action is NetAction.HEAL and not ends):
+            requests = [NetRequest(action, (node,)) for node in sources] or [NetRequest(action)]
+            shown = ", ".join(sources) or "every link"
+        else:
+            links = [(s, e) for s in sources for e in ends if s != e]
+            if not links:
+                raise KafkalabError(f"{fault.target.text} to {fault.to.text if fault.to else ''} names no link right "
+                                    f"now: both name {', '.join(sources)}")
+            requests = [NetRequest(action, (s, e), ms=fault.ms, jitter_ms=fault.jitter_ms,
+                                   bytes_per_s=fault.bytes_per_s, both_ways=fault.both_ways) for s, e in links]
+            arrow = "<->" if fault.both_ways else "->"
+            shown = ", ".join(f"{s} {arrow} {e}" for s, e in links)
+        rules = [rule for request in requests for rule in host.net(request)]
+        amount = {NetAction.DELAY: f" {fault.ms} ms" + (f" +/- {fault.jitter_ms} ms" if fault.jitter_ms else ""),
+                  NetAction.LIMIT: f" {fault.bytes_per_s:,} B/s"}.get(action, "")
+        self._event(fault, [shown], f"{len(rules)} rule(s){' healed' if action is NetAction.HEAL else ''}{amount}")
+        return sources
 
     def _topic(self, host: FaultHost, fault: Fault) -> list[str]:
         topic, action, detail = fault.target.topic, fault.action, ""

@@ -13,8 +13,14 @@ at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20
 on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: the active controller) |
      ``controllers 2,3`` (KRaft voters by number) | ``random follower T/P`` |
      ``followers T/P`` | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
-     ``zookeeper`` | ``producer`` | ``consumer 1`` | ``consumers`` | ``topic T`` | ``group G``
+     ``zookeeper`` | ``clients`` (a network source only) | ``producer`` | ``consumer 1`` | ``consumers`` |
+     ``topic T`` | ``group G``
 do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
+     network (``net_proxies`` is turned on for the lab): isolate (from ZooKeeper and the other brokers, clients
+     kept) | cut (``to``: the link from each ``on`` node to each ``to`` node; ``both_ways = true``) |
+     drop-replies (``to``: requests arrive, answers never come back) | delay (``to``, ``ms``, ``jitter_ms``) |
+     limit (``to``, ``rate``, e.g. "100KB/s") | heal (every link; with ``on``, every link of those nodes; with
+     ``on`` and ``to``, those links);
      consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
      | replicate (``replication_factor``) | elect-preferred | type (``records``, each ``key:value`` or a value);
      groups: reset-offsets (``reset``: to-earliest, to-latest, to-offset N, shift-by N or to-datetime ISO;
@@ -33,6 +39,7 @@ from typing import Any, Protocol
 from kafkalab.admin import ClusterSnapshot, ResetTarget
 from kafkalab.admin.groups import RESET_MODES
 from kafkalab.clients.stats import ClientState
+from kafkalab.cluster.netwiring import NetAction, parse_ms, parse_rate
 from kafkalab.cluster.node import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind, LeaderChange
@@ -44,6 +51,10 @@ PRODUCER_ACTIONS = ("start", "stop")
 TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred", "type")
 GROUP_ACTIONS = ("reset-offsets",)
 ANY_ACTIONS = ("check", "note")
+# network faults, through the cluster's proxy; LINK_ACTIONS act on the links from ``on`` to ``to``
+LINK_ACTIONS = (NetAction.CUT, NetAction.DROP_REPLIES, NetAction.DELAY, NetAction.LIMIT)
+NET_FAULT_ACTIONS = (NetAction.ISOLATE, *LINK_ACTIONS, NetAction.HEAL)
+NET_ACTIONS = tuple(a.value for a in NET_FAULT_ACTIONS)
 CONTROL_WORDS = ("quit", "crash", "wait")
 DEFAULT_TIMEOUT_S = 90.0
 
@@ -188,6 +199,7 @@ class TargetCategory(StrEnum):
     CONSUMERS = "consumers"
     TOPIC = "topic"
     GROUP = "group"
+    CLIENTS = "clients"  # every client process, as the source of network links
     NONE = "none"
 
 
@@ -204,6 +216,7 @@ class TargetKind(StrEnum):
     PAUSED = "paused"
     DOWN = "down"
     ZOOKEEPER = "zookeeper"
+    CLIENTS = "clients"
     PRODUCER = "producer"
     CONSUMER = "consumer"
     CONSUMERS = "consumers"
@@ -215,7 +228,8 @@ class TargetKind(StrEnum):
     def category(self) -> TargetCategory:
         others = {TargetKind.PRODUCER: TargetCategory.PRODUCER, TargetKind.CONSUMER: TargetCategory.CONSUMERS,
                   TargetKind.CONSUMERS: TargetCategory.CONSUMERS, TargetKind.TOPIC: TargetCategory.TOPIC,
-                  TargetKind.GROUP: TargetCategory.GROUP, TargetKind.NONE: TargetCategory.NONE}
+                  TargetKind.GROUP: TargetCategory.GROUP, TargetKind.NONE: TargetCategory.NONE,
+                  TargetKind.CLIENTS: TargetCategory.CLIENTS}
         return others.get(self, TargetCategory.NODES)
 
 
@@ -250,6 +264,8 @@ class Target:
             return [f"broker-{b}" for b in self.brokers]
         if k == TargetKind.ZOOKEEPER:
             return ["zookeeper"]
+        if k == TargetKind.CLIENTS:
+            return ["clients"]
         if k == TargetKind.CONTROLLERS:
             return [f"controller-{c}" for c in self.brokers]
         if k == TargetKind.CONTROLLER and active_controller is not None:
@@ -286,7 +302,7 @@ def parse_target(text: str, brokers: int) -> Target:
         if any(not 1 <= c <= 3 for c in ids):
             raise ValueError(f"{s!r}: KRaft controllers are numbered 1..3")
         return Target(TargetKind.CONTROLLERS, brokers=ids, text=s)
-    if s in ("controller", "same", "zookeeper", "producer", "consumers", "paused", "down"):
+    if s in ("controller", "same", "zookeeper", "clients", "producer", "consumers", "paused", "down"):
         return Target(TargetKind(s), text=s)
     if m := re.fullmatch(r"consumer (\d+)", s):
         return Target(TargetKind.CONSUMER, local_id=int(m[1]), text=s)
@@ -298,8 +314,8 @@ def parse_target(text: str, brokers: int) -> Target:
         return Target(TargetKind.GROUP, group=m[1], text=s)
     raise ValueError(
         f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', 'controllers 2,3', "
-        "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'producer', 'consumer N', "
-        "'consumers', 'topic T' or 'group G'"
+        "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'clients', 'producer', "
+        "'consumer N', 'consumers', 'topic T' or 'group G'"
     )
 
 
@@ -319,11 +335,22 @@ class Fault:
     fails: bool = False  # the lesson is that this step fails (e.g. no topic without a KRaft quorum)
     reset: ResetTarget | None = None  # reset-offsets: where to
     records: tuple[str, ...] = ()  # type: the lines typed, each key:value or a value
+    to: Target | None = None  # network faults: the far end of each link from ``target``
+    both_ways: bool = False  # cut: the links back from ``to`` too
+    ms: int = 0  # delay
+    jitter_ms: int = 0  # delay
+    bytes_per_s: int = 0  # limit
+
+    @property
+    def net_action(self) -> NetAction | None:
+        """The network fault this is, or None for any other fault."""
+        return NetAction(self.action) if self.action in NET_ACTIONS else None
 
     def describe(self) -> str:
         what = f"{self.action} {self.word}".strip()
         on = f" {self.target.text}" if self.target.text else ""
-        return f"{what}{on} at {self.at.text}"
+        to = f" to {self.to.text}" if self.to is not None else ""
+        return f"{what}{on}{to} at {self.at.text}"
 
 
 def parse_action(text: str, target: Target) -> tuple[str, str]:
@@ -336,9 +363,10 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
             raise ValueError(f"{text!r}: send takes a control word: send {' | send '.join(CONTROL_WORDS)}")
         s = "send"
     allowed = {
-        TargetCategory.NODES: NODE_ACTIONS, TargetCategory.PRODUCER: PRODUCER_ACTIONS,
+        TargetCategory.NODES: NODE_ACTIONS + NET_ACTIONS, TargetCategory.PRODUCER: PRODUCER_ACTIONS,
         TargetCategory.CONSUMERS: CONSUMER_ACTIONS, TargetCategory.TOPIC: TOPIC_ACTIONS,
-        TargetCategory.GROUP: GROUP_ACTIONS, TargetCategory.NONE: (),
+        TargetCategory.GROUP: GROUP_ACTIONS, TargetCategory.NONE: (NetAction.HEAL.value,),
+        TargetCategory.CLIENTS: (*(a.value for a in LINK_ACTIONS), NetAction.HEAL.value),
     }[target.category] + ANY_ACTIONS
     if s not in allowed:
         on = target.text or "nothing"
@@ -376,13 +404,83 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
     timeout = float(raw.get("timeout", DEFAULT_TIMEOUT_S))
     if timeout <= 0:
         raise ValueError("timeout: must be > 0 seconds")
+    net = _net_fields(raw, action, target, brokers)
     return Fault(
         at=trigger, action=action, target=target, word=word,
         configs={str(k): str(v) for k, v in dict(raw.get("configs", {})).items()},
         replication_factor=rf, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
         timeout_s=timeout, line=line, fails=bool(raw.get("fails", False)), reset=reset,
-        records=tuple(records) if action == "type" else (),
+        records=tuple(records) if action == "type" else (), **net,
     )
+
+
+# the fields only a network fault takes, and the actions that take each
+_NET_FIELDS = {"to": NET_ACTIONS, "both_ways": (NetAction.CUT.value,),
+               "ms": (NetAction.DELAY.value,), "jitter_ms": (NetAction.DELAY.value,), "rate": (NetAction.LIMIT.value,)}
+_NET_TARGETS = (TargetKind.BROKERS, TargetKind.LEADER, TargetKind.CONTROLLER, TargetKind.RANDOM_FOLLOWER,
+                TargetKind.FOLLOWERS, TargetKind.SAME, TargetKind.ZOOKEEPER, TargetKind.CLIENTS, TargetKind.NONE)
+
+
+def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: int) -> dict[str, Any]:
+    """A network fault's own fields, checked (``field: why`` on the first problem); {} for any other fault."""
+    for name, takers in _NET_FIELDS.items():
+        if name in raw and action not in takers:
+            raise ValueError(f"{name}: only {' and '.join(takers)} take{'s' if len(takers) == 1 else ''} {name}, "
+                             f"not {action}: leave it out")
+    if action not in NET_ACTIONS:
+        return {}
+    net = NetAction(action)
+    if target.kind not in _NET_TARGETS:
+        raise ValueError(f"on: {net.value} acts on brokers or ZooKeeper ('broker 2', 'leader T/P', 'followers T/P', "
+                         f"'zookeeper', 'clients' as a source), not {target.text}")
+    to: Target | None = None
+    if "to" in raw:
+        if net is NetAction.ISOLATE:
+            raise ValueError("to: isolate cuts a node from every other node: leave to out, or do = \"cut\"")
+        if target.kind == TargetKind.NONE:
+            raise ValueError("to: a heal with a link names both ends: add on = \"broker N\" (the source)")
+        try:
+            to = parse_target(str(raw["to"]), brokers)
+        except ValueError as exc:
+            raise ValueError(f"to: {exc}") from None
+        if to.kind not in _NET_TARGETS or to.kind in (TargetKind.CLIENTS, TargetKind.NONE):
+            raise ValueError(f"to: {to.text!r} is not a node a link goes to: name brokers or zookeeper "
+                             "('broker 1', 'leader T/P', 'followers T/P', 'zookeeper')")
+        both = to.kind == TargetKind.BROKERS and target.kind == TargetKind.BROKERS
+        if both and set(to.brokers) & set(target.brokers):
+            raise ValueError(f"to: {to.text} -> itself is no link: a node's connections to itself are not proxied")
+    elif net in LINK_ACTIONS:
+        raise ValueError(f"to: {net.value} acts on links: name their far end, e.g. to = \"leader T/P\" "
+                         "(the connections each 'on' node opens to it)")
+    if net in LINK_ACTIONS and target.kind == TargetKind.ZOOKEEPER:
+        raise ValueError("on: ZooKeeper opens no connection to the brokers: cut the link from the broker "
+                         "(on = \"broker N\", to = \"zookeeper\")")
+    if net in LINK_ACTIONS and target.kind == TargetKind.CLIENTS and to is not None and to.kind == TargetKind.ZOOKEEPER:
+        raise ValueError("to: clients do not reach ZooKeeper through the proxy: name a broker")
+    fields: dict[str, Any] = {"to": to, "both_ways": bool(raw.get("both_ways", False))}
+    if "both_ways" in raw and not isinstance(raw["both_ways"], bool):
+        raise ValueError("both_ways: give true or false")
+    if net is NetAction.DELAY:
+        if "ms" not in raw:
+            raise ValueError("ms: delay needs ms = 200 (milliseconds) or ms = \"1.5s\"")
+        fields["ms"] = _amount("ms", lambda: parse_ms(str(raw["ms"])))
+        jitter = raw.get("jitter_ms", 0)
+        fields["jitter_ms"] = _amount("jitter_ms", lambda: parse_ms(str(jitter), "a jitter")) if jitter else 0
+        if fields["jitter_ms"] > fields["ms"]:
+            raise ValueError(f"jitter_ms: {fields['jitter_ms']} ms is more than the delay ({fields['ms']} ms): "
+                             "give at most ms")
+    if net is NetAction.LIMIT:
+        if "rate" not in raw:
+            raise ValueError("rate: limit needs rate = \"100KB/s\" (bytes per second)")
+        fields["bytes_per_s"] = _amount("rate", lambda: parse_rate(str(raw["rate"])))
+    return fields
+
+
+def _amount(name: str, parse: Callable[[], int]) -> int:
+    try:
+        return parse()
+    except KafkalabError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def parse_reset(text: str) -> ResetTarget:

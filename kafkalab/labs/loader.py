@@ -6,6 +6,7 @@ Unknown keys are errors: a misspelt setting must never be silently ignored.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import tomllib
@@ -32,11 +33,13 @@ CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
-              "fails"}
+              "fails", "to", "both_ways", "ms", "jitter_ms", "rate"}
 TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect", "fix", "incident"}
 FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong"}
 CHANGES_KEYS = {"settings", "topics", "brokers", "actions"}
 INCIDENT_KEYS = {"ticket", "question", "choices", "answer", "explanation"}
+NET_ZOOKEEPER_ONLY = ("network faults run in ZooKeeper mode for now (the proxy is not wired for KRaft yet): "
+                     "give [cluster] modes = [\"zookeeper\"]")
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
 _KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
@@ -203,6 +206,7 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
             raise r.fail("consumer", i, "consumer.group-protocol", "the consumer protocol (KIP-848) needs Kafka 4.0 "
                          "or later: set [cluster] kafka_versions = [\"4.4.0\"] and modes = [\"kraft\"]", array=True)
     faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
+    cluster = _with_net_proxies(r, cluster, faults)
     expectations = tuple(
         _wrap(r, "expect", 0, key, partial(make_expectation, key, value, r.index.line("expect", 0, key)))
         for key, value in r.table(data, "expect", required=True).items()
@@ -275,10 +279,20 @@ def _cluster(r: _Reader, raw: dict[str, Any]) -> ClusterPlan:
     versions = _kafka_versions(r, raw, modes)
     net_proxies = r.typed(raw, "net_proxies", bool, "cluster", default=False)
     if net_proxies and modes != ("zookeeper",):
-        raise r.fail("cluster", 0, "net_proxies", "network faults run in ZooKeeper mode for now: "
-                     "give modes = [\"zookeeper\"], or leave net_proxies out")
+        raise r.fail("cluster", 0, "net_proxies", f"{NET_ZOOKEEPER_ONLY}, or leave net_proxies out")
     return ClusterPlan(brokers, overrides, per_broker, tuple(stopped), mode, modes, controllers, combined,
                        versions[0], versions, net_proxies)
+
+
+def _with_net_proxies(r: _Reader, cluster: ClusterPlan, faults: tuple[Fault, ...]) -> ClusterPlan:
+    """A lab with a network fault runs with the proxies in every link (ZooKeeper mode only, for now)."""
+    first = next((i for i, f in enumerate(faults) if f.net_action is not None), None)
+    if first is None:
+        return cluster
+    if cluster.modes != ("zookeeper",):
+        raise r.fail("fault", first, "do", f"{faults[first].action} is a network fault: {NET_ZOOKEEPER_ONLY}",
+                     array=True)
+    return dataclasses.replace(cluster, net_proxies=True)
 
 
 def _kafka_versions(r: _Reader, raw: dict[str, Any], modes: tuple[str, ...]) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, replication_pla
 from kafkalab.clients import ClientState
 from kafkalab.clients.records import RecordTyper
 from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.cluster.netwiring import NetRequest
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind
 from kafkalab.labs.run_context import RunContext
@@ -109,3 +110,12 @@ class RunControls:
 
     def live_metrics(self) -> dict[str, float]:
         return self._clients.live_metrics()
+
+    def net(self, request: NetRequest) -> list[str]:
+        """One network fault through the cluster's proxy (its change reaches the timeline as a NetEvent)."""
+        net = self.run.cluster.net
+        if net is None:
+            raise KafkalabError("this cluster runs without the network-fault proxy: a lab with a network fault "
+                                "turns [cluster] net_proxies on; with a kept cluster, end it (kafkalab cluster down)")
+        reply = net.handle(request)
+        return [str(rule) for rule in reply.get("applied", reply.get("healed", []))]
