@@ -46,9 +46,95 @@ def test_without_proxies_nothing_changes(tmp_path: Path) -> None:
     assert s.broker_settings(1)["zookeeper.connect"] == f"127.0.0.1:{s.zk_port}"
 
 
-def test_kraft_is_refused_in_one_line(tmp_path: Path) -> None:
-    with pytest.raises(KafkalabError, match="network faults run in ZooKeeper mode for now"):
-        spec(tmp_path, mode="kraft")
+def test_kraft_voters_are_reached_through_the_proxy_and_the_quorum_view_directly(tmp_path: Path) -> None:
+    s = spec(tmp_path, mode="kraft", controllers=3)
+    assert s.controller_ids == [101, 102, 103]
+    behind = s.controller_net(102)
+    voter = s.controller_port(102)  # the voter endpoint formatted into the storage: the proxy's port
+    settings = s.controller_settings(102)
+    assert settings["listeners"] == (f"CONTROLLER://127.0.0.1:{behind.real},"
+                                     f"CONTROLLER_DIRECT://127.0.0.1:{behind.direct}")
+    assert settings["advertised.listeners"] == (f"CONTROLLER://127.0.0.1:{voter},"
+                                                f"CONTROLLER_DIRECT://127.0.0.1:{behind.direct}")
+    assert settings["controller.listener.names"] == "CONTROLLER,CONTROLLER_DIRECT"  # CONTROLLER first: the voters'
+    assert settings["controller.quorum.bootstrap.servers"] == s.bootstrap_controllers
+    assert s.bootstrap_controllers == ",".join(f"127.0.0.1:{p}" for p in s.controller_ports)
+    assert s.quorum_bootstrap == ",".join(f"127.0.0.1:{n.direct}" for n in s.controller_net_ports)
+    broker = s.broker_settings(2)
+    net = s.net_ports[1]
+    assert broker["listeners"] == (f"PLAINTEXT://127.0.0.1:{s.broker_port(2)},"
+                                   f"CLIENT://127.0.0.1:{net.client_real},BROKER://127.0.0.1:{net.inter_real}")
+    assert broker["advertised.listeners"] == (f"PLAINTEXT://127.0.0.1:{s.broker_port(2)},"
+                                              f"CLIENT://127.0.0.1:{net.client},BROKER://127.0.0.1:{net.inter}")
+    assert broker["inter.broker.listener.name"] == "BROKER" and "zookeeper.connect" not in broker
+    assert broker["controller.quorum.bootstrap.servers"] == s.bootstrap_controllers
+    targets = {(p.listen, p.target, p.upstream_port) for p in proxy_ports(s)}
+    assert (voter, "controller-2", behind.real) in targets
+    assert (net.client, "broker-2", net.client_real) in targets
+    assert not any(p.target == "zookeeper" for p in proxy_ports(s))
+    assert ClusterNet(s).nodes == ["controller-1", "controller-2", "controller-3", "broker-1", "broker-2", "broker-3"]
+
+
+def test_combined_voters_are_brokers_with_controller_listeners_behind_the_proxy(tmp_path: Path) -> None:
+    s = spec(tmp_path, mode="kraft", controllers=3, combined=True)
+    settings = s.broker_settings(2)
+    behind = s.controller_net(2)
+    assert settings["listeners"].endswith(f",CONTROLLER://127.0.0.1:{behind.real},"
+                                          f"CONTROLLER_DIRECT://127.0.0.1:{behind.direct}")
+    assert f"CONTROLLER://127.0.0.1:{s.controller_port(2)}" in settings["advertised.listeners"]
+    net = ClusterNet(s)
+    assert net.nodes == ["broker-1", "broker-2", "broker-3"]
+    assert net.resolve(("controller", "2")) == net.resolve(("controller-2",)) == ["broker-2"]
+    assert (s.controller_port(2), "broker-2", behind.real) in {(p.listen, p.target, p.upstream_port)
+                                                               for p in proxy_ports(s)}
+
+
+def test_free_ports_pick_every_kraft_proxy_port_apart(tmp_path: Path) -> None:
+    s = spec(tmp_path, mode="kraft", controllers=3)
+    pick_free_ports(s)
+    ports = spec_ports(s)
+    assert len(ports) == 3 + 3 + 3 * 4 + 3 * 2 and len(set(ports)) == len(ports)
+    assert not set(ports) & {9092, 9192, 9292, 9093, 9193, 9293}
+
+
+def test_in_kraft_an_isolated_broker_is_cut_from_the_voters_and_the_brokers(tmp_path: Path) -> None:
+    net = ClusterNet(spec(tmp_path, mode="kraft", controllers=3))
+    rules = set(net.rules(NetRequest(NetAction.ISOLATE), net.resolve(("broker", "1"))))
+    # a dedicated controller never calls a broker: no rule for a link that does not exist
+    assert rules == {Cut(Link("broker-1", f"controller-{c}")) for c in (1, 2, 3)} | {
+        Cut(Link("broker-1", "broker-2")), Cut(Link("broker-2", "broker-1")),
+        Cut(Link("broker-1", "broker-3")), Cut(Link("broker-3", "broker-1"))}
+
+
+def test_controller_is_the_active_one_at_the_moment_and_isolating_it_cuts_the_voters_and_brokers(
+        tmp_path: Path) -> None:
+    leader: list[int | None] = [102]
+    net = ClusterNet(spec(tmp_path, mode="kraft", controllers=3), lambda: leader[0])
+    assert net.resolve(("controller",)) == ["controller-2"]
+    assert net.resolve(("controller", "3", "controller-1")) == ["controller-3", "controller-1"]
+    rules = set(net.rules(NetRequest(NetAction.ISOLATE), net.resolve(("controller",))))
+    assert rules == {Cut(Link("controller-2", "controller-1")), Cut(Link("controller-1", "controller-2")),
+                     Cut(Link("controller-2", "controller-3")), Cut(Link("controller-3", "controller-2")),
+                     *(Cut(Link(f"broker-{b}", "controller-2")) for b in (1, 2, 3))}
+    leader[0] = 103  # resolved when asked: the next request names the new leader
+    assert net.resolve(("controller",)) == ["controller-3"]
+    leader[0] = None
+    with pytest.raises(KafkalabError, match="no active controller is known right now"):
+        net.resolve(("controller",))
+
+
+@pytest.mark.parametrize(("kwargs", "words", "says"), [
+    ({"mode": "kraft"}, ("controller-1", "broker", "1"), "controller-1 opens no connection to broker-1"),
+    ({"mode": "kraft"}, ("controller", "4"), "unknown node 'controller-4'"),
+    ({"mode": "kraft"}, ("zookeeper", "broker", "1"), "unknown node 'zookeeper'"),
+    ({}, ("controller", "broker", "1"), "`controller` names a KRaft voter"),
+])
+def test_bad_kraft_links_are_refused_in_one_line(tmp_path: Path, kwargs: dict[str, object], words: tuple[str, ...],
+                                                 says: str) -> None:
+    net = ClusterNet(spec(tmp_path, **kwargs), lambda: 101)
+    with pytest.raises(KafkalabError, match=says) as caught:
+        net.rules(NetRequest(NetAction.CUT, words), net.resolve(words))
+    assert "\n" not in str(caught.value)
 
 
 def test_free_ports_pick_every_proxy_port_apart(tmp_path: Path) -> None:
@@ -81,7 +167,8 @@ def test_isolate_cuts_every_other_node_both_ways_and_keeps_clients(tmp_path: Pat
     assert rules == {Cut(Link("broker-1", "zookeeper")), Cut(Link("broker-1", "broker-2")),
                      Cut(Link("broker-2", "broker-1")), Cut(Link("broker-1", "broker-3")),
                      Cut(Link("broker-3", "broker-1"))}
-    assert set(isolation("zookeeper", net.nodes)) == {Cut(Link(f"broker-{b}", "zookeeper")) for b in (1, 2, 3)}
+    assert set(isolation("zookeeper", net.nodes, net.spec)) == {Cut(Link(f"broker-{b}", "zookeeper"))
+                                                                for b in (1, 2, 3)}
 
 
 def test_links_rules(tmp_path: Path) -> None:

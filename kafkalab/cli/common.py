@@ -15,7 +15,7 @@ from typing import TypedDict
 
 from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS
 from kafkalab.cluster.control_socket import read_cluster_file
-from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES, NET_PROXIES_KRAFT
+from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
@@ -44,8 +44,7 @@ def add_mode_args(parser: argparse.ArgumentParser, default: str | None = None) -
 
 def add_net_proxies_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--net-proxies", action="store_true",
-                        help="every link through kafkalab's network-fault proxy, for `kafkalab net ...` "
-                             "(ZooKeeper mode)")
+                        help="every link through kafkalab's network-fault proxy, for `kafkalab net ...`")
 
 
 def add_version_arg(parser: argparse.ArgumentParser) -> None:
@@ -91,11 +90,9 @@ def on_platform(lab: Lab, args: argparse.Namespace) -> Lab:
 
 
 def with_net_proxies(lab: Lab, args: argparse.Namespace) -> Lab:
-    """The lab with --net-proxies (its own net_proxies otherwise); refused in one line on KRaft, for now."""
+    """The lab with --net-proxies (its own net_proxies otherwise), in ZooKeeper or KRaft mode."""
     if not getattr(args, "net_proxies", False) or lab.cluster.net_proxies:
         return lab
-    if lab.cluster.mode != "zookeeper":
-        raise KafkalabError(NET_PROXIES_KRAFT)
     return dataclasses.replace(lab, cluster=dataclasses.replace(lab.cluster, net_proxies=True))
 
 

@@ -119,15 +119,14 @@ class Cluster:
         jvm_args = [f"-Dlog4j.configuration=file:{helper_dir / 'log4j.properties'}",
                     node_marker(spec.state_dir, QUORUM_WATCH_DIR)]
         self._quorum = QuorumWatch(
-            supervised_prefix() + quorum_watch_argv(java_binary(), self.dist, spec.bootstrap_controllers,
-                                                    jvm_args),
+            supervised_prefix() + quorum_watch_argv(java_binary(), self.dist, spec.quorum_bootstrap, jvm_args),
             helper_dir / "logs" / "stdout.log")
         self._quorum.start()
 
     def _start_net(self, progress: Callable[[str], None]) -> None:
         if self.backend.name != "local":
             raise KafkalabError("network faults need the local backend for now: drop --net-proxies or --backend")
-        self.net = ClusterNet(self.spec)
+        self.net = ClusterNet(self.spec, self._active_controller)
         self.net.start()
         progress(f"network-fault proxy up (pid {self.net.pid}): clients reach the brokers at "
                  f"{self.spec.client_bootstrap}")
@@ -138,6 +137,10 @@ class Cluster:
             reason = "ZooKeeper mode has no KRaft quorum" if not self.spec.kraft else "the cluster is not started"
             return QuorumState(time.time(), False, error=reason)
         return self._quorum.describe(timeout_s)
+
+    def _active_controller(self) -> int | None:
+        """The KRaft active controller's node id now, as the quorum view sees it (never through the proxy)."""
+        return self.quorum().leader if self.spec.kraft else None
 
     @property
     def quorum_helper_pid(self) -> int | None:

@@ -1,10 +1,13 @@
-"""The cluster's network-fault proxy (``--net-proxies``, ZooKeeper mode): started before the nodes, ended after
-them, told each node's pid at every launch and each node's death; and the fault vocabulary ``kafkalab net``
-sends through the cluster's control socket (isolate, cut, drop-replies, delay, limit, heal, status).
+"""The cluster's network-fault proxy (``--net-proxies``): started before the nodes, ended after them, told each
+node's pid at every launch and each node's death; and the fault vocabulary ``kafkalab net`` sends through the
+cluster's control socket (isolate, cut, drop-replies, delay, limit, heal, status).
 
 Links through the proxy: clients -> each broker's CLIENT listener, broker -> broker (the BROKER listener:
-replication, the controller's requests) and broker -> ZooKeeper. kafkalab's own admin view uses the brokers'
-PLAINTEXT listeners and ZooKeeper's own port, never proxied, so it keeps seeing the truth.
+replication; in ZooKeeper mode the controller's requests), broker -> ZooKeeper; in KRaft mode brokers ->
+voters and voter <-> voter (every voter's CONTROLLER listener is advertised, and recorded as its voter
+endpoint, at its proxy port). The proxy tells sources apart by the process that owns the connecting socket.
+kafkalab's own admin view uses the brokers' PLAINTEXT listeners, ZooKeeper's own port and (KRaft) each
+voter's CONTROLLER_DIRECT listener, never proxied, so it keeps seeing the truth.
 """
 
 from __future__ import annotations
@@ -89,8 +92,13 @@ def control_dir(spec: ClusterSpec) -> Path:
 
 
 def proxy_ports(spec: ClusterSpec) -> tuple[PortSpec, ...]:
-    """Each broker's client and inter-broker proxy ports, and ZooKeeper's, each forwarding to the listener behind."""
-    ports = [PortSpec(spec.zk_proxy_port, ZOOKEEPER, spec.zk_port)]
+    """Each broker's client and inter-broker proxy ports, and ZooKeeper's or each voter's, each forwarding to the
+    listener behind."""
+    if spec.kraft:
+        ports = [PortSpec(spec.controller_port(c), spec.controller_node(c), spec.controller_net(c).real)
+                 for c in spec.controller_ids]
+    else:
+        ports = [PortSpec(spec.zk_proxy_port, ZOOKEEPER, spec.zk_port)]
     for broker_id, net in zip(spec.broker_ids, spec.net_ports, strict=True):
         ports += [PortSpec(net.client, f"broker-{broker_id}", net.client_real),
                   PortSpec(net.inter, f"broker-{broker_id}", net.inter_real)]
@@ -142,14 +150,23 @@ class NetChange:
 
 
 NetListener = Callable[[NetChange], None]
+ActiveController = Callable[[], int | None]
+"""The KRaft active controller's node id at this moment (None: no leader known), for the word `controller`."""
+
+
+def cluster_nodes(spec: ClusterSpec) -> list[str]:
+    """The nodes whose links the proxy carries: ZooKeeper or the dedicated controllers, then the brokers."""
+    metadata = [name for name, _cid in spec.dedicated_controllers] if spec.kraft else [ZOOKEEPER]
+    return [*metadata, *(f"broker-{b}" for b in spec.broker_ids)]
 
 
 class ClusterNet:
     """The proxy process of one cluster and the node facts it needs; safe to call from any thread."""
 
-    def __init__(self, spec: ClusterSpec) -> None:
+    def __init__(self, spec: ClusterSpec, active_controller: ActiveController | None = None) -> None:
         self.spec = spec
-        self.nodes = [ZOOKEEPER, *(f"broker-{b}" for b in spec.broker_ids)]
+        self.nodes = cluster_nodes(spec)
+        self._active_controller = active_controller
         self._lock = threading.RLock()
         self._proc: NetFaultsProcess | None = None
         self._pids: dict[str, int] = {}
@@ -271,7 +288,7 @@ class ClusterNet:
         if action is NetAction.ISOLATE:
             if len(nodes) != 1 or nodes[0] == CLIENTS:
                 raise KafkalabError("isolate takes one node, e.g. `kafkalab net isolate broker 1` (clients are kept)")
-            return isolation(nodes[0], self.nodes)
+            return isolation(nodes[0], self.nodes, self.spec)
         if len(nodes) != 2:
             raise KafkalabError(f"{action.value} takes a link: SOURCE TARGET, e.g. `kafkalab net {action.value} "
                                 f"broker 2 broker 1{' 200ms' if action is NetAction.DELAY else ''}"
@@ -286,6 +303,9 @@ class ClusterNet:
                                 "(`kafkalab net cut broker N zookeeper`)")
         if target == ZOOKEEPER and source == CLIENTS:
             raise KafkalabError("clients do not reach ZooKeeper through the proxy: name a broker as the source")
+        if source != CLIENTS and not opens_connections(source, target, self.spec):
+            raise KafkalabError(f"{source} opens no connection to {target}: a KRaft controller only reaches the other "
+                                f"voters (cut the link from the broker: `kafkalab net cut {target} {source}`)")
         link = Link(source, target)
         if action is NetAction.CUT:
             return [Cut(link), *([Cut(Link(target, source))] if request.both_ways and target != ZOOKEEPER else [])]
@@ -296,7 +316,8 @@ class ClusterNet:
         return [Limit(link, request.direction, request.bytes_per_s)]
 
     def resolve(self, words: tuple[str, ...]) -> list[str]:
-        """``broker 1 zookeeper`` -> [broker-1, zookeeper]: `broker N`, `broker-N`, `N`, `zookeeper`, `clients`."""
+        """``broker 1 zookeeper`` -> [broker-1, zookeeper]: `broker N`, `broker-N`, `N`, `zookeeper`, `clients`;
+        in KRaft mode `controller N` or `controller-N` (the Nth voter) and `controller` (the active one, now)."""
         names: list[str] = []
         queue = [w.strip().lower() for w in words if w.strip()]
         while queue:
@@ -305,6 +326,12 @@ class ClusterNet:
                 if not queue:
                     raise KafkalabError("`broker` needs its id: e.g. broker 1")
                 word = queue.pop(0)
+            elif word == "controller":
+                if queue and queue[0].isdigit():
+                    word = f"controller-{queue.pop(0)}"
+                else:
+                    names.append(self.active_controller())
+                    continue
             name = CLIENTS if word in (CLIENTS, "client") else self.spec.node_name(word)
             if name != CLIENTS and name not in self.nodes:
                 raise self.spec.unknown_node(word)
@@ -312,20 +339,42 @@ class ClusterNet:
         return names
 
 
+    def active_controller(self) -> str:
+        """The node hosting the KRaft active controller at this moment: `controller` in a request."""
+        if not self.spec.kraft:
+            raise KafkalabError("`controller` names a KRaft voter: in ZooKeeper mode name the broker, e.g. broker 1")
+        leader = self._active_controller() if self._active_controller is not None else None
+        if leader is None or leader not in self.spec.controller_ids:
+            raise KafkalabError("no active controller is known right now (no quorum leader): name one, "
+                                "e.g. controller 1, or try again in a moment")
+        return self.spec.controller_node(leader)
+
+
 def registered_and_up(client: NetFaultsClient, node: str, pid: int) -> None:
     client.register(node, pid)
     client.up(node)
 
 
-def isolation(node: str, nodes: list[str]) -> list[Rule]:
-    """``node`` cut both ways from every other node (ZooKeeper opens no connections: only the links to it)."""
+def opens_connections(source: str, target: str, spec: ClusterSpec) -> bool:
+    """Whether ``source`` ever connects to ``target``: ZooKeeper never does, a dedicated KRaft controller only to
+    the other voters (brokers fetch the metadata from it, it never calls them); brokers reach everyone."""
+    if source == ZOOKEEPER:
+        return False
+    dedicated = {name for name, _cid in spec.dedicated_controllers}
+    return source not in dedicated or target in dedicated
+
+
+def isolation(node: str, nodes: list[str], spec: ClusterSpec) -> list[Rule]:
+    """``node`` cut both ways from every other node, on the links that exist: in ZooKeeper mode from ZooKeeper
+    and the other brokers; in KRaft mode a broker from the voters and the other brokers, a controller from the
+    other voters and the brokers."""
     rules: list[Rule] = []
     for other in nodes:
         if other == node:
             continue
-        if other != ZOOKEEPER:
+        if opens_connections(other, node, spec):
             rules.append(Cut(Link(other, node)))
-        if node != ZOOKEEPER:
+        if opens_connections(node, other, spec):
             rules.append(Cut(Link(node, other)))
     return rules
 

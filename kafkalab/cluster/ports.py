@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from kafkalab.cluster.spec import ClusterSpec, NetPorts
+from kafkalab.cluster.spec import ClusterSpec, ControllerNetPorts, NetPorts
 from kafkalab.cluster.supervision import claim_ports, port_claims
 from kafkalab.errors import KafkalabError
 
@@ -97,10 +97,15 @@ def pick_free_ports(spec: ClusterSpec) -> None:
 
 def pick_free_net_ports(spec: ClusterSpec, avoid: set[int] | None = None) -> None:
     """Free ports for the network-fault proxies and the listeners behind them, none in ``avoid``."""
-    avoid = set(avoid or ()) | set(spec.broker_ports) | {spec.zk_port}
-    wanted = 1 + len(NetPorts.beside(0).ports()) * spec.brokers
+    avoid = set(avoid or ()) | set(spec.broker_ports) | {spec.zk_port} | set(spec.controller_ports)
+    per_controller = len(ControllerNetPorts.beside(0).ports())
+    controllers = len(spec.controller_ports) if spec.kraft else 0
+    wanted = 1 + len(NetPorts.beside(0).ports()) * spec.brokers + per_controller * controllers
     ports = [p for p in free_ports(wanted + len(avoid)) if p not in avoid][:wanted]
     spec.zk_proxy_port = ports.pop()
+    behind = [ports.pop() for _ in range(per_controller * controllers)]
+    spec.controller_net_ports = [ControllerNetPorts(*behind[i:i + per_controller])
+                                 for i in range(0, len(behind), per_controller)]
     spec.net_ports = [NetPorts(*ports[i:i + 4]) for i in range(0, len(ports), 4)]
 
 
@@ -108,7 +113,9 @@ def net_ports(spec: ClusterSpec) -> list[int]:
     """The proxy's ports and the proxied listeners' own (none without network-fault proxies)."""
     if not spec.net_proxies:
         return []
-    return [spec.zk_proxy_port, *(p for n in spec.net_ports for p in n.ports())]
+    behind_controllers = [p for n in spec.controller_net_ports for p in n.ports()] if spec.kraft else []
+    return [*([] if spec.kraft else [spec.zk_proxy_port]), *(p for n in spec.net_ports for p in n.ports()),
+            *behind_controllers]
 
 
 def spec_ports(spec: ClusterSpec) -> list[int]:

@@ -75,9 +75,12 @@ JVM_FLAGS = (
     "-XX:ReservedCodeCacheSize=64m -Xss512k -Djava.awt.headless=true"
 )
 NET_PORT_OFFSETS = (10, 11, 12, 13)  # a broker's proxy ports beside its own, unless --free-ports picks them
+CONTROLLER_NET_OFFSETS = (20, 21)  # a controller's listeners behind its proxy port (9093 -> 9113, 9114)
 ZK_PROXY_OFFSET = 10
-NET_PROXIES_KRAFT = ("network faults run in ZooKeeper mode for now: drop --net-proxies (or net_proxies), "
-                     "or use --mode zookeeper")
+CONTROLLER_LISTENER = "CONTROLLER"
+CONTROLLER_DIRECT_LISTENER = "CONTROLLER_DIRECT"
+PROXIED_PROTOCOLS = ",".join(f"{name}:PLAINTEXT" for name in ("PLAINTEXT", "CLIENT", "BROKER", CONTROLLER_LISTENER,
+                                                              CONTROLLER_DIRECT_LISTENER))
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,24 @@ class NetPorts:
         return cls(*(broker_port + offset for offset in NET_PORT_OFFSETS))
 
 
+@dataclass(frozen=True)
+class ControllerNetPorts:
+    """One KRaft voter's listeners behind the network-fault proxy. Its voter endpoint (``controller_ports``,
+    recorded in the formatted storage) is the proxy's port; the CONTROLLER listener binds ``real`` and is
+    advertised at that proxy port, so brokers and the other voters are routed through the proxy; the
+    CONTROLLER_DIRECT listener binds and advertises ``direct``, for kafkalab's quorum view only."""
+
+    real: int
+    direct: int
+
+    def ports(self) -> tuple[int, int]:
+        return self.real, self.direct
+
+    @classmethod
+    def beside(cls, controller_port: int) -> ControllerNetPorts:
+        return cls(*(controller_port + offset for offset in CONTROLLER_NET_OFFSETS))
+
+
 @dataclass
 class ClusterSpec:
     """What to run. Ports are resolved by :func:`kafkalab.cluster.ports.resolve_ports` before start."""
@@ -116,11 +137,12 @@ class ClusterSpec:
     combined: bool = False
     controller_ports: list[int] = field(default_factory=list)
     controller_heap: str = CONTROLLER_HEAP
-    # network-fault proxies in every link (ZooKeeper mode): the PLAINTEXT listener at broker_ports stays direct,
-    # for kafkalab's own admin view; clients and the other brokers go through the proxy's ports
+    # network-fault proxies in every link: the PLAINTEXT listener at broker_ports stays direct, for kafkalab's
+    # own admin view; clients, the other brokers and (KRaft) every node reaching a voter go through the proxy
     net_proxies: bool = False
     net_ports: list[NetPorts] = field(default_factory=list)
     zk_proxy_port: int = 0
+    controller_net_ports: list[ControllerNetPorts] = field(default_factory=list)  # KRaft, with net_proxies
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir).expanduser().resolve()
@@ -146,12 +168,16 @@ class ClusterSpec:
                 raise KafkalabError(f"override for broker {broker_id}, which is not in 1..{self.brokers}")
         self.overrides = {str(k): str(v) for k, v in self.overrides.items()}
         if self.net_proxies:
-            if self.kraft:
-                raise KafkalabError(NET_PROXIES_KRAFT)
             self.net_ports = self.net_ports or [NetPorts.beside(p) for p in self.broker_ports]
             self.zk_proxy_port = self.zk_proxy_port or self.zk_port + ZK_PROXY_OFFSET
             if len(self.net_ports) != self.brokers:
                 raise KafkalabError(f"{len(self.net_ports)} sets of proxy ports given for {self.brokers} brokers")
+            if self.kraft:
+                self.controller_net_ports = (self.controller_net_ports
+                                             or [ControllerNetPorts.beside(p) for p in self.controller_ports])
+                if len(self.controller_net_ports) != self.controllers:
+                    raise KafkalabError(f"{len(self.controller_net_ports)} sets of proxy ports given for "
+                                        f"{self.controllers} controllers")
 
     @property
     def kraft(self) -> bool:
@@ -184,7 +210,19 @@ class ClusterSpec:
 
     @property
     def bootstrap_controllers(self) -> str:
+        """The voters' endpoints (``controller.quorum.bootstrap.servers``): the proxy's ports with network-fault
+        proxies, where the CONTROLLER listeners are advertised."""
         return ",".join(f"127.0.0.1:{p}" for p in self.controller_ports)
+
+    @property
+    def quorum_bootstrap(self) -> str:
+        """Where kafkalab's quorum view reaches the controllers: never through the network-fault proxy."""
+        if not (self.net_proxies and self.kraft):
+            return self.bootstrap_controllers
+        return ",".join(f"127.0.0.1:{n.direct}" for n in self.controller_net_ports)
+
+    def controller_net(self, controller_id: int) -> ControllerNetPorts:
+        return self.controller_net_ports[self.controller_ids.index(controller_id)]
 
     def broker_port(self, broker_id: int) -> int:
         return self.broker_ports[broker_id - 1]
@@ -226,6 +264,7 @@ class ClusterSpec:
                 # a ZooKeeper-mode cluster may have run in this state dir: KRaft's data lives apart
                 "log.dirs": str(self.node_dir(f"broker-{broker_id}") / "kraft-data"),
                 **self._kraft_common(broker_id),
+                **(self.kraft_proxied_listeners(broker_id) if self.net_proxies else {}),
             }
             demo = self.kraft_demo_settings()
         return {
@@ -252,6 +291,31 @@ class ClusterSpec:
             "zookeeper.connect": f"127.0.0.1:{self.zk_proxy_port}",
         }
 
+    def kraft_proxied_listeners(self, broker_id: int) -> dict[str, str]:
+        """A KRaft broker behind the proxies: PLAINTEXT direct (kafkalab's admin view), CLIENT and BROKER at
+        their proxy ports as in ZooKeeper mode; a combined voter's controller listeners as a controller's."""
+        direct, net = self.broker_port(broker_id), self.net_ports[broker_id - 1]
+        listeners = [f"PLAINTEXT://127.0.0.1:{direct}", f"CLIENT://127.0.0.1:{net.client_real}",
+                     f"BROKER://127.0.0.1:{net.inter_real}"]
+        advertised = [f"PLAINTEXT://127.0.0.1:{direct}", f"CLIENT://127.0.0.1:{net.client}",
+                      f"BROKER://127.0.0.1:{net.inter}"]
+        if broker_id in self.controller_ids:
+            own, behind = self._controller_listeners(broker_id)
+            listeners += own
+            advertised += behind
+        return {"listeners": ",".join(listeners), "advertised.listeners": ",".join(advertised),
+                "listener.security.protocol.map": PROXIED_PROTOCOLS, "inter.broker.listener.name": "BROKER"}
+
+    def _controller_listeners(self, controller_id: int) -> tuple[list[str], list[str]]:
+        """(listeners, advertised listeners) of a voter behind the proxy: the CONTROLLER listener advertised at
+        the proxy's port (the voter endpoint every other node dials), CONTROLLER_DIRECT at its own port, which
+        only the quorum view dials (a DescribeCluster answers with the endpoints of the listener asked)."""
+        net, voter = self.controller_net(controller_id), self.controller_port(controller_id)
+        return ([f"{CONTROLLER_LISTENER}://127.0.0.1:{net.real}",
+                 f"{CONTROLLER_DIRECT_LISTENER}://127.0.0.1:{net.direct}"],
+                [f"{CONTROLLER_LISTENER}://127.0.0.1:{voter}",
+                 f"{CONTROLLER_DIRECT_LISTENER}://127.0.0.1:{net.direct}"])
+
     def controller_settings(self, controller_id: int) -> dict[str, str]:
         """A dedicated controller's properties (KRaft mode, not combined).
 
@@ -259,11 +323,16 @@ class ClusterSpec:
         broker.session.timeout.ms, leader.imbalance.*, unclean.leader.election.enable and the topic defaults.
         """
         name = self.controller_node(controller_id)
+        proxied: dict[str, str] = {}
+        if self.net_proxies:
+            own, behind = self._controller_listeners(controller_id)
+            proxied = {"listeners": ",".join(own), "advertised.listeners": ",".join(behind)}
         return {
             "process.roles": "controller",
             "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port(controller_id)}",
             "log.dirs": str(self.node_dir(name) / "data"),
             **self._kraft_common(controller_id),
+            **proxied,
             **self.kraft_demo_settings(),
             **self.mode_overrides(self.overrides),
         }
@@ -278,8 +347,11 @@ class ClusterSpec:
     def _kraft_common(self, node_id: int) -> dict[str, str]:
         return {
             "node.id": str(node_id),
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            # the first name is the voters' own listener (the raft client's, and the storage's voter endpoint)
+            "controller.listener.names": (f"{CONTROLLER_LISTENER},{CONTROLLER_DIRECT_LISTENER}" if self.net_proxies
+                                          else CONTROLLER_LISTENER),
+            "listener.security.protocol.map": (PROXIED_PROTOCOLS if self.net_proxies
+                                               else "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"),
             "inter.broker.listener.name": "PLAINTEXT",
             # KIP-853's dynamic quorum (3.9+): the voters are written into the metadata log when kafkalab
             # formats the storage (--initial-controllers), and every node finds the quorum through these
