@@ -10,12 +10,14 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.cluster import Cluster, NodeAction
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
+from kafkalab.cluster.netwiring import ClusterNet, NetRequest
 from kafkalab.cluster.view import ClusterView
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
 from kafkalab.feeds.metadata_facts import MetadataFacts
+from kafkalab.feeds.net_view import net_view
 from kafkalab.feeds.node_logs import NodeLogs
-from kafkalab.feeds.source import CLOSING, SNAPSHOT_WAIT_S, ConsoleAction, Source
+from kafkalab.feeds.source import CLOSING, SNAPSHOT_WAIT_S, ConsoleAction, Source, apply_net
 from kafkalab.feeds.topic_ops import alter_topic, reassign_topic
 from kafkalab.feeds.workload import DEMO_TOPIC, Workload, ensure_demo_topic
 
@@ -25,7 +27,8 @@ class ClusterSource(Source):
     default workload (the demo topic, a producer and a consumer) on `g` / `x`."""
 
     offers = frozenset({ConsoleAction.NODE, ConsoleAction.START_RUN, ConsoleAction.STOP_RUN,
-                        ConsoleAction.EDIT_TOPIC, ConsoleAction.RESET_GROUP})
+                        ConsoleAction.EDIT_TOPIC, ConsoleAction.RESET_GROUP, ConsoleAction.ISOLATE_NODE,
+                        ConsoleAction.HEAL_LINKS})
     reports = False  # the default workload is not analysed: no report in Results
     why_not = "no lab loaded: open the console on a lab (`kafkalab console LAB`) for runs, settings and resets"
 
@@ -38,6 +41,9 @@ class ClusterSource(Source):
         self.label = label
         self.cluster = cluster
         self.platform = platform
+        if not owned:  # another process owns the proxy; its control socket takes `kafkalab net`
+            self.net_why_not = (f"an attached console cannot cut links yet: `kafkalab net isolate broker N "
+                                f"--state-dir {cluster.spec.state_dir}` does, from a terminal")
         self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned
@@ -66,7 +72,8 @@ class ClusterSource(Source):
             return NodesFrame(())
         logs = self._logs.new_lines(self.cluster)
         conns, quorum = self._facts.of(self.cluster)
-        return NodesFrame(tuple(self.cluster.infos()), logs, conns, self._down.is_set(), quorum)
+        return NodesFrame(tuple(self.cluster.infos()), logs, conns, self._down.is_set(), quorum,
+                          net_view(self._net()))
 
     def snapshot(self) -> ClusterSnapshot:
         if not self._booted:
@@ -78,6 +85,14 @@ class ClusterSource(Source):
 
     def node_action(self, node: str, action: NodeAction) -> None:
         action.apply(self.cluster.node(node))
+
+    def _net(self) -> ClusterNet | None:
+        """The proxy of the cluster this console owns (None without --net-proxies, or when attached)."""
+        own = self._own()
+        return own.net if own is not None else None
+
+    def net_request(self, request: NetRequest) -> str:
+        return apply_net(self._net(), request, self.net_why_not)
 
     def start_run(self) -> None:
         self.workload.start(self.cluster.spec.client_bootstrap)  # through the network-fault proxy, if any

@@ -10,6 +10,7 @@ from kafkalab.admin import ClusterSnapshot
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.cluster.quorum import QuorumState
+from kafkalab.feeds.net_view import NetView
 from kafkalab.labs.grade import Grade
 from kafkalab.labs.results import Phase
 
@@ -37,10 +38,12 @@ class NodesFrame:
     zk_connections: int | None = None
     down_requested: bool = False  # `kafkalab cluster down` asked the console's cluster to stop
     quorum: QuorumState | None = None  # KRaft mode: the controllers' quorum (None in ZooKeeper mode)
+    net: NetView | None = None  # the network faults in force (None: the cluster has no network-fault proxies)
 
 
 class MarkerKind(StrEnum):
     FAULT = "fault"
+    NET = "net"  # a network fault applied or healed
     LEADER = "leader"
 
 

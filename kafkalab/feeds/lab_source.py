@@ -18,6 +18,7 @@ from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
+from kafkalab.cluster.netwiring import NetRequest
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.frames import (
@@ -34,8 +35,9 @@ from kafkalab.feeds.frames import (
     TimelineStep,
 )
 from kafkalab.feeds.metadata_facts import MetadataFacts
+from kafkalab.feeds.net_view import net_view
 from kafkalab.feeds.node_logs import NodeLogs
-from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, Source
+from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, NotOffered, Source, apply_net
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import who_am_i
@@ -128,7 +130,7 @@ class LabSource(Source):
             return NodesFrame(())
         logs = self._logs.new_lines(cluster)
         conns, quorum = self._facts.of(cluster)
-        return NodesFrame(tuple(cluster.infos()), logs, conns, self._down.is_set(), quorum)
+        return NodesFrame(tuple(cluster.infos()), logs, conns, self._down.is_set(), quorum, net_view(cluster.net))
 
     def snapshot(self) -> ClusterSnapshot:
         cluster = self._track()
@@ -142,6 +144,12 @@ class LabSource(Source):
         if cluster is None:
             raise KafkalabError("no cluster yet: the lab's cluster starts with the run (press g)")
         action.apply(cluster.node(node))
+
+    def net_request(self, request: NetRequest) -> str:
+        cluster = self.session.cluster
+        if cluster is None:
+            raise NotOffered("no cluster yet: the lab's cluster starts with the run (press g)")
+        return apply_net(cluster.net, request, self.net_why_not)
 
     # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> RunFrame:
@@ -335,10 +343,19 @@ def sample_line(sample: Sample) -> str:
 
 
 def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
-    """The chart's marks, in time order, from events given as (t, kind, detail): faults and leader changes."""
-    marks = {EventKind.FAULT: MarkerKind.FAULT, EventKind.LEADER_CHANGE: MarkerKind.LEADER}
-    out = [Marker(t, detail, marks[EventKind(kind)]) for t, kind, detail in events if kind in marks]
+    """The chart's marks, in time order, from events given as (t, kind, detail): faults (a node's, a network
+    change's) and leader changes."""
+    marks = {EventKind.FAULT: MarkerKind.FAULT, EventKind.NET: MarkerKind.NET,
+             EventKind.LEADER_CHANGE: MarkerKind.LEADER}
+    out = [Marker(t, net_label(detail) if kind == EventKind.NET else detail, marks[EventKind(kind)])
+           for t, kind, detail in events if kind in marks]
     return tuple(sorted(out, key=lambda m: m.at_s))
+
+
+def net_label(detail: str) -> str:
+    """A network change's chart label: 'isolate broker-1', 'heal every link' (its timeline line goes on to list
+    every rule, too long for the legend)."""
+    return detail.partition(":")[0].removeprefix("network ").strip() or detail
 
 
 def exercise_actions(lab: Lab) -> frozenset[ConsoleAction]:

@@ -18,6 +18,7 @@ from typing import Any
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction
 from kafkalab.cluster.control_socket import read_cluster_file
+from kafkalab.cluster.netwiring import NetRequest
 from kafkalab.cluster.remote import RemoteCluster
 from kafkalab.feeds.cluster_source import ClusterSource
 from kafkalab.feeds.frames import PORTS_TAKEN, NodesFrame, RunFrame
@@ -122,6 +123,9 @@ class PortClashSource(Source):
 
     def node_action(self, node: str, action: NodeAction) -> None:
         self._picked.node_action(node, action)
+
+    def net_request(self, request: NetRequest) -> str:
+        return self._picked.net_request(request)
 
     def start_run(self) -> None:
         self._picked.start_run()

@@ -15,10 +15,13 @@ from typing import Protocol
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction
+from kafkalab.cluster.netwiring import ClusterNet, NetAction, NetRequest
 from kafkalab.feeds.frames import NodesFrame, RunFrame
 
 CLOSING = "stopping every process the console started ..."  # what the console says while it closes
 SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
+NO_NET_PROXIES = ("this cluster has no network-fault proxies: start the console with --net-proxies "
+                  "to isolate a node and heal its links")
 
 
 class ConsoleAction(StrEnum):
@@ -32,6 +35,10 @@ class ConsoleAction(StrEnum):
     EDIT_SETTING = "edit_setting"
     EDIT_TOPIC = "edit_topic"
     RESET_GROUP = "reset_group"  # move a consumer group's committed offsets
+    # network faults through the cluster's proxies (--net-proxies): offered by a source with a cluster, refused in
+    # words (:attr:`Source.net_why_not`) while its cluster has no proxies
+    ISOLATE_NODE = "isolate_node"  # the picked node cut from every other node, its clients kept
+    HEAL_LINKS = "heal_links"  # every network fault lifted
     # a lab's break-fix exercise ([fix]) and incident ([incident]): offered only by a lab that has one
     TAKE_HINT = "take_hint"
     CHECK_FIX = "check_fix"  # the graded check: the attendee's changes, run once per seed under the same faults
@@ -80,6 +87,7 @@ class Source(ABC):
     offers: frozenset[ConsoleAction] = frozenset()
     reports: bool = True  # its runs are analysed: Results shows a report (else says why there is none)
     why_not: str = "this console cannot do that"  # what a refused action says
+    net_why_not: str = NO_NET_PROXIES  # what a refused network fault says: how to get the proxies
 
     @property
     def closing(self) -> str:
@@ -120,6 +128,11 @@ class Source(ABC):
 
     def node_action(self, node: str, action: NodeAction) -> None:
         raise NotOffered(self.why_not)
+
+    def net_request(self, request: NetRequest) -> str:
+        """Apply a network fault (isolate, heal, ...) through the cluster's proxy; says what it changed. Refused
+        (:attr:`net_why_not`) by a source whose cluster has no proxies."""
+        raise NotOffered(self.net_why_not)
 
     def start_run(self) -> str | None:
         raise NotOffered(self.why_not)
@@ -163,3 +176,20 @@ class Source(ABC):
     def give_up(self) -> str:
         """Record giving up and start the reference solution's graded run; returns the cause and the solution."""
         raise NotOffered(self.why_not)
+
+
+def apply_net(net: ClusterNet | None, request: NetRequest, why_not: str = NO_NET_PROXIES) -> str:
+    """``request`` applied through a cluster's proxy (``net``); what it changed, in a line. A cluster without
+    proxies (``net`` None) refuses in words that say how to get them."""
+    if net is None:
+        raise NotOffered(why_not)
+    said = net.handle(request)
+    if request.action is NetAction.HEAL:
+        healed = said.get("healed", [])
+        return (f"healed every link ({len(healed)} rule{'s' if len(healed) != 1 else ''} lifted)" if healed
+                else "nothing to heal: no network fault was in force")
+    applied = said.get("applied", [])
+    named = " ".join(request.words)
+    if request.action is NetAction.ISOLATE:
+        return f"{named} isolated: {len(applied)} links cut (its clients still reach it)"
+    return f"{request.action.value} {named}: {'; '.join(applied)}"

@@ -27,10 +27,12 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.cluster.netwiring import NetAction, NetRequest
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import minutes
 from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame, no_cluster_yet
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
+from kafkalab.feeds.net_view import NetView
 from kafkalab.feeds.source import EXERCISE_ACTIONS, Choice, ConsoleAction, NotOffered, Question, Source
 from kafkalab.feeds.topic_ops import NeedsReassignment
 from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
@@ -79,6 +81,7 @@ class ToastKind(StrEnum):
     leader moves and a restart stacked six toasts over the partition table at 100x30)."""
 
     NODE = "node"  # a node's state changed
+    NET = "net"  # the network faults in force changed (a key, a lab's fault, `kafkalab net`)
     LEADERS = "leaders"  # partition leaders moved
     RUN = "run"  # a run's report or grade
     EXERCISE = "exercise"  # a hint taken, a cause named
@@ -98,8 +101,8 @@ def toast_kind(notification: Notification) -> ToastKind:
 
 
 # the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
-HELP_GROUPS = ("app.", "broker.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.", "results.",
-               "group.", "replay.")
+HELP_GROUPS = ("app.", "broker.", "net.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.",
+               "results.", "group.", "replay.")
 CHANGE_PROMPT = ("Your change for the next runs, one of:\n"
                  "  producer.acks=all  (a producer.* or consumer.* setting)\n"
                  "  topic test-topic rf=3 min.isr=2\n  broker unclean.leader.election.enable=true\n"
@@ -143,6 +146,7 @@ class LabConsole(App[None]):
         self.snapshot: ClusterSnapshot | None = None
         self.run_frame = RunFrame()
         self.node_states: dict[str, NodeState] = {}
+        self.net: NetView | None = None  # the network faults in force, as the last nodes frame said
         self.node_panes: dict[str, NodePane] = {}  # by node name, found once: a DOM query walks every widget
         self.last_action = ""
         self.told_verdict = ""  # the last run's verdict, as its toast said it
@@ -174,8 +178,8 @@ class LabConsole(App[None]):
                 not parameters or parameters[0] in self.broker_ids or self.metadata.has_key(parameters[0]))
         if action in ConsoleAction.__members__.values() and action not in self.source.offers:
             return False
-        if action == ConsoleAction.NODE:  # no nodes yet (a lab's cluster starts with its run): nothing to act on
-            return bool(self.node_states)
+        if action in (ConsoleAction.NODE, ConsoleAction.ISOLATE_NODE, ConsoleAction.HEAL_LINKS):
+            return bool(self.node_states)  # no nodes yet (a lab's cluster starts with its run): nothing to act on
         if action in EXERCISE_ACTIONS:
             return exercise_offers(self.run_frame.exercise, ConsoleAction(action))
         if action in RunAction.__members__.values():
@@ -306,6 +310,7 @@ class LabConsole(App[None]):
             self.node_states[info.name] = info.state
         for name, lines in frame.new_log_lines.items():
             self.pane(name).add_log(lines)
+        self.show_net(frame)
         self.query_one(PartitionTable).set_down(frozenset(
             info.broker_id for info in frame.infos
             if info.broker_id is not None and info.state in (NodeState.KILLED, NodeState.STOPPED, NodeState.FAILED)))
@@ -313,6 +318,23 @@ class LabConsole(App[None]):
         if frame.down_requested and not self.quitting:
             self.notify("`kafkalab cluster down` asked the console to stop")
             self.shut_down()
+
+    def show_net(self, frame: NodesFrame) -> None:
+        """Each pane's links cut (or delayed, dropped ...), the cut-off leaders in the table; a change, from a key,
+        a lab's fault or `kafkalab net` in another terminal, said in a toast."""
+        net, previous = frame.net, self.net
+        if not frame.infos:  # no cluster now (a lab's next run starts its own): nothing holds
+            net = None
+        for pane in self.node_panes.values():
+            pane.show_net(net.marks(pane.node_name) if net is not None else (), net.error if net is not None else "")
+        self.query_one(PartitionTable).set_cut(net.cut_off() if net is not None and not net.error else {})
+        self.net = net
+        if net is None or net.error:
+            return
+        before = frozenset(previous.rules) if previous is not None and not previous.error else frozenset()
+        if frozenset(net.rules) != before:
+            self.notify(net.summary(), title="network", severity="warning" if net.rules else "information",
+                        timeout=5, kind=ToastKind.NET)
 
     def apply_snapshot(self, snapshot: ClusterSnapshot) -> None:
         previous = self.snapshot
@@ -555,6 +577,36 @@ class LabConsole(App[None]):
             )
             return
         self.do_node(name, act)
+
+    def action_isolate_node(self) -> None:
+        """The picked node cut from every other node through the cluster's proxy (its clients kept)."""
+        if self.selected is None:
+            self.notify("pick a node first: 1..9 for a broker, 0 for ZooKeeper, then "
+                        f"{self.key_of('net.isolate', 'i')} isolates it", severity="warning", timeout=3)
+            return
+        name = self.selected
+        if self.net is not None and self.net.isolated(name):
+            self.notify(f"{name} is already isolated: {self.key_of('net.heal', 'H')} heals every link",
+                        severity="warning", timeout=4)
+            return
+        self.net_request(f"isolating {name}", NetRequest(NetAction.ISOLATE, (name,)))
+
+    def action_heal_links(self) -> None:
+        self.net_request("healing every link", NetRequest(NetAction.HEAL))
+
+    def net_request(self, doing: str, request: NetRequest) -> None:
+        """``request`` through the source, off the event loop: what it changed in the top bar (the panes' marks
+        follow at once), a refusal (no proxies) there too and in a toast, a failure in a modal."""
+        self.set_action(f"{doing} ...")
+
+        def call() -> str:
+            try:
+                return self.source.net_request(request)
+            except NotOffered as exc:
+                self.call_from_thread(self.set_action, str(exc))
+                raise
+
+        self.in_thread(doing, call, refused="network fault refused")
 
     def do_node(self, name: str, action: NodeAction) -> None:
         self.set_action(f"{action} → {name}")

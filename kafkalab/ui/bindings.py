@@ -43,6 +43,10 @@ BINDINGS: list[Binding] = [
     Binding("k", "node('kill')", "Kill", id="broker.kill"),
     Binding("p", "node('pause_resume')", "Pause/Resume", id="broker.pause"),
     Binding("r", "node('start_restart')", "Start/Restart", id="broker.start"),
+    Binding("i", "isolate_node", "Isolate", id="net.isolate",
+            tooltip="cut the picked node from every other node through the network-fault proxy (--net-proxies); "
+                    "its clients still reach it"),
+    Binding("H", "heal_links", "Heal links", id="net.heal", tooltip="lift every network fault in force"),
     Binding("g", "start_run", "Start run", id="run.start"),
     Binding("x", "stop_run", "Stop run", id="run.stop"),
     Binding("n", "reset_lab", "Reset lab", id="lab.reset", show=False),

@@ -1,4 +1,5 @@
-"""Throughput over the run as a block chart, with faults and leader changes marked on the time axis."""
+"""Throughput over the run as a block chart, with faults, network changes and leader changes marked on the time
+axis."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from kafkalab.feeds.frames import Marker, MarkerKind
 from kafkalab.ui.widget_options import WidgetOptions
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
-MARK_STYLE = {MarkerKind.FAULT: "bold red", MarkerKind.LEADER: "bold cyan"}
+MARK_STYLE = {MarkerKind.FAULT: "bold red", MarkerKind.NET: "bold magenta", MarkerKind.LEADER: "bold cyan"}
+NAMED = (MarkerKind.FAULT, MarkerKind.NET)  # named in the legend, each; leader changes are counted when many
 AXIS_W = 8
 
 
@@ -48,8 +50,9 @@ def marker_groups(markers: Sequence[Marker], plot_w: int, span: float) -> dict[i
 
 
 def legend_entry(symbol: str, group: list[Marker]) -> str:
-    """'2 @14s kill broker-1, 3 leader changes': faults named, many leader changes counted."""
-    faults = [m.label for m in group if m.kind == MarkerKind.FAULT]
+    """'2 @14s kill broker-1, 3 leader changes': faults (a node's, a network change's) named, many leader changes
+    counted."""
+    faults = [m.label for m in group if m.kind in NAMED]
     leaders = [m.label for m in group if m.kind == MarkerKind.LEADER]
     if len(leaders) > LEADER_LABELS_SHOWN:
         leaders = [f"{len(leaders)} leader changes"]
@@ -83,7 +86,7 @@ def render_chart(series: Sequence[tuple[float, float]], markers: Sequence[Marker
     rows = max(2, height - 2 - len(legend))
     cols = columns(series, plot_w, span)
     peak = max(cols) or 1.0
-    kinds = {c: MarkerKind.FAULT if any(m.kind == MarkerKind.FAULT for m in g) else MarkerKind.LEADER
+    kinds = {c: next(k for k in (*NAMED, MarkerKind.LEADER) if any(m.kind == k for m in g))
              for c, g in groups.items()}
     out = Text()
     for r in range(rows):

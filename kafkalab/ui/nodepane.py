@@ -54,6 +54,18 @@ def usage_lines(info: NodeInfo) -> Text:
 
 
 NOT_STARTED = Text("not started yet", style="dim")
+ISOLATED = "ISOLATED"  # the mark of a node cut from every other (kafkalab.feeds.net_view)
+NET_STYLE = "bold magenta"  # the network marks, as the chart marks a network change
+ISOLATED_STYLE = "bold white on magenta"
+
+
+def net_parts(marks: tuple[str, ...], error: str = "") -> list[Text]:
+    """A pane's network marks as parts a narrow pane breaks between: ✂ ISOLATED as a badge, each other mark
+    after a ✂; a proxy that did not answer, dimmed."""
+    parts = [Text(f" ✂ {m} ", ISOLATED_STYLE) if m == ISOLATED else Text(f"✂ {m}", NET_STYLE) for m in marks]
+    if error:
+        parts.append(Text(f"proxy: {error}"[:80], style="dim"))
+    return parts
 
 TITLE_FRAME = 6
 """Columns a round or heavy border keeps around its title: the corner, a line and a space on each side."""
@@ -130,6 +142,7 @@ class NodePane(Vertical, FittedTitle):
 
     def compose(self) -> ComposeResult:
         yield Line(classes="badge-line")
+        yield Line(classes="net-line")
         yield Line(classes="facts-line")
         yield Line(classes="usage-line")
         yield from self.compose_extra()
@@ -147,6 +160,16 @@ class NodePane(Vertical, FittedTitle):
         self.query_one(".usage-line", Line).show(usage_lines(info))
         for state in NodeState:
             self.set_class(info.state == state, f"-{state.value}")
+
+    def show_net(self, marks: tuple[str, ...], error: str = "") -> None:
+        """The node's links cut, dropped, delayed (:meth:`NetView.marks`); the line is there only while some are
+        (a node pane has no row to spare at 100x30)."""
+        parts = net_parts(marks, error)
+        line = self.query_one(".net-line", Line)
+        if bool(parts) != line.display:
+            line.display = bool(parts)
+        line.show_parts(parts)
+        self.set_class(ISOLATED in marks, "-isolated")
 
     def set_selected(self, selected: bool) -> None:
         """Mark the pane as the one the node keys act on: its border (app.tcss, ``.node-pane.-selected``).

@@ -24,21 +24,28 @@ MARK_S = 4.0
 COLUMNS = (("partition", "partition"), ("leader", "leader"), ("replicas", "replicas"), ("isr", "ISR"),
            ("end", "offset"), ("status", "status"))
 LEADER_DOWN = "electing a leader"
+LEADER_CUT = "leader cut off"  # its process runs, but the proxy cuts it from ZooKeeper / the other brokers
+DOWN_MARK = "✗"
+CUT_MARK = "✂"
 STATUS_STYLE = {"ok": "green", "under-replicated": "yellow", "under min ISR": "bold dark_orange",
-                "offline": "bold red", LEADER_DOWN: "bold red"}
+                "offline": "bold red", LEADER_DOWN: "bold red", LEADER_CUT: "bold magenta"}
 Row = dict[str, str]
 
 
-def row_of(p: PartitionState, down: frozenset[int] = frozenset()) -> Row:
+def row_of(p: PartitionState, down: frozenset[int] = frozenset(), cut: frozenset[int] = frozenset()) -> Row:
     """The table's cells; a leader whose process kafkalab saw end (``down``) is marked at once, before the
-    cluster's metadata catches up (the controller elects a new leader seconds later)."""
+    cluster's metadata catches up (the controller elects a new leader seconds later); one the network-fault
+    proxy cuts off (``cut``: from ZooKeeper or the controllers, or from every other broker) is marked ✂ while the
+    metadata still names it: the zombie that acknowledges writes its followers never fetch."""
     leader_down = p.leader is not None and p.leader in down
+    leader_cut = p.leader is not None and p.leader in cut and not leader_down
+    mark = DOWN_MARK if leader_down else CUT_MARK if leader_cut else ""
     return {
         "partition": row_key(p),
-        "leader": "none" if p.leader is None else f"{p.leader}✗" if leader_down else str(p.leader),
+        "leader": "none" if p.leader is None else f"{p.leader}{mark}",
         "replicas": ",".join(map(str, p.replicas)), "isr": ",".join(map(str, p.isr)),
         "end": "?" if p.end_offset is None or p.end_offset < 0 else f"{p.end_offset:,}",  # -1001: no leader
-        "status": LEADER_DOWN if leader_down else p.status,
+        "status": LEADER_DOWN if leader_down else LEADER_CUT if leader_cut else p.status,
     }
 
 
@@ -89,6 +96,7 @@ class PartitionTable(DataTable[Text]):
         self.marks: dict[tuple[str, str], float] = {}
         self.stale = False
         self.down: frozenset[int] = frozenset()  # brokers whose process is gone, as the node states say
+        self.cut: dict[int, str] = {}  # brokers the network-fault proxy cuts off, each with what from ("zk · 2,3")
         self.last: ClusterSnapshot | None = None
         self.shown: tuple[tuple[str, str], ...] = COLUMNS
         self.widths = {key: len(label) + 1 for key, label in COLUMNS}
@@ -122,8 +130,10 @@ class PartitionTable(DataTable[Text]):
     def cell(self, key: str, col: str) -> Text:
         value = self.rows_now[key][col]
         style = STATUS_STYLE.get(value, "") if col == "status" else ""
-        if col == "leader" and (value == "none" or value.endswith("✗")):
+        if col == "leader" and (value == "none" or value.endswith(DOWN_MARK)):
             style = "bold red"
+        elif col == "leader" and value.endswith(CUT_MARK):
+            style = "bold magenta"
         if self.marks.get((key, col), 0) > self.clock():
             style = "bold reverse"
         if self.stale:
@@ -144,7 +154,7 @@ class PartitionTable(DataTable[Text]):
                 self._redraw_all()
             return
         self.last = snapshot
-        new = {row_key(p): row_of(p, self.down) for p in snapshot.partitions}
+        new = {row_key(p): row_of(p, self.down, frozenset(self.cut)) for p in snapshot.partitions}
         for key, row in new.items():  # a leader that did not answer in time: its last known end offset
             if row["end"] == "?" and key in self.rows_now:
                 row["end"] = self.rows_now[key]["end"]
@@ -173,6 +183,13 @@ class PartitionTable(DataTable[Text]):
         """Brokers known to be down; their leaderships are marked now, not at the next snapshot."""
         if down != self.down:
             self.down = down
+            if self.last is not None and not self.stale:
+                self.show(self.last)
+
+    def set_cut(self, cut: dict[int, str]) -> None:
+        """Brokers cut off by the network-fault proxy; their leaderships are marked now."""
+        if cut != self.cut:
+            self.cut = cut
             if self.last is not None and not self.stale:
                 self.show(self.last)
 
@@ -216,6 +233,8 @@ class PartitionsPane(Vertical):
         parts = snapshot.partitions
         bad = {s: sum(1 for p in parts if p.status == s) for s in ("under-replicated", "under min ISR", "offline")}
         wrong = [Text(f"{count} {status}", style=STATUS_STYLE[status]) for status, count in bad.items() if count]
+        cut = self.query_one(PartitionTable).cut
+        wrong[:0] = [Text(f"{CUT_MARK} {b} cut from {what}", style=STATUS_STYLE[LEADER_CUT]) for b, what in cut.items()]
         who = Text.assemble((f"{role} ", "dim"), str(controller if controller is not None else "?"))
         count = Text.assemble(("partitions ", "dim"), str(len(parts)))
         when = clock_time(snapshot.taken_at)
