@@ -18,6 +18,7 @@ from kafkalab.cluster import NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
 from kafkalab.feeds.lab_source import LIVE_PHASES, lab_view, markers, report_view
+from kafkalab.feeds.net_view import NetView
 from kafkalab.feeds.source import Source
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
@@ -137,8 +138,9 @@ class ReplaySource(Source):
         t = self.clock.now() if at is None else at
         named = {i.name: i for i in self.recorded.nodes(t)}
         infos = tuple(named.get(name, info) for name, info in self._not_started.items())
+        net = self.recorded.net(t)
         return NodesFrame(infos + tuple(i for i in named.values() if i.name not in self._not_started),
-                          quorum=self.recorded.quorum(t))
+                          quorum=self.recorded.quorum(t), net=NetView(*net) if net is not None else None)
 
     def snapshot(self, at: float | None = None) -> ClusterSnapshot:
         t = self.clock.now() if at is None else at

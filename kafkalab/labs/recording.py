@@ -12,7 +12,10 @@
 - ``clients``: the producer's and consumers' stats, every ``SAMPLE_S`` while they change: the fields that
   changed only (``consumers`` by name), the first line has them all;
 - ``phase`` / ``message``: the run's phase and what it said it was doing;
-- ``faults``: the lab's fault list with each fault's state, when one changed.
+- ``faults``: the lab's fault list with each fault's state, when one changed;
+- ``net`` (a cluster with network-fault proxies): ``rules`` in force (each as the proxy's control socket writes
+  a rule: ``kind``, ``source``, ``target``, ``direction``, its amounts) and ``nodes`` (those the proxy forwards
+  to), every ``SAMPLE_S`` when they changed.
 
 Internal topics are left out (the console's table does not show them either).
 """
@@ -48,6 +51,8 @@ from kafkalab.labs.results import (
 )
 from kafkalab.labs.run import LabRun
 from kafkalab.labs.session_state import SessionState
+from kafkalab.netfaults import Rule
+from kafkalab.netfaults.rules import rule_from_json, rule_to_json
 
 RECORDING = "recording.jsonl"
 SAMPLE_S = 0.5
@@ -182,12 +187,26 @@ class RunRecorder:
         if cluster is not None:
             self._changed("nodes", {"kind": "nodes", "nodes": [node_row(i) for i in cluster.infos()]})
         if clients:
+            self._net(cluster)
             state = self.session.state()
             faults = [f.as_dict() for f in state.faults]
             self._changed("faults", {"kind": "faults", "faults": faults})
             producer = dataclasses.asdict(state.producer) if state.producer is not None else None
             consumers = {c.name: dataclasses.asdict(c) for c in state.consumers.values()}
             self._clients(producer, consumers)
+
+    def _net(self, cluster: Cluster | None) -> None:
+        """The network faults in force, when the cluster has proxies; a proxy that does not answer is skipped
+        (the next sample asks again), never a gap in the other lines."""
+        net = cluster.net if cluster is not None else None
+        if net is None or net.pid is None:
+            return
+        try:
+            status = net.status()
+        except KafkalabError:
+            return
+        self._changed("net", {"kind": "net", "rules": [rule_to_json(r) for r in status.rules()],
+                              "nodes": [t.name for t in status.targets]})
 
     def _clients(self, producer: dict[str, Any] | None, consumers: dict[str, dict[str, Any]]) -> None:
         """Only the fields that changed since the last clients line (the first one has them all)."""
@@ -327,6 +346,13 @@ class RecordedRun:
             if line["producer"] is not None:
                 sampler.add(at, line["producer"]["acked"])
         return sampler.points
+
+    def net(self, t: float) -> tuple[tuple[Rule, ...], tuple[str, ...]] | None:
+        """The network rules in force at ``t`` and the nodes behind the proxy (None: no proxies recorded)."""
+        line = self.at("net", t)
+        if line is None:
+            return None if "net" not in self.lines else ((), tuple(self.lines["net"][0][1]["nodes"]))
+        return tuple(rule_from_json(r) for r in line["rules"]), tuple(line["nodes"])
 
     def phase(self, t: float) -> Phase:
         line = self.at("phase", t)
