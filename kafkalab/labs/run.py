@@ -109,6 +109,7 @@ class LabRun:
         self.keep_cluster = keep_cluster
         self.cluster_ended = False
         self.reuse = reuse
+        self._net_heard: object = None  # the ClusterNet whose changes this run records
         self.owns_cluster = True  # False once the next run reused it: its node events are no longer ours
         self.cluster_note = ""  # set by the session: "reusing the running cluster", or why a fresh one starts
         self.run_dir = run_dir
@@ -278,6 +279,7 @@ class LabRun:
         except BaseException:
             self.cluster_ended = True  # a failed start ends what it started
             raise
+        self._listen_net(cluster)  # the cluster's proxy exists once it started
         self.admin = admin = self.deps.admin(cluster.bootstrap)
         stopped_after_start = () if spec.kraft else lab.cluster.stopped  # ZooKeeper counts only live brokers
         for b in stopped_after_start:
@@ -322,8 +324,14 @@ class LabRun:
             self.timeline.add(NodeEvent(source=node.name, detail=detail, state=state))
 
         cluster.add_listener(record)
-        if cluster.net is not None:
-            cluster.net.add_listener(self._net_changed)
+        self._listen_net(cluster)
+
+    def _listen_net(self, cluster: Cluster) -> None:
+        """The proxy's changes on the timeline, once (a fresh cluster has its proxy only after its start)."""
+        net = getattr(cluster, "net", None)
+        if net is not None and net is not self._net_heard:
+            self._net_heard = net
+            net.add_listener(self._net_changed)
 
     def _net_changed(self, change: NetChange) -> None:
         if self.owns_cluster:
