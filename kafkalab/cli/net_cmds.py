@@ -1,5 +1,6 @@
 """`kafkalab net isolate|cut|drop-replies|delay|limit|heal|status`: network faults on a running cluster started
-with --net-proxies, sent to the cluster's owner through its control socket (as `kafkalab broker kill` is)."""
+with --net-proxies (ZooKeeper or KRaft mode), sent to the cluster's owner through its control socket (as
+`kafkalab broker kill` is)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from kafkalab.errors import KafkalabError
 from kafkalab.netfaults import Direction
 
 EPILOG = """\
-nodes: `broker N` (or N, broker-N), `zookeeper`, `clients` (as a source: every client process)
+nodes: `broker N` (or N, broker-N), `zookeeper`, `clients` (as a source: every client process);
+  KRaft: `controller N` (or controller-N), `controller` (the active controller, when you ask)
 examples:
-  kafkalab net isolate broker 1            broker 1 cut from ZooKeeper and the other brokers, clients kept
+  kafkalab net isolate broker 1            broker 1 cut from ZooKeeper (KRaft: the controllers) and the other
+                                           brokers, clients kept
+  kafkalab net isolate controller          KRaft: the active controller cut from the other voters and the brokers
   kafkalab net cut broker 2 broker 1       broker 2's connections to broker 1 reset (add --both-ways)
   kafkalab net drop-replies clients broker 1    requests arrive at broker 1, its answers are lost
   kafkalab net delay broker 2 broker 1 200ms --jitter 50ms
@@ -26,7 +30,7 @@ AMOUNT_ACTIONS = (NetAction.DELAY, NetAction.LIMIT)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("net", help="network faults on a cluster started with --net-proxies (ZooKeeper mode)",
+    p = sub.add_parser("net", help="network faults on a cluster started with --net-proxies",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=NET_ACTIONS)
     p.add_argument("words", nargs="*", metavar="NODE",
