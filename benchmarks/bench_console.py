@@ -9,9 +9,12 @@
 - a peer: a program that only echoes the key, in the same tmux under the same load (the terminal's and the
   scheduler's part of the latency), measured interleaved with the console.
 
-    .venv/bin/python benchmarks/bench_console.py [--records 500000] [--samples 20] [--runs 3]
+    .venv/bin/python benchmarks/bench_console.py [--records 500000] [--samples 20] [--runs 3] [--net-proxies]
 
-Writes benchmarks/results/console.json.
+Writes benchmarks/results/console.json. With --net-proxies the console's cluster (and the cluster timed for
+the startup figure) runs with the network-fault proxies and the producer writes through them: the result
+goes to stdout only (benchmarks/bench_net_cost.py --console measures both, each run under the cluster lock,
+into net-cost.json).
 """
 
 from __future__ import annotations
@@ -106,8 +109,8 @@ def summary(ms: list[float]) -> dict[str, float]:
             "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 1), "n": len(ordered)}
 
 
-def cluster_own_start(root: Path) -> float:
-    spec = ClusterSpec(state_dir=root / "plain", brokers=3, free_ports=True)
+def cluster_own_start(root: Path, net_proxies: bool = False) -> float:
+    spec = ClusterSpec(state_dir=root / "plain", brokers=3, free_ports=True, net_proxies=net_proxies)
     started = time.monotonic()
     with Cluster(spec, kafka_install.locate()) as cluster:
         cluster.start()
@@ -119,6 +122,8 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3, help="whole measurements; the summary is their median")
+    parser.add_argument("--net-proxies", action="store_true",
+                        help="the console's cluster with the network-fault proxies (result printed, not written)")
     args = parser.parse_args()
     runs = []
     for i in range(args.runs):
@@ -139,6 +144,9 @@ def main() -> int:
         )
     }
     result = {"medians_of_runs": medians, "runs": runs}
+    if args.net_proxies:
+        print(json.dumps(result, indent=2))
+        return 0
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(medians, indent=2))
@@ -152,16 +160,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     screen = Screen(f"kafkalab-bench-{os.getpid()}")
     producer: subprocess.Popen[bytes] | None = None
     load_at_start = os.getloadavg()[0]
+    net_proxies = bool(getattr(args, "net_proxies", False))
     try:
-        plain_start = cluster_own_start(root)
+        plain_start = cluster_own_start(root, net_proxies)
         started = time.monotonic()
         screen.tmux("new-session", "-d", "-s", "c", "-x", "140", "-y", "40",
-                    f"{KAFKALAB} console --no-lab --free-ports --state-dir {state_dir}")
+                    f"{KAFKALAB} console --no-lab --free-ports --state-dir {state_dir}"
+                    + (" --net-proxies" if net_proxies else ""))
         screen.wait(lambda s: s.count("RUNNING") == 4 and "cluster ready" in s, 240, step=0.05)
         console_start = time.monotonic() - started
         console_pid = next(p.pid for p in psutil.process_iter(["cmdline"])
                            if str(state_dir) in " ".join(p.info["cmdline"] or []) and "console" in p.info["cmdline"])
-        bootstrap = read_cluster_file(state_dir)["bootstrap"]
+        facts = read_cluster_file(state_dir)
+        bootstrap = facts["bootstrap"]  # the direct listeners: this script's own admin view, as the console's
+        client_bootstrap = facts.get("client_bootstrap") or bootstrap  # through the proxy with --net-proxies
         admin = Admin(bootstrap, timeout_s=2)
         admin.create_topic(TOPIC, 6, 3, {"min.insync.replicas": "2"}, timeout_s=60)
         screen.wait(lambda s: (leader_on_screen(s, f"{TOPIC}/0") or "none") != "none", 30, step=0.05)
@@ -176,7 +188,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         # scheduler's autogroup with the tmux clients that send keys and read the screen, and starved them
         # (`tmux send-keys` alone took 40 ms median at load 11), so the figure measured this script, not the console.
         producer = subprocess.Popen(
-            [str(KAFKALAB), "produce", f"-Dbootstrap.server={bootstrap}", f"-Dproducer.topic={TOPIC}",
+            [str(KAFKALAB), "produce", f"-Dbootstrap.server={client_bootstrap}", f"-Dproducer.topic={TOPIC}",
              f"-Dproducer.num-records-per-roll={args.records}", "-Dproducer.num-rolls=1", "-Dproducer.acks=all",
              "--log-dir", str(root / "logs")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -209,6 +221,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": round(load_at_start, 2),
                         "load_avg_1m": round(os.getloadavg()[0], 2)},
             "records": args.records,
+            "net_proxies": net_proxies,
             "records_in_topic_at_kill": in_topic,
             "startup": {"cluster_own_start_s": round(plain_start, 2), "console_ready_s": round(console_start, 2),
                         "beyond_cluster_s": round(console_start - plain_start, 2)},

@@ -18,9 +18,14 @@ min.insync.replicas=2):
 - produce (throughput): acks=all, linger.ms=10, batch.size=256 KiB, lz4 off, records/s;
 - consume: a fresh group reads the throughput topic from the start, records/s from assignment to the last;
 - latency: acks=all at a fixed LATENCY_RATE msg/s for LATENCY_S seconds, librdkafka's per-message delivery
-  latency (Message.latency()), p50/p99;
+  latency (Message.latency()), p50/p99; on the proxied cluster one producer per path, their sends
+  interleaved one by one, so both paths see the same moments of the machine's load;
 - the proxy process's CPU during each workload (% of a core) and idle (10 s, no clients: what is left is
   replication's idle fetches and ZooKeeper's pings through the proxy).
+
+With ``--console N``, benchmarks/bench_console.py's whole measurement (the real console in tmux, a broker
+key until the screen shows it, idle and under a producer) N times on each side, plain and --net-proxies
+alternately, each under the lock: the key-to-visible figures beside each other.
 
 Medians over the repetitions. Goals (issue 31): throughput ratio >= 0.9, produce p99 added <= 2 ms, idle CPU
 of the proxy < 2 % of a core. Writes benchmarks/results/net-cost.json.
@@ -57,7 +62,10 @@ THROUGHPUT_CONF = {"linger.ms": 10, "batch.size": 262144, "compression.type": "n
 LATENCY_RATE = 500  # msg/s: moderate, well under what either path sustains
 LATENCY_S = 6.0
 IDLE_S = 10.0
-GOALS = {"throughput_ratio_min": 0.9, "added_p99_ms_max": 2.0, "idle_cpu_percent_max": 2.0}
+GOALS = {"throughput_ratio_min": 0.9, "added_p99_ms_max": 2.0, "idle_cpu_percent_max": 2.0,
+         "console_key_p95_ms_max": 100.0}
+CONSOLE_KEYS = ("key_idle_median_ms", "key_idle_p95_ms", "key_live_median_ms", "key_live_p95_ms",
+                "peer_live_p95_ms")
 WORKLOADS = ("produce_demo", "produce_throughput", "consume")
 
 
@@ -131,43 +139,58 @@ def consume(bootstrap: str, topic: str, records: int) -> float:
         consumer.close()
 
 
-def latency(bootstrap: str, topic: str, value: bytes) -> dict[str, float]:
-    """Delivery latency (ms, librdkafka's own per-message clock) of acks=all records sent at LATENCY_RATE/s."""
-    samples: list[float] = []
+def latency(bootstraps: dict[str, str], topic: str, value: bytes) -> dict[str, dict[str, float]]:
+    """Per path, the delivery latency (ms, librdkafka's own per-message clock) of acks=all records: one producer
+    per path, their sends interleaved one by one at LATENCY_RATE/s in all, so every path sees the same moments
+    of the machine's load."""
+    samples: dict[str, list[float]] = {path: [] for path in bootstraps}
     failed: list[str] = []
 
-    def report(err: KafkaError | None, msg: Message) -> None:
-        if err is not None:
-            failed.append(err.name())
-        elif (lat := msg.latency()) is not None:
-            samples.append(lat * 1000)
+    def report(path: str) -> Callable[[KafkaError | None, Message], None]:
+        def on_delivery(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                failed.append(err.name())
+            elif (lat := msg.latency()) is not None:
+                samples[path].append(lat * 1000)
+        return on_delivery
 
-    config = ProducerConfig.from_settings({"bootstrap.server": bootstrap, "producer.topic": topic})
-    prod = RdProducer({**base_conf(config.librdkafka()), "acks": "all", "on_delivery": report})
-    for i in range(50):  # warm up: connections, metadata, the idempotent producer id
-        prod.produce(topic, value, i.to_bytes(4, "big"))
-    prod.flush(30)
-    samples.clear()
+    producers = {}
+    for path, bootstrap in bootstraps.items():
+        config = ProducerConfig.from_settings({"bootstrap.server": bootstrap, "producer.topic": topic})
+        producers[path] = RdProducer({**base_conf(config.librdkafka()), "acks": "all", "on_delivery": report(path)})
+    for prod in producers.values():
+        for i in range(50):  # warm up: connections, metadata, the idempotent producer id
+            prod.produce(topic, value, i.to_bytes(4, "big"))
+        prod.flush(30)
+    for path in samples:
+        samples[path].clear()
     count = int(LATENCY_RATE * LATENCY_S)
+    turns = list(producers.values())
     began = time.perf_counter()
     for i in range(count):
         due = began + i / LATENCY_RATE
-        while (wait := due - time.perf_counter()) > 0:
-            prod.poll(wait)
+        if (wait := due - time.perf_counter()) > 0:
+            time.sleep(wait)  # no busy wait: the niced brokers would lose the cycles (the latency is librdkafka's)
+        prod = turns[i % len(turns)]
         prod.produce(topic, value, i.to_bytes(4, "big"))
-        prod.poll(0)
-    prod.flush(30)
-    if failed or len(samples) != count:
-        raise RuntimeError(f"latency run via {bootstrap}: {len(samples)} of {count} delivered, {failed[:3]}")
-    ordered = sorted(samples)
-    return {"p50_ms": statistics.median(ordered), "p99_ms": ordered[int(len(ordered) * 0.99)]}
+        for other in turns:
+            other.poll(0)
+    for prod in turns:
+        prod.flush(30)
+    if failed or sum(map(len, samples.values())) != count:
+        raise RuntimeError(f"latency run: {sum(map(len, samples.values()))} of {count} delivered, {failed[:3]}")
+    out = {}
+    for path, values in samples.items():
+        ordered = sorted(values)
+        out[path] = {"p50_ms": statistics.median(ordered), "p99_ms": ordered[int(len(ordered) * 0.99)]}
+    return out
 
 
 def measure_path(admin: Admin, bootstrap: str, tag: str, values: list[bytes], proxy_pid: int | None,
                  log: Callable[[str], None]) -> dict[str, float]:
     """Every workload once through ``bootstrap``; the proxy's CPU (% of a core) during each."""
-    demo, bulk, lat = (f"netcost-{tag}-{kind}-{uuid.uuid4().hex[:6]}" for kind in ("demo", "bulk", "lat"))
-    for topic in (demo, bulk, lat):
+    demo, bulk = (f"netcost-{tag}-{kind}-{uuid.uuid4().hex[:6]}" for kind in ("demo", "bulk"))
+    for topic in (demo, bulk):
         admin.create_topic(topic, PARTITIONS, 3, TOPIC_CONFIG, timeout_s=60)
     out: dict[str, float] = {}
     demo_records = values[: len(values) // 3]
@@ -175,18 +198,13 @@ def measure_path(admin: Admin, bootstrap: str, tag: str, values: list[bytes], pr
         ("produce_demo", lambda: produce(bootstrap, demo, demo_records, {})),
         ("produce_throughput", lambda: produce(bootstrap, bulk, values, THROUGHPUT_CONF)),
         ("consume", lambda: consume(bootstrap, bulk, len(values))),
-        ("latency", lambda: latency(bootstrap, lat, values[0])),
     ]
     for name, step in steps:
         with CpuMeter(proxy_pid) as cpu:
-            got = step()
-        if isinstance(got, dict):
-            out.update({f"{name}_{k}": v for k, v in got.items()})
-        else:
-            out[f"{name}_per_s"] = got
+            out[f"{name}_per_s"] = step()
         if cpu.percent is not None:
             out[f"{name}_proxy_cpu_percent"] = cpu.percent
-    for topic in (demo, bulk, lat):
+    for topic in (demo, bulk):
         admin.delete_topic(topic)
     log(f"  {tag}: " + ", ".join(f"{k}={v:,.4g}" for k, v in out.items()))
     return out
@@ -200,6 +218,43 @@ def idle_cpu(pid: int) -> float:
     return cpu.percent
 
 
+def loopback_ceiling(repeats: int = 3) -> dict[str, Any]:
+    """benchmarks/bench_proxy's request/reply and streaming through a proxy process of its own, beside the same
+    workload direct: what the asyncio proxy can do on this machine at this moment (no Kafka in the path)."""
+    import subprocess
+    import sys
+
+    from benchmarks import bench_proxy
+    from kafkalab.cluster.ports import free_ports
+    from kafkalab.netfaults import NetFaultsProcess, PortSpec, ProxyConfig
+
+    echo, sink, proxy_echo, proxy_sink = free_ports(4)
+    control = Path(tempfile.mkdtemp(prefix="nf-ceiling-"))
+    server = subprocess.Popen([sys.executable, "-c", bench_proxy.SERVER, str(echo), str(sink), str(bench_proxy.MSG)],
+                              stdout=subprocess.PIPE, text=True)
+    proc: NetFaultsProcess | None = None
+    rows: list[dict[str, float]] = []
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        proc = NetFaultsProcess.start(ProxyConfig(control, (PortSpec(proxy_echo, "echo", echo),
+                                                            PortSpec(proxy_sink, "sink", sink))))
+        proxy = psutil.Process(proc.pid)
+        for _ in range(repeats):
+            rr_direct, rr_proxy = bench_proxy.request_reply(echo), bench_proxy.request_reply(proxy_echo)
+            st_direct, st_proxy = bench_proxy.stream(sink, None), bench_proxy.stream(proxy_sink, proxy)
+            rows.append({"rr_added_p50_ms": rr_proxy["p50_ms"] - rr_direct["p50_ms"],
+                         "rr_added_p99_ms": rr_proxy["p99_ms"] - rr_direct["p99_ms"],
+                         "stream_direct_mb_per_s": st_direct["mb_per_s"], "stream_proxy_mb_per_s": st_proxy["mb_per_s"],
+                         "proxy_cpu_s_per_gib": st_proxy["proxy_cpu_s_per_gib"]})
+    finally:
+        if proc is not None:
+            proc.stop()
+        server.kill()
+        server.wait()
+        shutil.rmtree(control, ignore_errors=True)
+    return {key: summary([r[key] for r in rows]) for key in rows[0]}
+
+
 def run_cluster(root: Path, net_proxies: bool, runs: int, values: list[bytes],
                 log: Callable[[str], None]) -> dict[str, Any]:
     """One cluster under the lock: per repetition each path once (direct then proxied, swapped every other)."""
@@ -208,6 +263,7 @@ def run_cluster(root: Path, net_proxies: bool, runs: int, values: list[bytes],
     paths = {"direct": spec.bootstrap, **({"proxied": spec.client_bootstrap} if net_proxies else {})}
     samples: dict[str, list[dict[str, float]]] = {path: [] for path in paths}
     idle: list[float] = []
+    ceiling: dict[str, Any] = {}
     with cluster_lock(), Cluster(spec, kafka_install.locate()) as cluster:
         started = time.monotonic()
         cluster.start(timeout=180, progress=lambda m: log(f"  {m}"))
@@ -219,14 +275,27 @@ def run_cluster(root: Path, net_proxies: bool, runs: int, values: list[bytes],
             log(f"repetition {run + 1}/{runs} ({' then '.join(order)})")
             for path in order:
                 samples[path].append(measure_path(admin, paths[path], path, values, proxy_pid, log))
+            topic = f"netcost-latency-{uuid.uuid4().hex[:6]}"
+            admin.create_topic(topic, PARTITIONS, 3, TOPIC_CONFIG, timeout_s=60)
+            with CpuMeter(proxy_pid) as cpu:
+                lat = latency({path: paths[path] for path in order}, topic, values[0])
+            admin.delete_topic(topic)
+            for path in order:
+                samples[path][-1].update({f"latency_{k}": v for k, v in lat[path].items()})
+            log("  latency: " + ", ".join(f"{path} p50 {lat[path]['p50_ms']:.2f} ms, p99 {lat[path]['p99_ms']:.2f} ms"
+                                          for path in order)
+                + (f"; proxy CPU {cpu.percent:.1f} %" if cpu.percent is not None else ""))
             order.reverse()
         if proxy_pid is not None:
             idle = [idle_cpu(proxy_pid) for _ in range(2)]
             log(f"  proxy idle CPU: {', '.join(f'{x:.2f} %' for x in idle)}")
+            ceiling = loopback_ceiling()  # the same machine and moment, the cluster idle beside it
+            log(f"  loopback ceiling: { {k: round(v['median'], 3) for k, v in ceiling.items()} }")
     out: dict[str, Any] = {path: {key: summary([s[key] for s in rows]) for key in rows[0]}
                            for path, rows in samples.items()}
     if idle:
         out["proxy_idle_cpu_percent"] = summary(idle)
+        out["loopback_ceiling"] = ceiling
     return out
 
 
@@ -248,11 +317,42 @@ def verdict(compared: dict[str, float], idle: float | None) -> dict[str, bool]:
     return met
 
 
+def console_side(args: argparse.Namespace, net_proxies: bool) -> dict[str, float]:
+    """One whole bench_console measurement (its own clusters, under the lock): the key-to-visible figures."""
+    from benchmarks import bench_console
+
+    with cluster_lock():
+        run = bench_console.measure(argparse.Namespace(records=args.console_records, samples=20,
+                                                       net_proxies=net_proxies))
+    return {"key_idle_median_ms": run["key_to_visible_idle"]["median_ms"],
+            "key_idle_p95_ms": run["key_to_visible_idle"]["p95_ms"],
+            "key_live_median_ms": run["key_to_visible_live_run"]["median_ms"],
+            "key_live_p95_ms": run["key_to_visible_live_run"]["p95_ms"],
+            "peer_live_p95_ms": run["peer_key_to_visible_live_run"]["p95_ms"]}
+
+
+def console_compared(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    sides: dict[str, list[dict[str, float]]] = {"plain": [], "proxied": []}
+    for run in range(args.console):
+        for side in (("plain", "proxied") if run % 2 == 0 else ("proxied", "plain")):
+            sides[side].append(console_side(args, side == "proxied"))
+            log(f"console {side} {run + 1}/{args.console}: {sides[side][-1]}")
+    out: dict[str, Any] = {side: {k: summary([r[k] for r in rows]) for k in CONSOLE_KEYS}
+                           for side, rows in sides.items()}
+    worst = max(out["proxied"]["key_idle_p95_ms"]["median"], out["proxied"]["key_live_p95_ms"]["median"])
+    out["met"] = {"key_p95_ms": worst <= GOALS["console_key_p95_ms_max"]}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="repetitions per cluster (medians over them)")
     parser.add_argument("--records", type=int, default=600_000,
                         help="records of the throughput workload (the demo one writes a third of them)")
+    parser.add_argument("--console", type=int, default=0, metavar="N",
+                        help="bench_console's measurement N times each, plain and with --net-proxies")
+    parser.add_argument("--console-records", type=int, default=300_000,
+                        help="records the console benchmark's producer writes")
     parser.add_argument("--only", choices=("proxied", "plain"), help="one cluster (a trial; no results written)")
     args = parser.parse_args()
     began = time.monotonic()
@@ -266,6 +366,7 @@ def main() -> None:
     try:
         proxied = run_cluster(root, True, args.runs, values, log) if args.only != "plain" else None
         plain = run_cluster(root, False, args.runs, values, log) if args.only != "proxied" else None
+        console = console_compared(args, log) if args.console else None
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if proxied is None or plain is None:
@@ -282,7 +383,8 @@ def main() -> None:
                             "linger 0, batch 16 KiB)",
             "produce_throughput": f"{args.records} records, acks=all, idempotent, linger.ms=10, batch 256 KiB",
             "consume": f"the {args.records} records of produce_throughput, a fresh group from the start",
-            "latency": f"acks=all, {LATENCY_RATE} msg/s for {LATENCY_S:g} s, per-message delivery latency",
+            "latency": f"acks=all, {LATENCY_RATE} msg/s for {LATENCY_S:g} s, per-message delivery latency; "
+                       "on the proxied cluster a producer per path, sends interleaved (half the rate each)",
             "idle": f"{IDLE_S:g} s of the proxy's CPU, no clients, after the workloads",
         },
         "paths": {
@@ -292,6 +394,7 @@ def main() -> None:
         },
         "same_cluster": {"compared": same_cluster, "met": verdict(same_cluster, idle)},
         "whole_path": {"compared": whole_path, "met": verdict(whole_path, idle)},
+        "console": console,
         "load_average_at_end": [round(x, 2) for x in psutil.getloadavg()],
         "metrics": {"proxied_cluster": proxied, "plain_cluster": plain},
     }
@@ -300,6 +403,9 @@ def main() -> None:
     for name, block in (("same cluster (proxied vs direct)", same_cluster), ("whole path (vs plain)", whole_path)):
         print(f"{name}: " + ", ".join(f"{k}={v}" for k, v in block.items()))
     print(f"proxy idle CPU: {idle} % of a core")
+    if console:
+        print("console key -> visible p95 (ms), plain / proxied: " + ", ".join(
+            f"{k}={console['plain'][k]['median']}/{console['proxied'][k]['median']}" for k in CONSOLE_KEYS))
 
 
 if __name__ == "__main__":

@@ -483,6 +483,54 @@ def render_proxy(name: str, data: Json) -> list[str]:
     return table(header, rows) + source_line(name, data, f"median of {data['repeat']} repeats")
 
 
+def render_net_cost(name: str, data: Json) -> list[str]:
+    """metrics -> {proxied_cluster: {direct, proxied: {KEY: stat}, proxy_idle_cpu_percent}, plain_cluster:
+    {direct}}, same_cluster / whole_path -> compared: the proxies' cost on a real cluster; console: the key."""
+    goals, m = data["goals"], data["metrics"]
+    plain = m["plain_cluster"]["direct"]
+    direct, proxied = m["proxied_cluster"]["direct"], m["proxied_cluster"]["proxied"]
+    same, whole = data["same_cluster"]["compared"], data["whole_path"]["compared"]
+    ratio = f">= {bound(goals['throughput_ratio_min'])}"
+    rows = []
+    for key, label in (("produce_demo", "produce, the lab's settings (records/s)"),
+                       ("produce_throughput", "produce, linger 10 ms, 256 KiB batches (records/s)"),
+                       ("consume", "consume (records/s)")):
+        rows.append([label, stat(plain[f"{key}_per_s"]), stat(direct[f"{key}_per_s"]), stat(proxied[f"{key}_per_s"]),
+                     f"{num(same[f'{key}_ratio'])}x", f"{num(whole[f'{key}_ratio'])}x",
+                     f"{met(same[f'{key}_ratio'], ratio)} / {met(whole[f'{key}_ratio'], ratio)}"])
+    for pct in ("p50", "p99"):
+        key = f"latency_{pct}_ms"
+        added = f"latency_added_{pct}_ms"
+        goal = (f"{met(same[added], goals['added_p99_ms_max'])} / {met(whole[added], goals['added_p99_ms_max'])}"
+                if pct == "p99" else "")
+        rows.append([f"produce latency {pct}, acks=all at a fixed rate", stat(plain[key], " ms"),
+                     stat(direct[key], " ms"), stat(proxied[key], " ms"), f"{num(same[added])} ms added",
+                     f"{num(whole[added])} ms added", goal])
+    for key, label in (("produce_throughput", "proxy CPU while producing (% of a core)"),
+                       ("consume", "proxy CPU while consuming (% of a core)")):
+        rows.append([label, "", stat(direct[f"{key}_proxy_cpu_percent"]), stat(proxied[f"{key}_proxy_cpu_percent"]),
+                     "", "", ""])
+    idle = m["proxied_cluster"]["proxy_idle_cpu_percent"]
+    rows.append(["proxy CPU when idle (% of a core)", "", stat(idle), "", "", "",
+                 met(idle["median"], f"< {bound(goals['idle_cpu_percent_max'])}")])
+    header = ["workload", "cluster without proxies", "proxied cluster, direct bootstrap", "through the proxy",
+              "proxy / direct", "proxy / no proxies", "goal (same cluster / whole path)"]
+    out = table(header, rows)
+    if console := data.get("console"):
+        crow = []
+        for key, label in (("key_idle_p95_ms", "broker key to screen, idle, p95"),
+                           ("key_live_p95_ms", "broker key to screen, producer running, p95"),
+                           ("key_live_median_ms", "broker key to screen, producer running, median"),
+                           ("peer_live_p95_ms", "echo peer in the same tmux, producer running, p95")):
+            goal = met(console["proxied"][key]["median"], goals["console_key_p95_ms_max"]) if "p95" in key \
+                and not key.startswith("peer") else ""
+            crow.append([label, stat(console["plain"][key], " ms"), stat(console["proxied"][key], " ms"), goal])
+        out += table(["console", "without proxies", "with --net-proxies", "goal"], crow)
+    load = load_text(data.get("load_average_at_end"))
+    extra = f"median of {data['runs']} repetitions" + (f"; {load} at the end" if load else "")
+    return out + source_line(name, data, extra)
+
+
 # ---- dispatch -------------------------------------------------------------------------------------
 FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"labs-platforms"), render_platforms),
@@ -498,6 +546,7 @@ FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"report_latency_.+"), render_report_latency),
     (re.compile(r"interrupts"), render_interrupts),
     (re.compile(r"proxy"), render_proxy),
+    (re.compile(r"net-cost"), render_net_cost),
 ]
 
 
