@@ -20,6 +20,7 @@ from kafkalab.labs import load_lab
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.faults import TargetKind, make_fault
+from kafkalab.labs.loader import find_lab
 from kafkalab.labs.results import FaultState
 from kafkalab.labs.timeline import Timeline
 
@@ -234,3 +235,10 @@ def test_a_link_that_names_no_node_now_fails_the_fault_not_the_run(tmp_path: Pat
 def test_make_fault_takes_amounts_as_numbers_or_text() -> None:
     fault = make_fault({"at": "start", "do": "delay", "on": "broker 1", "to": "broker 2", "ms": 250}, 3)
     assert (fault.ms, fault.jitter_ms) == (250, 0)
+
+
+@pytest.mark.parametrize("lab_id", ["zombie-leader", "lost-replies"])
+def test_the_network_labs_run_with_the_proxies_in_zookeeper_mode(lab_id: str) -> None:
+    lab = load_lab(find_lab(lab_id))
+    assert lab.cluster.net_proxies and lab.cluster.modes == ("zookeeper",)
+    assert any(f.net_action is not None for f in lab.faults) and lab.fix is not None
