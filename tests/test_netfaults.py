@@ -4,6 +4,7 @@ counters. Every process a test starts is ended by pid when the test ends, passed
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -230,6 +231,48 @@ def test_limit_paces_a_bulk_transfer(rig: Rig) -> None:
     assert 1500 <= answer["ms"] <= 4000, answer  # 200 kB at 100 kB/s: about 2 s (the first 100 ms goes at once)
     rig.proxy.client.heal()
     assert peer.ask("send", text="x" * 200_000, wait=10)["ms"] < 500
+
+
+def test_a_stream_crossing_rules_arrives_whole_and_in_order(control_dir: Path) -> None:
+    """Chunks go straight through while no rule applies and through the rules' queue while one does: a
+    stream that crosses from one to the other and back (a delay and a limit applied, then healed, mid-stream)
+    arrives byte for byte, its half-close forwarded after the last byte and the answer back after it."""
+    sink_port, proxy_port = free_ports(2)
+    listener = socket.create_server(("127.0.0.1", sink_port))
+    payload = b"".join(i.to_bytes(4, "big") for i in range(750_000))  # 3 MB, any reordering shows
+
+    def sink() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            digest, size = hashlib.sha256(), 0
+            while chunk := conn.recv(1 << 16):
+                digest.update(chunk)
+                size += len(chunk)
+            conn.sendall(f"{size} {digest.hexdigest()}".encode())
+
+    thread = threading.Thread(target=sink, daemon=True)
+    thread.start()
+    proxy = NetFaultsProcess.start(ProxyConfig(control_dir, (PortSpec(proxy_port, "sink", sink_port),)))
+    try:
+        with socket.create_connection(("127.0.0.1", proxy_port)) as sock:
+            third = len(payload) // 3
+            sock.sendall(payload[:third])
+            proxy.client.apply(Delay(Link(CLIENTS, "sink"), Direction.REQUESTS, ms=30))
+            proxy.client.apply(Limit(Link(CLIENTS, "sink"), Direction.REQUESTS, bytes_per_s=4_000_000))
+            sock.sendall(payload[third:2 * third])
+            time.sleep(0.2)
+            assert len(proxy.client.heal()) == 2
+            sock.sendall(payload[2 * third:])
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(10)
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+        assert answer.decode() == f"{len(payload)} {hashlib.sha256(payload).hexdigest()}"
+    finally:
+        proxy.stop()
+        listener.close()
+    thread.join(5)
 
 
 def test_any_source_rule_and_exact_rule_wins(rig: Rig) -> None:
