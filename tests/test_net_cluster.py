@@ -138,15 +138,26 @@ def test_clients_go_through_the_proxy_and_kafkalab_sees_the_brokers_directly(net
 
 def test_a_one_way_cut_drops_the_follower_from_one_leader_s_isrs_only(
         net_cluster: Cluster, owner: Path, topic: str) -> None:
-    # runs before the isolation below: after an isolate/heal cycle (then leader 2, follower 3) this shrink did not
-    # show within 40 s, an open question for the next step (a fresh cluster shows it after 13 s)
+    # Why the follower is never the controller here: in ZooKeeper mode the controller is a broker, and its
+    # LeaderAndIsr/UpdateMetadata requests leave the same process for the same BROKER listener as its replica
+    # fetches, so "broker 3 -> broker 2" with broker 3 the controller also cuts the controller from broker 2.
+    # The leader still shrinks its ISR after replica.lag.time.max.ms (its log: "Shrinking ISR" ~12 s after the
+    # cut), but its own metadata cache never hears of it and keeps listing the follower in the ISR; a metadata
+    # request may be answered by any broker (librdkafka asks the ones it learnt of, not only the bootstrap one),
+    # so the shrink looked absent for 40 s (seen: the proxy refused every reconnect, the leader's log shrank the
+    # ISR at 12 s, metadata reads flipped between the old and the new ISR). Still open: run after the isolation
+    # below (leader 3, follower 1, neither the controller as the metadata named it) the shrink did not show in
+    # 40 s either, so this test runs first, on a cluster no isolation has touched.
     spec = net_cluster.spec
     wait_for("every replica in sync", lambda: all_in_sync(net_cluster, topic), 60)
     # two brokers that lead partitions (after an isolation, the preferred leaders come back within 20 s)
     wait_for("two leaders", lambda: len({lead for lead, _ in view_from(spec.broker_port(1), topic).values()}) > 1,
              60)
     view = view_from(spec.broker_port(1), topic)
-    leader, follower = sorted({lead for lead, _isr in view.values()})[:2]
+    controller = Admin(net_cluster.bootstrap, timeout_s=5).snapshot().controller
+    leaders = sorted({lead for lead, _isr in view.values()})
+    leader = next(b for b in leaders if b != controller) if len(leaders) > 1 else leaders[0]
+    follower = next(b for b in net_cluster.broker_ids if b not in (leader, controller))
     led_by_leader = [p for p, (lead, _isr) in view.items() if lead == leader]
     led_by_follower = [p for p, (lead, _isr) in view.items() if lead == follower]
     writer = Producer({"bootstrap.servers": spec.client_bootstrap, "acks": "1"})
