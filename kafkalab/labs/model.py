@@ -41,7 +41,7 @@ class ClusterPlan:
     combined: bool = False
     kafka_version: str = KAFKA_VERSION  # the distribution this run uses (`kafkalab fetch --kafka-version V`)
     kafka_versions: tuple[str, ...] = (KAFKA_VERSION,)  # every release the lab runs on; the first is its own
-    net_proxies: bool = False  # every link through the network-fault proxy (ZooKeeper mode, for now)
+    net_proxies: bool | None = None  # every link through the network-fault proxy; None: the default (on)
 
     def platforms(self) -> tuple[tuple[str, str], ...]:
         """Every (mode, Kafka version) the lab runs on: each of its modes on each of its versions that has it."""
