@@ -183,3 +183,20 @@ def test_a_recording_s_net_lines_give_the_replay_the_rules_in_force_at_each_seco
     assert frame.net is not None and frame.net.marks("broker-1") == ("ISOLATED",)
     assert replay.nodes(0.5).net == NetView((), NODES)  # proxies recorded, nothing in force yet
     assert [m.label for m in replay.run(6.0).markers] == ["isolate broker-1"]
+
+
+@sync
+async def test_in_presenter_mode_an_isolated_node_shows_its_cut_in_place_of_cpu_and_memory() -> None:
+    feed = NetFakeSource()
+    async with running(feed, size=(100, 30)) as (app, pilot):
+        await pilot.press("P")
+        await settle(pilot)
+        pane = app.query_one("#node-broker-1", NodePane)
+        usage, facts = pane.query_one(".usage-line", Static), pane.query_one(".facts-line", Static)
+        assert app.screen.has_class("-presenter") and usage.region.height, "no mark yet: cpu/memory shown"
+        await pilot.press("1", "i")
+        await settle(pilot)
+        assert "ISOLATED" in net_line(app, "broker-1")
+        inside = pane.content_region
+        assert facts.region.height and inside.contains_region(facts.region)
+        assert not usage.region.height, "cpu/memory gives its rows to the cut, not pushed past the pane's edge"

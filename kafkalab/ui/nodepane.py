@@ -170,6 +170,7 @@ class NodePane(Vertical, FittedTitle):
             line.display = bool(parts)
         line.show_parts(parts)
         self.set_class(ISOLATED in marks, "-isolated")
+        self.set_class(bool(parts), "-net")
 
     def set_selected(self, selected: bool) -> None:
         """Mark the pane as the one the node keys act on: its border (app.tcss, ``.node-pane.-selected``).
