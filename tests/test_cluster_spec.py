@@ -24,7 +24,7 @@ def read_props(path: Path) -> dict[str, str]:
 
 def test_configs_listen_on_loopback_with_demo_settings_and_overrides(tmp_path: Path) -> None:
     spec = ClusterSpec(tmp_path, brokers=3, overrides={"min.insync.replicas": "2", "replica.lag.time.max.ms": "5000"},
-                       broker_overrides={2: {"min.insync.replicas": "1"}})
+                       broker_overrides={2: {"min.insync.replicas": "1"}}, net_proxies=False)
     paths = write_node_configs(spec)
     b1, b2 = read_props(paths["broker-1"]), read_props(paths["broker-2"])
     assert b1["listeners"] == "PLAINTEXT://127.0.0.1:9092" and b2["listeners"] == "PLAINTEXT://127.0.0.1:9192"

@@ -23,7 +23,7 @@ from tests.test_cluster_spec import read_props
 
 def test_dedicated_controllers_get_their_own_ids_ports_and_the_dynamic_quorum(tmp_path: Path) -> None:
     spec = ClusterSpec(tmp_path, brokers=3, mode="kraft", controllers=3,
-                       overrides={"unclean.leader.election.enable": "true"})
+                       overrides={"unclean.leader.election.enable": "true"}, net_proxies=False)
     paths = write_node_configs(spec)
     assert set(paths) == {"controller-1", "controller-2", "controller-3", "broker-1", "broker-2", "broker-3"}
     c2, b1 = read_props(paths["controller-2"]), read_props(paths["broker-1"])
@@ -44,7 +44,7 @@ def test_dedicated_controllers_get_their_own_ids_ports_and_the_dynamic_quorum(tm
 
 
 def test_combined_nodes_are_brokers_with_a_controller_listener(tmp_path: Path) -> None:
-    spec = ClusterSpec(tmp_path, brokers=3, mode="kraft", controllers=3, combined=True)
+    spec = ClusterSpec(tmp_path, brokers=3, mode="kraft", controllers=3, combined=True, net_proxies=False)
     paths = write_node_configs(spec)
     assert set(paths) == {"broker-1", "broker-2", "broker-3"}
     b3 = read_props(paths["broker-3"])

@@ -39,8 +39,14 @@ def test_brokers_advertise_proxy_ports_and_keep_a_direct_listener(tmp_path: Path
     assert (s.zk_proxy_port, "zookeeper", s.zk_port) in targets
 
 
+def test_the_proxies_are_on_unless_left_out(tmp_path: Path) -> None:
+    on = ClusterSpec(state_dir=tmp_path / "on")
+    assert on.net_proxies is True and len(on.net_ports) == 3 and on.client_bootstrap != on.bootstrap
+    assert ClusterSpec(state_dir=tmp_path / "off", net_proxies=False).net_ports == []
+
+
 def test_without_proxies_nothing_changes(tmp_path: Path) -> None:
-    s = ClusterSpec(state_dir=tmp_path)
+    s = ClusterSpec(state_dir=tmp_path, net_proxies=False)
     assert s.client_bootstrap == s.bootstrap
     assert "inter.broker.listener.name" not in s.broker_settings(1)
     assert s.broker_settings(1)["zookeeper.connect"] == f"127.0.0.1:{s.zk_port}"

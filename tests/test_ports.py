@@ -54,10 +54,10 @@ def test_a_runs_ports_and_a_clusters_ports_come_from_one_helper(monkeypatch: pyt
     choice = PortChoice.picked(kraft)
     assert (choice.zk_port, choice.broker_ports, choice.controller_ports) == (
         21000, (21001, 21002, 21003), (21004, 21005, 21006))
-    zk = ClusterSpec(tmp_path / "zk", brokers=3)
+    zk = ClusterSpec(tmp_path / "zk", brokers=3, net_proxies=False)  # the proxies' ports: test_net_wiring
     ports.pick_free_ports(zk)
     assert (zk.zk_port, zk.broker_ports, zk.free_ports) == (21000, [21001, 21002, 21003], True)
-    kraft_spec = ClusterSpec(tmp_path / "kraft", brokers=2, mode="kraft", controllers=3)
+    kraft_spec = ClusterSpec(tmp_path / "kraft", brokers=2, mode="kraft", controllers=3, net_proxies=False)
     ports.pick_free_ports(kraft_spec)
     assert (kraft_spec.broker_ports, kraft_spec.controller_ports) == ([21000, 21001], [21002, 21003, 21004])
     assert asked == [7, 4, 5]

@@ -33,6 +33,8 @@ from kafkalab.cli.common import (
     kafka_version,
     mode_argv,
     mode_fields,
+    net_proxies_argv,
+    net_proxies_asked,
     parse_settings,
     target_state_dir,
 )
@@ -156,7 +158,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
     spec = ClusterSpec(
         state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
-        overrides=parse_settings(args.set), net_proxies=args.net_proxies, **mode_fields(args),
+        overrides=parse_settings(args.set), net_proxies=net_proxies_asked(args), **mode_fields(args),
     )
     if args.free_ports:  # every node on a free port, as in `run` and `console`, not only where a default is taken
         pick_free_ports(spec)
@@ -269,7 +271,7 @@ def _detach(args: argparse.Namespace, spec: ClusterSpec) -> int:
     argv = [sys.executable, "-m", "kafkalab", "cluster", "up", "--daemon", "--state-dir", str(spec.state_dir),
             "--brokers", str(spec.brokers)]
     argv += ["--free-ports"] if args.free_ports else []
-    argv += ["--net-proxies"] if args.net_proxies else []
+    argv += net_proxies_argv(args)
     argv += mode_argv(args)
     argv += ["--kafka-home", args.kafka_home] if args.kafka_home else []
     argv += backend_argv(args)

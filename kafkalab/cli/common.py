@@ -9,13 +9,14 @@ import errno
 import os
 import signal
 import sys
+import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypedDict
 
 from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS
 from kafkalab.cluster.control_socket import read_cluster_file
-from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
+from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES, NO_NET_PROXIES_ON_DOCKER
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
@@ -43,8 +44,11 @@ def add_mode_args(parser: argparse.ArgumentParser, default: str | None = None) -
 
 
 def add_net_proxies_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--net-proxies", action="store_true",
-                        help="every link through kafkalab's network-fault proxy, for `kafkalab net ...`")
+    """--net-proxies / --no-net-proxies; neither (None): the proxies as the lab says, else on (local clusters)."""
+    parser.add_argument("--net-proxies", action=argparse.BooleanOptionalAction, default=None,
+                        help="every link through kafkalab's network-fault proxy, for `kafkalab net ...` and the "
+                             "console's i/H keys (default: on; --no-net-proxies leaves them out, for comparison; "
+                             "off with --backend docker)")
 
 
 def add_version_arg(parser: argparse.ArgumentParser) -> None:
@@ -89,11 +93,48 @@ def on_platform(lab: Lab, args: argparse.Namespace) -> Lab:
     return lab.on(args.mode, args.kafka_version) if args.mode or args.kafka_version else lab
 
 
+def net_proxies_asked(args: argparse.Namespace) -> bool | None:
+    """--net-proxies (True), --no-net-proxies (False), neither (None: the default). The docker backend has none:
+    off there unless asked, and asked is refused in one line."""
+    asked: bool | None = getattr(args, "net_proxies", None)
+    if getattr(args, "backend", "local") != "local":
+        if asked:
+            raise KafkalabError(NO_NET_PROXIES_ON_DOCKER)
+        return False
+    return asked
+
+
+def net_proxies_argv(args: argparse.Namespace) -> list[str]:
+    """The choice again, for a child kafkalab process (nothing when neither flag was given)."""
+    asked = getattr(args, "net_proxies", None)
+    return [] if asked is None else ["--net-proxies" if asked else "--no-net-proxies"]
+
+
 def with_net_proxies(lab: Lab, args: argparse.Namespace) -> Lab:
-    """The lab with --net-proxies (its own net_proxies otherwise), in ZooKeeper or KRaft mode."""
-    if not getattr(args, "net_proxies", False) or lab.cluster.net_proxies:
+    """The lab with the proxies as the command line asks; neither flag: as the lab says, else the default (None,
+    which the cluster's spec resolves). A lab with a network fault refuses --no-net-proxies."""
+    asked = net_proxies_asked(args)
+    if asked is False and any(f.net_action is not None for f in lab.faults):
+        raise KafkalabError(f"lab {lab.id} has network faults, which need the network-fault proxies: "
+                            "drop --no-net-proxies")
+    chosen = asked if asked is not None else lab_net_proxies(lab)
+    if chosen == lab.cluster.net_proxies:
         return lab
-    return dataclasses.replace(lab, cluster=dataclasses.replace(lab.cluster, net_proxies=True))
+    return dataclasses.replace(lab, cluster=dataclasses.replace(lab.cluster, net_proxies=chosen))
+
+
+def lab_net_proxies(lab: Lab) -> bool | None:
+    """What the lab says of the proxies: its ``[cluster] net_proxies``, or None where its file does not say.
+    The loader reads a missing key as False for now, so a False whose file never names the key is read as
+    None (unsaid); once the loader keeps None, the file is never read here."""
+    said = lab.cluster.net_proxies
+    if said is not False or lab.source is None:
+        return said if said is not False else None
+    try:
+        cluster = tomllib.loads(lab.source.read_text()).get("cluster", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return False if isinstance(cluster, dict) and cluster.get("net_proxies") is False else None
 
 
 def target_state_dir(args: argparse.Namespace) -> Path:

@@ -20,6 +20,7 @@ from kafkalab.cli.common import (
     hangup_as_interrupt,
     kafka_version,
     mode_fields,
+    net_proxies_asked,
     on_platform,
     with_net_proxies,
 )
@@ -167,7 +168,7 @@ def _bare_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataP
     state_dir = target_state_dir(args)  # with no --state-dir: the one cluster running, if one is
     other = state_dir if is_driven(state_dir) else None  # another kafkalab drives it: asked, not refused
     spec = ClusterSpec(state_dir=spare_state_dir(state_dir) if other else state_dir, brokers=args.brokers,
-                       net_proxies=args.net_proxies, **mode_fields(args))
+                       net_proxies=net_proxies_asked(args), **mode_fields(args))
     note = ""
     taken = [] if args.free_ports or other else taken_default_ports(spec)
     if args.free_ports or other or taken:

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
 
-from kafkalab.cli.common import add_version_arg, on_platform
+from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, on_platform, with_net_proxies
 from kafkalab.cli.console_cmd import DEFAULT_RUNS_DIR
 from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.cluster.spec import MODES
@@ -68,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     fix.add_argument("--json", metavar="OUT", type=Path, help="write the grade as JSON to OUT")
     fix.add_argument("--mode", choices=MODES, default=None, help="metadata mode (default: the lab's own)")
     add_version_arg(fix)
+    add_net_proxies_arg(fix)
     fix.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR,
                      help=f"where run directories go (default ./{DEFAULT_RUNS_DIR})")
     fix.add_argument("--free-ports", action="store_true", help="use free ports for every node")
@@ -113,7 +114,7 @@ def changed_lab(args: argparse.Namespace, lab: Lab) -> tuple[Lab, list[Change]]:
 # ---- kafkalab fix --------------------------------------------------------------------------------------
 def attempt_of(args: argparse.Namespace) -> FixAttempt:
     """Everything checked before the first cluster starts: the lab, its fix, the changes, the counts."""
-    lab = on_platform(load_lab(find_lab(args.lab)), args)
+    lab = with_net_proxies(on_platform(load_lab(find_lab(args.lab)), args), args)
     fix = fix_of(lab)
     given = changes_of(args, lab)
     which = ("--solution" if args.solution else "--shipped" if args.shipped

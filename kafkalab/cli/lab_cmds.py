@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, on_platform, with_net_proxies
+from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, net_proxies_argv, on_platform, with_net_proxies
 from kafkalab.cli.console_cmd import cmd_console, console_args
 from kafkalab.cli.fix_cmds import add_change_args, answer, changed_lab, give_up, show_lab
 from kafkalab.cli.tables import Column, Fit, print_fitted
@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else []),
                                          *(["--kafka-version", args.kafka_version] if args.kafka_version else []),
                                          *(["--free-ports"] if args.free_ports else []),
-                                         *(["--net-proxies"] if args.net_proxies else [])]))
+                                         *net_proxies_argv(args)]))
     console = Console()
     if changes:
         console.print(f"changed: {', '.join(c.text for c in changes)}", highlight=False)

@@ -16,7 +16,7 @@ from kafkalab.cluster.node import TICK_S, Node, NodeInfo, NodeKind, NodeState, e
 from kafkalab.cluster.ports import resolve_and_claim_ports
 from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
 from kafkalab.cluster.quorum import QuorumState, QuorumWatch, quorum_watch_argv
-from kafkalab.cluster.spec import JVM_FLAGS, ClusterSpec
+from kafkalab.cluster.spec import JVM_FLAGS, NO_NET_PROXIES_ON_DOCKER, ClusterSpec
 from kafkalab.cluster.supervision import StateDirLock, write_pid_file
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install import BROKER_MAIN, ZOOKEEPER_MAIN, Distribution, java_binary
@@ -63,6 +63,8 @@ class Cluster:
         """
         timeout = timeout or (240.0 if self.spec.kraft else 120.0)
         check_mode(self.spec, self.dist)
+        if self.spec.net_proxies and self.backend.name != "local":  # refused before anything starts
+            raise KafkalabError(NO_NET_PROXIES_ON_DOCKER)
         self._lock.acquire()
         try:
             self.reaped = self.backend.reap(self.spec.state_dir)
@@ -124,8 +126,6 @@ class Cluster:
         self._quorum.start()
 
     def _start_net(self, progress: Callable[[str], None]) -> None:
-        if self.backend.name != "local":
-            raise KafkalabError("network faults need the local backend for now: drop --net-proxies or --backend")
         self.net = ClusterNet(self.spec, self._active_controller)
         self.net.start()
         progress(f"network-fault proxy up (pid {self.net.pid}): clients reach the brokers at "

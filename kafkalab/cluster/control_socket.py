@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.cluster.cluster import Cluster
-from kafkalab.cluster.netwiring import NetRequest
+from kafkalab.cluster.netwiring import ClusterNet, NetRequest
 from kafkalab.cluster.node import NodeAction
 from kafkalab.errors import KafkalabError
 
 SOCKET_NAME = "control.sock"
 NODE_ACTIONS = tuple(a.value for a in NodeAction)
 SPEC_FILE = "cluster.json"
+NET_STATUS_OP = "net_status"  # the proxy's status as data (`net` with status answers it in lines, for people)
 
 
 def socket_path(state_dir: Path) -> Path:
@@ -37,6 +38,9 @@ def write_cluster_file(cluster: Cluster) -> None:
         "owner_pid": os.getpid(), "mode": spec.mode, "controllers": spec.controllers, "combined": spec.combined,
         "controller_ports": spec.controller_ports if spec.kraft else [],
         "net_proxies": spec.net_proxies, "client_bootstrap": spec.client_bootstrap,
+        # the proxies' ports, so an attached console's spec (and its workload's bootstrap) matches the owner's
+        "net_ports": [list(n.ports()) for n in spec.net_ports], "zk_proxy_port": spec.zk_proxy_port,
+        "controller_net_ports": [list(n.ports()) for n in spec.controller_net_ports],
     }
     (spec.state_dir / SPEC_FILE).write_text(json.dumps(data, indent=2))
 
@@ -88,14 +92,20 @@ class ControlServer:
         if op == "quorum":  # KRaft: DescribeQuorum through the owner's helper JVM
             return {"ok": True, "quorum": self.cluster.quorum(float(request.get("timeout_s", 2.0))).as_dict()}
         if op == "net":  # `kafkalab net ...`: a network fault, through the cluster's proxy
-            if self.cluster.net is None:
-                raise KafkalabError(f"the cluster in {self.cluster.state_dir} runs without network-fault proxies: "
-                                    "start it with --net-proxies")
-            return {"ok": True, **self.cluster.net.handle(NetRequest.from_json(request))}
+            return {"ok": True, **self._net().handle(NetRequest.from_json(request))}
+        if op == NET_STATUS_OP:  # an attached console's link marks: the proxy's status as it answers it
+            net = self._net()
+            return {"ok": True, "pid": net.pid, "status": net.client().request("status")["status"]}
         if op == "tail":
             node = self.cluster.node(request.get("node", ""))
             return {"ok": True, "lines": node.log_tail(int(request.get("lines", 50)))}
         raise KafkalabError(f"unknown control operation {op!r}")
+
+    def _net(self) -> ClusterNet:
+        if self.cluster.net is None:
+            raise KafkalabError(f"the cluster in {self.cluster.state_dir} runs without network-fault proxies "
+                                "(started with --no-net-proxies, or on docker): start it again without that flag")
+        return self.cluster.net
 
     def close(self) -> None:
         self._server.shutdown()

@@ -10,15 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab import kafka_install as kdist
-from kafkalab.cluster.control_socket import read_cluster_file, request
+from kafkalab.cluster.control_socket import NET_STATUS_OP, read_cluster_file, request
+from kafkalab.cluster.netwiring import NetRequest
 from kafkalab.cluster.node import ActionNode, EndCause, NodeAction, NodeInfo, NodeKind, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
-from kafkalab.cluster.spec import ClusterSpec
+from kafkalab.cluster.spec import ClusterSpec, ControllerNetPorts, NetPorts
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
+from kafkalab.netfaults import ProxyStatus
 
 STATUS_TIMEOUT_S = 2.0
 ACTION_TIMEOUT_S = 40.0  # a controlled stop is bounded at 30 s by the owner
+NET_TIMEOUT_S = 15.0  # a network fault's rules are applied one by one by the owner, each a proxy request
 
 
 class RemoteNode(ActionNode):
@@ -54,8 +57,14 @@ class RemoteCluster:
             broker_ports=list(facts["broker_ports"]), mode=str(facts.get("mode", "zookeeper")),
             controllers=int(facts.get("controllers", 1)), combined=bool(facts.get("combined", False)),
             controller_ports=list(facts.get("controller_ports") or []),
+            net_proxies=bool(facts.get("net_proxies", False)),  # a cluster file written before the key: none
+            net_ports=[NetPorts(*p) for p in facts.get("net_ports") or []],
+            zk_proxy_port=int(facts.get("zk_proxy_port") or 0),
+            controller_net_ports=[ControllerNetPorts(*p) for p in facts.get("controller_net_ports") or []],
         )
         self.bootstrap = str(facts["bootstrap"])
+        # the owner's proxy, driven through its control socket (None: the owner runs without one)
+        self.net: RemoteNet | None = RemoteNet(state_dir) if self.spec.net_proxies else None
         self.known: dict[str, NodeInfo] = {}
         self.nodes = [RemoteNode(self, info.name) for info in self.infos()]
         self._dist: kdist.Distribution | None = None
@@ -90,6 +99,36 @@ class RemoteCluster:
     def quorum(self, timeout_s: float = 2.0) -> QuorumState:
         found = request(self.state_dir, "quorum", timeout=timeout_s + 1, timeout_s=timeout_s)["quorum"]
         return quorum_of(found)
+
+
+class RemoteNet:
+    """The owner's network-fault proxy through its control socket: the same ``handle`` and ``status`` as a
+    :class:`~kafkalab.cluster.netwiring.ClusterNet`, so an attached console's isolate and heal keys and its link
+    marks work as on a cluster of its own. The owner resolves the node words and applies the rules."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self._pid: int | None = 0  # 0: not asked yet; None: the owner's proxy is not running
+
+    @property
+    def pid(self) -> int | None:
+        """The proxy's pid as last seen (asked once, then from each status)."""
+        if self._pid == 0:
+            try:
+                self.status()
+            except KafkalabError:
+                self._pid = None
+        return self._pid
+
+    def status(self) -> ProxyStatus:
+        reply = request(self.state_dir, NET_STATUS_OP, timeout=STATUS_TIMEOUT_S)
+        self._pid = reply.get("pid")
+        return ProxyStatus.from_json(reply["status"])
+
+    def handle(self, net: NetRequest) -> dict[str, Any]:
+        reply = request(self.state_dir, "net", timeout=NET_TIMEOUT_S, **net.to_json())
+        reply.pop("ok", None)
+        return reply
 
 
 def node_info_of(data: dict[str, Any]) -> NodeInfo:

@@ -74,6 +74,12 @@ JVM_FLAGS = (
     "-XX:+ExplicitGCInvokesConcurrent -XX:TieredStopAtLevel=1 -XX:CICompilerCount=2 "
     "-XX:ReservedCodeCacheSize=64m -Xss512k -Djava.awt.headless=true"
 )
+# Every local cluster puts the network-fault proxies in its links unless told not to (`--no-net-proxies`,
+# `[cluster] net_proxies = false`): an instructor can cut a link live in any lab. The one place this default lives.
+NET_PROXIES_DEFAULT = True
+NO_NET_PROXIES_ON_DOCKER = ("the docker backend runs without network-fault proxies: a container's processes are "
+                            "not kafkalab's own, so the proxy cannot tell which node opened a connection; drop "
+                            "--net-proxies, or use --backend local")
 NET_PORT_OFFSETS = (10, 11, 12, 13)  # a broker's proxy ports beside its own, unless --free-ports picks them
 CONTROLLER_NET_OFFSETS = (20, 21)  # a controller's listeners behind its proxy port (9093 -> 9113, 9114)
 ZK_PROXY_OFFSET = 10
@@ -119,6 +125,11 @@ class ControllerNetPorts:
         return cls(*(controller_port + offset for offset in CONTROLLER_NET_OFFSETS))
 
 
+def net_proxies_or_default(chosen: bool | None) -> bool:
+    """Whether a cluster has the network-fault proxies: as chosen, else :data:`NET_PROXIES_DEFAULT`."""
+    return NET_PROXIES_DEFAULT if chosen is None else chosen
+
+
 @dataclass
 class ClusterSpec:
     """What to run. Ports are resolved by :func:`kafkalab.cluster.ports.resolve_ports` before start."""
@@ -138,8 +149,9 @@ class ClusterSpec:
     controller_ports: list[int] = field(default_factory=list)
     controller_heap: str = CONTROLLER_HEAP
     # network-fault proxies in every link: the PLAINTEXT listener at broker_ports stays direct, for kafkalab's
-    # own admin view; clients, the other brokers and (KRaft) every node reaching a voter go through the proxy
-    net_proxies: bool = False
+    # own admin view; clients, the other brokers and (KRaft) every node reaching a voter go through the proxy.
+    # None: NET_PROXIES_DEFAULT (a lab or a command line that does not say); a bool once the spec is built
+    net_proxies: bool | None = None
     net_ports: list[NetPorts] = field(default_factory=list)
     zk_proxy_port: int = 0
     controller_net_ports: list[ControllerNetPorts] = field(default_factory=list)  # KRaft, with net_proxies
@@ -167,6 +179,7 @@ class ClusterSpec:
             if broker_id not in self.broker_ids:
                 raise KafkalabError(f"override for broker {broker_id}, which is not in 1..{self.brokers}")
         self.overrides = {str(k): str(v) for k, v in self.overrides.items()}
+        self.net_proxies = net_proxies_or_default(self.net_proxies)
         if self.net_proxies:
             self.net_ports = self.net_ports or [NetPorts.beside(p) for p in self.broker_ports]
             self.zk_proxy_port = self.zk_proxy_port or self.zk_port + ZK_PROXY_OFFSET

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalab.cluster.node import Controls, NodeInfo, NodeState
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.kafka_install import Distribution
+from kafkalab.netfaults import ProxyStatus
+
+if TYPE_CHECKING:
+    from kafkalab.cluster.netwiring import NetRequest
 
 
 class NodeView(Controls, Protocol):
@@ -23,6 +27,16 @@ class NodeView(Controls, Protocol):
     def state(self) -> NodeState: ...
     @property
     def port(self) -> int: ...
+
+
+class NetControls(Protocol):
+    """A cluster's network-fault proxy as a console drives it: its own (:class:`~kafkalab.cluster.netwiring.
+    ClusterNet`) or, attached, the owner's through the control socket (:class:`~kafkalab.cluster.remote.RemoteNet`)."""
+
+    @property
+    def pid(self) -> int | None: ...
+    def status(self) -> ProxyStatus: ...
+    def handle(self, request: NetRequest) -> dict[str, Any]: ...
 
 
 class ClusterView(Protocol):
@@ -39,3 +53,5 @@ class ClusterView(Protocol):
     def infos(self) -> list[NodeInfo]: ...
     def node(self, ref: int | str) -> NodeView: ...
     def quorum(self, timeout_s: float = ...) -> QuorumState: ...
+    @property
+    def net(self) -> NetControls | None: ...

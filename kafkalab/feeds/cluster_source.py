@@ -10,8 +10,8 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.cluster import Cluster, NodeAction
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
-from kafkalab.cluster.netwiring import ClusterNet, NetRequest
-from kafkalab.cluster.view import ClusterView
+from kafkalab.cluster.netwiring import NetRequest
+from kafkalab.cluster.view import ClusterView, NetControls
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
 from kafkalab.feeds.metadata_facts import MetadataFacts
@@ -41,9 +41,9 @@ class ClusterSource(Source):
         self.label = label
         self.cluster = cluster
         self.platform = platform
-        if not owned:  # another process owns the proxy; its control socket takes `kafkalab net`
-            self.net_why_not = (f"an attached console cannot cut links yet: `kafkalab net isolate broker N "
-                                f"--state-dir {cluster.spec.state_dir}` does, from a terminal")
+        if not owned:  # another process owns the cluster (and its proxy): it was started without one
+            self.net_why_not = (f"the cluster in {cluster.spec.state_dir} runs without network-fault proxies "
+                                "(its owner was started with --no-net-proxies, or on docker)")
         self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned
@@ -86,10 +86,9 @@ class ClusterSource(Source):
     def node_action(self, node: str, action: NodeAction) -> None:
         action.apply(self.cluster.node(node))
 
-    def _net(self) -> ClusterNet | None:
-        """The proxy of the cluster this console owns (None without --net-proxies, or when attached)."""
-        own = self._own()
-        return own.net if own is not None else None
+    def _net(self) -> NetControls | None:
+        """The cluster's proxy: its own, or (attached) the owner's through its control socket; None without."""
+        return self.cluster.net
 
     def net_request(self, request: NetRequest) -> str:
         return apply_net(self._net(), request, self.net_why_not)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafkalab.cluster.netwiring import ClusterNet
+from kafkalab.cluster.view import NetControls
 from kafkalab.errors import KafkalabError
 from kafkalab.netfaults import ANY_SOURCE, CLIENTS, Cut, Delay, Direction, Drop, Hold, Limit, ProxyStatus, Rule
 
@@ -169,7 +169,7 @@ class NetView:
         return "; ".join(said) or f"{len(self.rules)} network rule{'s' if len(self.rules) != 1 else ''} in force"
 
 
-def net_view(net: ClusterNet | None) -> NetView | None:
+def net_view(net: NetControls | None) -> NetView | None:
     """The rules in force on ``net``'s links (None: the cluster has no proxies); a proxy that does not answer
     is said in the view, it never fails the node poll."""
     if net is None or net.pid is None:  # no proxies, or the cluster has ended (its proxy with it)

@@ -15,13 +15,14 @@ from typing import Protocol
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction
-from kafkalab.cluster.netwiring import ClusterNet, NetAction, NetRequest
+from kafkalab.cluster.netwiring import NetAction, NetRequest
+from kafkalab.cluster.view import NetControls
 from kafkalab.feeds.frames import NodesFrame, RunFrame
 
 CLOSING = "stopping every process the console started ..."  # what the console says while it closes
 SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
-NO_NET_PROXIES = ("this cluster has no network-fault proxies: start the console with --net-proxies "
-                  "to isolate a node and heal its links")
+NO_NET_PROXIES = ("this cluster has no network-fault proxies: start the console with --net-proxies (the default, "
+                  "left out by --no-net-proxies) to isolate a node and heal its links")
 
 
 class ConsoleAction(StrEnum):
@@ -178,7 +179,7 @@ class Source(ABC):
         raise NotOffered(self.why_not)
 
 
-def apply_net(net: ClusterNet | None, request: NetRequest, why_not: str = NO_NET_PROXIES) -> str:
+def apply_net(net: NetControls | None, request: NetRequest, why_not: str = NO_NET_PROXIES) -> str:
     """``request`` applied through a cluster's proxy (``net``); what it changed, in a line. A cluster without
     proxies (``net`` None) refuses in words that say how to get them."""
     if net is None:
