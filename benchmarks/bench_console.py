@@ -167,7 +167,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         screen.tmux("new-session", "-d", "-s", "c", "-x", "140", "-y", "40",
                     f"{KAFKALAB} console --no-lab --free-ports --state-dir {state_dir}"
                     + (" --net-proxies" if net_proxies else ""))
-        screen.wait(lambda s: s.count("RUNNING") == 4 and "cluster ready" in s, 240, step=0.05)
+        # the top bar's last progress line: "cluster ready" once, "<demo topic> ready: g runs ..." since
+        screen.wait(lambda s: s.count("RUNNING") == 4 and ("cluster ready" in s or " ready: g runs" in s), 240,
+                    step=0.05)
         console_start = time.monotonic() - started
         console_pid = next(p.pid for p in psutil.process_iter(["cmdline"])
                            if str(state_dir) in " ".join(p.info["cmdline"] or []) and "console" in p.info["cmdline"])

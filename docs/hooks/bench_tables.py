@@ -516,7 +516,18 @@ def render_net_cost(name: str, data: Json) -> list[str]:
     header = ["workload", "cluster without proxies", "proxied cluster, direct bootstrap", "through the proxy",
               "proxy / direct", "proxy / no proxies", "goal (same cluster / whole path)"]
     out = table(header, rows)
-    if console := data.get("console"):
+    if ceiling := m["proxied_cluster"].get("loopback_ceiling"):
+        out += table(["the proxy alone on loopback, same session", "median (range)"], [
+            ["request/reply (1 KiB each way) p50 added", stat(ceiling["rr_added_p50_ms"], " ms")],
+            ["request/reply p99 added", stat(ceiling["rr_added_p99_ms"], " ms")],
+            ["streaming direct", stat(ceiling["stream_direct_mb_per_s"], " MB/s")],
+            ["streaming through the proxy", stat(ceiling["stream_proxy_mb_per_s"], " MB/s")],
+            ["proxy CPU while streaming", stat(ceiling["proxy_cpu_s_per_gib"], " CPU-s/GiB")],
+        ])
+    console = data.get("console")
+    if console and "error" in console:
+        out += [f"*The console's measurement failed: {cell(console['error'])}.*", ""]
+    elif console:
         crow = []
         for key, label in (("key_idle_p95_ms", "broker key to screen, idle, p95"),
                            ("key_live_p95_ms", "broker key to screen, producer running, p95"),
