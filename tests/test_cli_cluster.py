@@ -139,6 +139,9 @@ def test_detached_cluster_lifecycle(tmp_path: Path) -> None:
         assert_one_line_error(again, "already runs")
         status = json.loads(kafkalab("cluster", "status", "--json", env=env).stdout)  # found without --state-dir
         assert status["running"] and [n["state"] for n in status["nodes"]] == ["running", "running"]
+        net = kafkalab("net", "status", env=env)  # no flag: the proxies are in every link
+        assert net.returncode == 0 and net.stdout.startswith("proxy pid "), net.stdout + net.stderr
+        assert "no network fault in force" in net.stdout
         killed = kafkalab("broker", "kill", "1", "--wait", env=env)
         assert killed.returncode == 0 and "killed" in killed.stdout
         started = kafkalab("broker", "start", "1", "--wait", env=env)
@@ -146,6 +149,23 @@ def test_detached_cluster_lifecycle(tmp_path: Path) -> None:
     finally:
         down = kafkalab("cluster", "down", "--state-dir", str(state), env=env)
     assert down.returncode == 0, down.stderr
+    assert not marked_processes(state)
+
+
+@pytest.mark.cluster
+def test_cluster_up_with_no_net_proxies_has_none() -> None:
+    state = TEST_STATE_ROOT / "cli-no-proxies"
+    up = kafkalab("cluster", "up", "--detach", "--brokers", "1", "--free-ports", "--no-net-proxies",
+                  "--state-dir", str(state))
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        facts = json.loads((state / "cluster.json").read_text())
+        assert facts["net_proxies"] is False and facts["client_bootstrap"] == facts["bootstrap"]
+        assert_one_line_error(kafkalab("net", "status", "--state-dir", str(state)),
+                              "runs without network-fault proxies")
+        assert not (state / "netfaults").exists()
+    finally:
+        kafkalab("cluster", "down", "--state-dir", str(state))
     assert not marked_processes(state)
 
 
@@ -191,6 +211,10 @@ def test_two_clusters_started_at_once_with_free_ports_take_different_ports(tmp_p
         ports = [{n["port"] for n in json.loads(kafkalab("cluster", "status", "--json", "--state-dir", str(state),
                                                          env=env).stdout)["nodes"]} for state in states]
         assert ports[0] and ports[1] and not ports[0] & ports[1], ports
+        facts = [json.loads((state / "cluster.json").read_text()) for state in states]  # the proxies' ports too
+        proxied = [{p for n in f["net_ports"] for p in n} | {p for n in f["controller_net_ports"] for p in n}
+                   for f in facts]
+        assert all(proxied) and not proxied[0] & proxied[1] and not (proxied[0] | proxied[1]) & (ports[0] | ports[1])
     finally:
         for up in ups:
             if up.poll() is None:
