@@ -3,6 +3,8 @@
 On loopback both ends of a TCP connection live on this machine, so the peer's (host, port) is a socket some
 local process owns. Only the pids the caller registered are searched (their own sockets, no privilege
 needed, unlike a machine-wide ``psutil.net_connections`` on macOS); a socket none of them owns is a client's.
+On Linux the socket's inode is read from ``/proc/net/tcp{,6}`` once and looked for among the nodes' open
+files; elsewhere psutil lists each node's connections.
 """
 
 from __future__ import annotations
