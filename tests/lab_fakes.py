@@ -49,6 +49,7 @@ class FakeCluster:
         names = ["zookeeper", *(f"broker-{b}" for b in range(1, spec.brokers + 1))]
         self.nodes = [FakeNode(world, n, spec.state_dir / n) for n in names]
         self.bootstrap = "fake:9092"
+        self.net = None  # no network-fault proxy
         self.shut_down = False
         self.shutdown_reason = ""
 

@@ -23,7 +23,7 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis.report import Report
 from kafkalab.clients import ProducerStats
 from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
-from kafkalab.cluster.netwiring import NetChange
+from kafkalab.cluster.netwiring import ClusterNet, NetChange
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
@@ -109,7 +109,7 @@ class LabRun:
         self.keep_cluster = keep_cluster
         self.cluster_ended = False
         self.reuse = reuse
-        self._net_heard: object = None  # the ClusterNet whose changes this run records
+        self._net_heard: ClusterNet | None = None  # the proxy whose changes this run records
         self.owns_cluster = True  # False once the next run reused it: its node events are no longer ours
         self.cluster_note = ""  # set by the session: "reusing the running cluster", or why a fresh one starts
         self.run_dir = run_dir
@@ -328,7 +328,7 @@ class LabRun:
 
     def _listen_net(self, cluster: Cluster) -> None:
         """The proxy's changes on the timeline, once (a fresh cluster has its proxy only after its start)."""
-        net = getattr(cluster, "net", None)
+        net = cluster.net
         if net is not None and net is not self._net_heard:
             self._net_heard = net
             net.add_listener(self._net_changed)
