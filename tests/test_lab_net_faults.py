@@ -146,12 +146,15 @@ def test_bad_network_faults_are_refused_naming_the_field(tmp_path: Path, fields:
     assert "\n" not in msg
 
 
-def test_a_network_fault_in_a_lab_with_kraft_is_refused_until_kraft_is_wired(tmp_path: Path) -> None:
+def test_a_network_fault_runs_in_kraft_too_and_turns_the_proxies_on_unless_the_lab_turned_them_off(
+        tmp_path: Path) -> None:
     text = fault_block('do = "isolate"\non = "broker 1"').replace('modes = ["zookeeper"]',
                                                                     'modes = ["zookeeper", "kraft"]')
-    msg = error_of(tmp_path, text)
-    assert "fault[1].do: isolate is a network fault: network faults run in ZooKeeper mode for now" in msg
-    assert 'give [cluster] modes = ["zookeeper"]' in msg
+    lab = load_lab(write(tmp_path, text))
+    assert lab.cluster.modes == ("zookeeper", "kraft") and lab.cluster.net_proxies is True
+    msg = error_of(tmp_path, text.replace("[cluster]\n", "[cluster]\nnet_proxies = false\n", 1))
+    assert "fault[1].do: isolate is a network fault, which needs the network-fault proxies" in msg
+    assert "drop [cluster] net_proxies = false" in msg
 
 
 def test_labs_check_refuses_a_bad_network_fault_in_one_line_with_exit_2(

@@ -242,15 +242,17 @@ def test_no_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "no kafkalab owns a cluster" in capsys.readouterr().err
 
 
-def test_a_lab_file_with_net_proxies_on_kraft_is_refused(tmp_path: Path) -> None:
+def test_a_lab_file_says_net_proxies_or_leaves_it_to_the_default(tmp_path: Path) -> None:
     shipped = (Path(__file__).parent.parent / "labs" / "01-setup-check.toml").read_text()
     path = tmp_path / "01-setup-check.toml"
-    path.write_text(shipped.replace("[cluster]\n", "[cluster]\nnet_proxies = true\n", 1))
-    with pytest.raises(KafkalabError, match="network faults run in ZooKeeper mode for now"):
+    path.write_text(shipped)
+    assert load_lab(path).cluster.net_proxies is None  # unsaid: the cluster's default
+    for said in (True, False):
+        path.write_text(shipped.replace("[cluster]\n", f"[cluster]\nnet_proxies = {str(said).lower()}\n", 1))
+        assert load_lab(path).cluster.net_proxies is said  # in either mode: KRaft is wired too
+    path.write_text(shipped.replace("[cluster]\n", "[cluster]\nnet_proxies = \"yes\"\n", 1))
+    with pytest.raises(KafkalabError, match=r"net_proxies.*must be"):
         load_lab(path)
-    path.write_text(shipped.replace("[cluster]\n", "[cluster]\nnet_proxies = true\nmode = \"zookeeper\"\n"
-                                    "modes = [\"zookeeper\"]\n", 1).replace('modes = ["zookeeper", "kraft"]', ""))
-    assert load_lab(path).cluster.net_proxies
 
 
 def test_a_jvm_s_dual_stack_address_is_its_ipv4_one() -> None:

@@ -38,8 +38,6 @@ TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fau
 FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong"}
 CHANGES_KEYS = {"settings", "topics", "brokers", "actions"}
 INCIDENT_KEYS = {"ticket", "question", "choices", "answer", "explanation"}
-NET_ZOOKEEPER_ONLY = ("network faults run in ZooKeeper mode for now (the proxy is not wired for KRaft yet): "
-                     "give [cluster] modes = [\"zookeeper\"]")
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
 _KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
@@ -277,21 +275,20 @@ def _cluster(r: _Reader, raw: dict[str, Any]) -> ClusterPlan:
         raise r.fail("cluster", 0, "stopped", "leaves no broker running: keep at least one")
     mode, modes, controllers, combined = _modes(r, raw, brokers)
     versions = _kafka_versions(r, raw, modes)
-    net_proxies = r.typed(raw, "net_proxies", bool, "cluster", default=False)
-    if net_proxies and modes != ("zookeeper",):
-        raise r.fail("cluster", 0, "net_proxies", f"{NET_ZOOKEEPER_ONLY}, or leave net_proxies out")
+    # unsaid: None, the default (on), which the cluster's spec resolves
+    net_proxies = r.typed(raw, "net_proxies", bool, "cluster") if "net_proxies" in raw else None
     return ClusterPlan(brokers, overrides, per_broker, tuple(stopped), mode, modes, controllers, combined,
                        versions[0], versions, net_proxies)
 
 
 def _with_net_proxies(r: _Reader, cluster: ClusterPlan, faults: tuple[Fault, ...]) -> ClusterPlan:
-    """A lab with a network fault runs with the proxies in every link (ZooKeeper mode only, for now)."""
+    """A lab with a network fault runs with the proxies in every link: it may not turn them off."""
     first = next((i for i, f in enumerate(faults) if f.net_action is not None), None)
     if first is None:
         return cluster
-    if cluster.modes != ("zookeeper",):
-        raise r.fail("fault", first, "do", f"{faults[first].action} is a network fault: {NET_ZOOKEEPER_ONLY}",
-                     array=True)
+    if cluster.net_proxies is False:
+        raise r.fail("fault", first, "do", f"{faults[first].action} is a network fault, which needs the "
+                     "network-fault proxies: drop [cluster] net_proxies = false", array=True)
     return dataclasses.replace(cluster, net_proxies=True)
 
 
