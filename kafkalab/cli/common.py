@@ -9,7 +9,6 @@ import errno
 import os
 import signal
 import sys
-import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypedDict
@@ -117,24 +116,10 @@ def with_net_proxies(lab: Lab, args: argparse.Namespace) -> Lab:
     if asked is False and any(f.net_action is not None for f in lab.faults):
         raise KafkalabError(f"lab {lab.id} has network faults, which need the network-fault proxies: "
                             "drop --no-net-proxies")
-    chosen = asked if asked is not None else lab_net_proxies(lab)
+    chosen = asked if asked is not None else lab.cluster.net_proxies
     if chosen == lab.cluster.net_proxies:
         return lab
     return dataclasses.replace(lab, cluster=dataclasses.replace(lab.cluster, net_proxies=chosen))
-
-
-def lab_net_proxies(lab: Lab) -> bool | None:
-    """What the lab says of the proxies: its ``[cluster] net_proxies``, or None where its file does not say.
-    The loader reads a missing key as False for now, so a False whose file never names the key is read as
-    None (unsaid); once the loader keeps None, the file is never read here."""
-    said = lab.cluster.net_proxies
-    if said is not False or lab.source is None:
-        return said if said is not False else None
-    try:
-        cluster = tomllib.loads(lab.source.read_text()).get("cluster", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    return False if isinstance(cluster, dict) and cluster.get("net_proxies") is False else None
 
 
 def target_state_dir(args: argparse.Namespace) -> Path:

@@ -53,8 +53,8 @@ BINDINGS: list[Binding] = [
     Binding("d", "answer_incident", "Name the cause", id="incident.answer"),
     # last of the footer's keys: at 100 columns the footer clips them first (the ? screen lists them)
     Binding("i", "isolate_node", "Isolate", id="net.isolate",
-            tooltip="cut the picked node from every other node through the network-fault proxy (--net-proxies); "
-                    "its clients still reach it"),
+            tooltip="cut the picked node from every other node through the network-fault proxy (on unless "
+                    "--no-net-proxies); its clients still reach it"),
     Binding("H", "heal_links", "Heal links", id="net.heal", tooltip="lift every network fault in force"),
     Binding("G", "give_up", "Give up: show the solution", id="fix.give_up", show=False),
     Binding("e", "edit_setting", "Change a setting", id="run.setting", show=False),
