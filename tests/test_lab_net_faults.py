@@ -241,7 +241,7 @@ def test_make_fault_takes_amounts_as_numbers_or_text() -> None:
 
 
 @pytest.mark.parametrize("lab_id", ["zombie-leader", "lost-replies"])
-def test_the_network_labs_run_with_the_proxies_in_zookeeper_mode(lab_id: str) -> None:
+def test_the_network_labs_run_with_the_proxies_in_both_modes(lab_id: str) -> None:
     lab = load_lab(find_lab(lab_id))
-    assert lab.cluster.net_proxies and lab.cluster.modes == ("zookeeper",)
+    assert lab.cluster.net_proxies and lab.cluster.modes == ("zookeeper", "kraft")
     assert any(f.net_action is not None for f in lab.faults) and lab.fix is not None
