@@ -218,10 +218,10 @@ def test_network_faults_fire_as_proxy_requests_on_the_resolved_nodes(tmp_path: P
         (NetAction.HEAL, (), False, 0, 0, 0),
     ]
     lines = [e.detail for e in timeline.events(EventKind.FAULT)]
-    assert lines[0] == "isolate broker-1: 5 rule(s)"  # cut both ways from brokers 2 and 3, and to ZooKeeper
-    assert lines[1] == "cut broker-3 <-> broker-2, broker-1 <-> broker-2: 4 rule(s)"
-    assert lines[2] == "delay clients -> broker-2: 1 rule(s) 1500 ms +/- 100 ms"
-    assert lines[-1] == "heal every link: 1 rule(s) healed"
+    assert lines[0] == "isolate broker-1: 5 rules"  # cut both ways from brokers 2 and 3, and to ZooKeeper
+    assert lines[1] == "cut broker-3 <-> broker-2, broker-1 <-> broker-2: 4 rules"
+    assert lines[2] == "delay clients -> broker-2: 1 rule 1500 ms +/- 100 ms"
+    assert lines[-1] == "heal every link: 1 rule healed"
 
 
 def test_a_link_that_names_no_node_now_fails_the_fault_not_the_run(tmp_path: Path) -> None:

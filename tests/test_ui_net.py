@@ -155,13 +155,14 @@ async def test_the_keys_are_listed_in_the_help_and_the_footer() -> None:
 
 def test_a_network_change_is_a_marker_named_by_its_action_and_drawn_on_the_chart() -> None:
     detail = "network isolate broker-1: cut broker-2 -> broker-1; cut broker-1 -> broker-2"
-    marks = markers([(12.0, str(EventKind.NET), detail), (3.0, str(EventKind.FAULT), "kill broker-2"),
-                     (20.0, str(EventKind.NET), "network heal every link: cut broker-2 -> broker-1")])
+    marks = markers([(12.0, str(EventKind.NET), detail, ""), (3.0, str(EventKind.FAULT), "kill broker-2", "kill"),
+                     (11.9, str(EventKind.FAULT), "isolate broker-1: 5 rules", "isolate"),  # marked by its change
+                     (20.0, str(EventKind.NET), "network heal every link: cut broker-2 -> broker-1", "")])
     assert [(m.at_s, m.label, m.kind) for m in marks] == [
         (3.0, "kill broker-2", MarkerKind.FAULT), (12.0, "isolate broker-1", MarkerKind.NET),
         (20.0, "heal every link", MarkerKind.NET)]
     chart = render_chart([(t, 100.0) for t in range(25)], marks, 80, 12).plain
-    assert "@12s isolate broker-1" in chart and "@20s heal every link" in chart
+    assert "@12s isolate broker-1" in chart and "@20s heal every link" in chart and "5 rules" not in chart
 
 
 def test_a_recording_s_net_lines_give_the_replay_the_rules_in_force_at_each_second(tmp_path: Path) -> None:

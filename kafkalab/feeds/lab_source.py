@@ -18,7 +18,7 @@ from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, NodeAction, NodeState
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
-from kafkalab.cluster.netwiring import NetRequest
+from kafkalab.cluster.netwiring import NET_ACTIONS, NetRequest
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.frames import (
@@ -38,7 +38,7 @@ from kafkalab.feeds.metadata_facts import MetadataFacts
 from kafkalab.feeds.net_view import net_view
 from kafkalab.feeds.node_logs import NodeLogs
 from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, NotOffered, Source, apply_net
-from kafkalab.labs.events import EventKind
+from kafkalab.labs.events import Event, EventKind, FaultEvent
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import who_am_i
 from kafkalab.labs.model import Lab, platform_name, platform_short
@@ -163,7 +163,7 @@ class LabSource(Source):
         return RunFrame(
             live=state.phase in LIVE_PHASES or bool(grading), phase=state.phase, producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=self._throughput.points,
-            markers=markers((e.t, e.kind, e.detail) for e in (run.timeline.events() if run is not None else ())),
+            markers=markers((e.t, e.kind, e.detail, fault_action(e)) for e in (run.timeline.events() if run else ())),
             lab=lab_view(lab, state.faults, self.exercise.view() if self.exercise else None),
             report=None if grading else report_view(state.result), settings=dict(lab.producer.settings),
             message=state.message, grade=grade, grading=grading,
@@ -342,13 +342,19 @@ def sample_line(sample: Sample) -> str:
     return f"{where}  {sample.msg_id}" if sample.msg_id else where
 
 
-def markers(events: Iterable[tuple[float, str, str]]) -> tuple[Marker, ...]:
-    """The chart's marks, in time order, from events given as (t, kind, detail): faults (a node's, a network
-    change's) and leader changes."""
+def fault_action(event: Event) -> str:
+    return event.action if isinstance(event, FaultEvent) else ""
+
+
+def markers(events: Iterable[tuple[float, str, str, str]]) -> tuple[Marker, ...]:
+    """The chart's marks, in time order, from events given as (t, kind, detail, a fault's action): faults (a
+    node's, a network change's) and leader changes. A lab's network fault is marked once, by the network change
+    it made (as a console key or `kafkalab net` makes one), not again by its fault line."""
     marks = {EventKind.FAULT: MarkerKind.FAULT, EventKind.NET: MarkerKind.NET,
              EventKind.LEADER_CHANGE: MarkerKind.LEADER}
     out = [Marker(t, net_label(detail) if kind == EventKind.NET else detail, marks[EventKind(kind)])
-           for t, kind, detail in events if kind in marks]
+           for t, kind, detail, action in events
+           if kind in marks and not (kind == EventKind.FAULT and action in NET_ACTIONS)]
     return tuple(sorted(out, key=lambda m: m.at_s))
 
 

@@ -155,7 +155,7 @@ class ReplaySource(Source):
         producer, consumers = self.recorded.clients(t)
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at
         faults = self.recorded.faults(t)
-        events = ((e["t"], e["kind"], e["detail"]) for e in self.recorded.events_until(t))
+        events = ((e["t"], e["kind"], e["detail"], e.get("action", "")) for e in self.recorded.events_until(t))
         said = self.recorded.at("message", t)
         return RunFrame(
             live=phase in LIVE_PHASES, phase=phase, producer=producer, consumers=consumers,

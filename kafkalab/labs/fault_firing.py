@@ -178,7 +178,8 @@ class FaultFiring:
         rules = [rule for request in requests for rule in host.net(request)]
         amount = {NetAction.DELAY: f" {fault.ms} ms" + (f" +/- {fault.jitter_ms} ms" if fault.jitter_ms else ""),
                   NetAction.LIMIT: f" {fault.bytes_per_s:,} B/s"}.get(action, "")
-        self._event(fault, [shown], f"{len(rules)} rule(s){' healed' if action is NetAction.HEAL else ''}{amount}")
+        count = f"{len(rules)} rule{'' if len(rules) == 1 else 's'}"
+        self._event(fault, [shown], f"{count}{' healed' if action is NetAction.HEAL else ''}{amount}")
         return sources
 
     def _topic(self, host: FaultHost, fault: Fault) -> list[str]:
