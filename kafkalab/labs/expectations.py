@@ -16,6 +16,8 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
   partition then had no consumer), group.NAME.stopped_s (the longest no consumer held any partition)
 - all consumers: consumers.processed
 - the run: faults.missed (missed or failed), faults.failed (fired and failed, e.g. a topic not created)
+- the brokers' logs: truncated (records the lab's topics lost to followers truncating their logs, e.g. a
+  zombie leader's acknowledged writes cut off when it rejoined)
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ _PATTERNS = (
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct|revoked|pause_s|stopped_s)",
     r"consumers\.processed",
     r"faults\.(missed|failed)",
+    "truncated",
 )
 _METRIC = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from kafkalab.analysis.report import Report
 from kafkalab.analysis.verdict import verdict
 from kafkalab.clients.payload_log import log_files
-from kafkalab.labs import metrics
+from kafkalab.labs import metrics, truncation
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.model import Lab
@@ -26,6 +26,9 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
     values = dict(after) | held | metrics.report_metrics(report)
     values["faults.missed"] = float(faults.went_wrong)
     values["faults.failed"] = float(faults.failed)
+    truncations = [] if timeline is None else truncation.find_truncations(
+        result.run_dir, truncation.run_began(timeline), {lab.topic, *(t.name for t in lab.topics)})
+    values["truncated"] = float(truncation.truncated_total(truncations))
     if any(e.metric.startswith("group.") or e.other.startswith("group.") for e in lab.expectations):
         logs = {p: lab.consumer(int(p.name.split("-")[1].split(".")[0])).group
                 for p in log_files(result.run_dir, "consumer") if p.name.split(".")[0] != "consumer"}
@@ -45,6 +48,9 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
         result.verdict += "\n" + metrics.assign_wait_summary(values, {i: groups[i] for i in waited})
     if timeline is not None and (moved := metrics.controller_summary(timeline)):
         result.verdict += "\n" + moved
+    if timeline is not None and (cut := truncation.summary(truncations, timeline, lab.producer.config.acks)):
+        result.verdict += "\n" + cut  # where records were truncated, from the brokers' logs
+        result.findings = cut.splitlines()
     result.expectations = [evaluate(e, values) for e in lab.expectations]
     all_held = all(e.held for e in result.expectations) and all(c.held for c in faults.checks)
     result.outcome = Outcome.PASSED if all_held and not faults.went_wrong else Outcome.FAILED

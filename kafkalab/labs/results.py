@@ -114,6 +114,7 @@ class RunResult:
     metrics: dict[str, float] = field(default_factory=dict)
     report: Report | None = None
     verdict: str = ""
+    findings: list[str] = field(default_factory=list)  # what the brokers' logs showed (truncations), in words
     error: str = ""
     duration_s: float = 0.0
     seed: int = 0
@@ -138,7 +139,7 @@ class RunResult:
         return {
             "lab": self.lab_id, "run_dir": str(self.run_dir), "outcome": self.outcome, "passed": self.passed,
             "duration_s": round(self.duration_s, 2), "seed": self.seed, "mode": self.mode,
-            "kafka_version": self.kafka_version, "verdict": self.verdict,
+            "kafka_version": self.kafka_version, "verdict": self.verdict, "findings": self.findings,
             "error": self.error, "failures": self.failures,
             "expectations": [e.as_dict() for e in self.expectations],
             "checks": [c.as_dict() for c in self.checks],

@@ -1,0 +1,227 @@
+"""Where records were truncated: read from the brokers' ``server.log`` after a run, named against its timeline.
+
+A follower whose log holds records its (new) leader lacks cuts them off when it starts fetching. Kafka (3.9 in
+ZooKeeper and KRaft mode, 4.x) says so in three lines, the same words in both modes::
+
+    [..] INFO [Broker id=1] Follower test-topic-0 starts at leader epoch 2 from offset 5805 with ...
+    [..] INFO [ReplicaFetcher replicaId=1, leaderId=3, fetcherId=0] Truncating partition test-topic-0 with
+         TruncationState(offset=1391, completed=true) due to leader epoch and offset ...
+    [..] INFO [UnifiedLog partition=test-topic-0, dir=...] Truncating to offset 1391 (kafka.log.UnifiedLog)
+
+The ``UnifiedLog`` line is written only when the truncation removed something ("Truncating to N has no effect"
+otherwise); its log end offset when it became a follower ("from offset 5805") less the offset it truncated to
+is how many records it removed: a follower appends nothing before its first truncation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from kafkalab.cluster.node import NodeState
+from kafkalab.labs.events import Event, FaultEvent, LeaderChange, NetEvent, NodeEvent
+from kafkalab.labs.timeline import Timeline
+
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
+_FOLLOWER = re.compile(r"Follower (?P<tp>\S+) starts at leader epoch \d+ from offset (?P<leo>\d+)")
+_FETCHER = re.compile(r"\[ReplicaFetcher replicaId=\d+, leaderId=(?P<leader>\d+), fetcherId=\d+\] "
+                      r"Truncating partition (?P<tp>\S+) with")
+_TRUNCATED = re.compile(r"\[UnifiedLog partition=(?P<tp>[^,\]]+), dir=[^\]]*\] Truncating to offset (?P<to>\d+)")
+_BROKER_DIR = re.compile(r"broker-(\d+)")
+# a node's states that took it away from the cluster, in words (a stop is said from its start)
+_DOWN = {NodeState.KILLED: "killed", NodeState.STOPPING: "stopped", NodeState.STOPPED: "stopped",
+         NodeState.PAUSED: "paused", NodeState.FAILED: "failed"}
+_CUT_OFF = {"isolate": "isolated", "cut": "cut off"}
+_Net = NetEvent | FaultEvent
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Broker ``broker`` cut partition ``topic``/``partition`` back to ``to_offset`` at ``ts`` (epoch seconds, by
+    the broker's clock); its log then ended at ``from_offset`` (None: not in the log since the run began)."""
+
+    broker: int
+    topic: str
+    partition: int
+    ts: float
+    to_offset: int
+    from_offset: int | None = None
+    leader: int | None = None  # the leader it truncated to match, when the fetcher named it
+
+    @property
+    def records(self) -> int | None:
+        """How many records it removed (None: unknown)."""
+        if self.from_offset is None or self.from_offset <= self.to_offset:
+            return None
+        return self.from_offset - self.to_offset
+
+    def as_dict(self) -> dict[str, int | float | str | None]:
+        return {"broker": self.broker, "topic": self.topic, "partition": self.partition, "ts": self.ts,
+                "to_offset": self.to_offset, "from_offset": self.from_offset, "leader": self.leader,
+                "records": self.records}
+
+
+def broker_logs(run_dir: Path) -> dict[int, Path]:
+    """Broker id -> its ``server.log``: in the run's ``cluster`` dir, or in the kept cluster's state dir that
+    ``cluster.txt`` names when the run reused one."""
+    cluster_dir = run_dir / "cluster"
+    note = run_dir / "cluster.txt"
+    if not cluster_dir.is_dir() and note.is_file():
+        cluster_dir = Path(note.read_text(encoding="utf-8").strip().split(" in ", 1)[-1])
+    out: dict[int, Path] = {}
+    for log in sorted(cluster_dir.glob("broker-*/logs/server.log")):
+        match = _BROKER_DIR.fullmatch(log.parent.parent.name)
+        if match:
+            out[int(match.group(1))] = log
+    return out
+
+
+def read_truncations(lines: Iterable[str], broker: int, since: float, topics: set[str],
+                     until: float = float("inf")) -> list[Truncation]:
+    """The truncations of ``topics``' partitions that removed records, in one broker's log lines stamped from
+    ``since`` to ``until`` (epoch seconds; the log's stamps are the machine's local time). A kept cluster's log
+    goes on with the next runs: ``until`` leaves them out when a run is read back later."""
+    end: dict[str, int | None] = {}  # partition -> its log end offset when it last became a follower
+    leader: dict[str, int] = {}
+    out = []
+    for line in lines:
+        if "Truncating" not in line and "Follower " not in line:
+            continue  # most lines: no parsing
+        stamp = _STAMP.match(line)
+        if stamp is None:
+            continue
+        ts = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        if ts < since:
+            continue
+        if ts > until:
+            break
+        if (m := _FOLLOWER.search(line)) is not None:
+            end[m.group("tp")] = int(m.group("leo"))
+        elif (m := _FETCHER.search(line)) is not None:
+            leader[m.group("tp")] = int(m.group("leader"))
+        elif (m := _TRUNCATED.search(line)) is not None:
+            tp = m.group("tp")
+            topic, _, partition = tp.rpartition("-")
+            if topic in topics and partition.isdigit():
+                out.append(Truncation(broker, topic, int(partition), round(ts, 3), int(m.group("to")),
+                                      end.get(tp), leader.get(tp)))
+            # the follower fetches on from here: its next truncation needs a new "starts at" line to be counted
+            end[tp] = None
+    return out
+
+
+def find_truncations(run_dir: Path, since: float, topics: set[str], until: float = float("inf")) -> list[Truncation]:
+    """Every broker's truncations of ``topics`` from ``since`` to ``until``, in time order."""
+    out: list[Truncation] = []
+    for broker, log in broker_logs(run_dir).items():
+        try:
+            with open(log, encoding="utf-8", errors="replace") as fh:
+                out += read_truncations(fh, broker, since, topics, until)
+        except OSError:  # a log gone or unreadable: no finding from it, never a failed run
+            continue
+    return sorted(out, key=lambda t: (t.ts, t.broker))
+
+
+def run_began(timeline: Timeline) -> float:
+    """When the run began (epoch seconds): its first event (the cluster's start, before its clock's zero)."""
+    return min([timeline.started_at, *(e.ts for e in timeline.events() if e.ts)])
+
+
+def truncated_total(truncations: Iterable[Truncation]) -> int:
+    """Records removed in all (a truncation of unknown size counts none)."""
+    return sum(t.records or 0 for t in truncations)
+
+
+def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = False) -> str:
+    """One truncation in words, with what the timeline shows led to it, e.g. ``partition 0: broker-1 truncated
+    4,414 records (offsets 1,391-5,804) at 27.3 s, when it rejoined; it had acknowledged them as leader while it
+    was isolated (7.7-26.2 s)``. ``acks``: the producer's (0, 1, all), for what its leader's records were."""
+    at = t.ts - timeline.started_at
+    node = f"broker-{t.broker}"
+    events = sorted(timeline.events(), key=lambda e: e.t)
+    where = f"{t.topic}/{t.partition}" if topic_named else f"partition {t.partition}"
+    n = t.records
+    if n is None:
+        what = f"truncated its log to offset {t.to_offset:,}"
+    else:
+        last = t.to_offset + n - 1
+        span = f"offset {t.to_offset:,}" if n == 1 else f"offsets {t.to_offset:,}-{last:,}"
+        what = f"truncated {n:,} record{'s' if n != 1 else ''} ({span})"
+    led = _lost_leadership(events, t, at)
+    them = "it" if n == 1 else "them"
+    held = _held(acks, them) if led is not None else f"had {them} in its log only"
+    if (cut := _cut_off(events, node, at)) is not None:
+        iso, healed = cut
+        until = healed.t if healed is not None else at
+        when = "when it rejoined" if healed is not None else f"while still {_CUT_OFF.get(iso.action, 'cut off')}"
+        how = _CUT_OFF.get(iso.action, "cut off")
+        return (f"{where}: {node} {what} at {at:.1f} s, {when}; it {held} while it was {how} "
+                f"({iso.t:.1f}-{until:.1f} s)")
+    if (down := _went_down(events, node, at)) is not None:
+        return (f"{where}: {node} {what} at {at:.1f} s, when it came back after it was {_DOWN[down.state]} at "
+                f"{down.t:.1f} s; it {held} before")
+    if led is not None:
+        return f"{where}: {node} {what} at {at:.1f} s, after it lost its leadership at {led.t:.1f} s; it {held}"
+    leader = f" broker-{t.leader}'s" if t.leader is not None else " its leader's"
+    return f"{where}: {node} {what} at {at:.1f} s, to match{leader} log"
+
+
+def summary(truncations: Sequence[Truncation], timeline: Timeline, acks: str) -> str:
+    """The findings for the verdict, one line per truncation that removed records (empty: none did)."""
+    shown = [t for t in truncations if t.records != 0]
+    topic_named = len({t.topic for t in shown}) > 1
+    return "\n".join(describe(t, timeline, acks, topic_named) for t in shown)
+
+
+def _held(acks: str, them: str) -> str:
+    """What the producer had of a leader's records, by its acks."""
+    if acks == "1":
+        return f"had acknowledged {them} as leader"
+    if acks == "0":
+        return f"had taken {them} as leader (acks=0: never acknowledged)"
+    return f"had taken {them} as leader, unacknowledged (acks=all waits for the followers)"
+
+
+def _cut_off(events: list[Event], node: str, until: float) -> tuple[_Net, _Net | None] | None:
+    """The last network isolation (or cut) of ``node`` before ``until``, and the heal after it (None: not yet)."""
+    found: tuple[_Net, _Net | None] | None = None
+    for e, nodes in _nets(events, until):
+        if e.action in _CUT_OFF and node in nodes:
+            found = (e, None)
+        elif e.action == "heal" and found is not None and found[1] is None and (not nodes or node in nodes):
+            found = (found[0], e)
+    return found
+
+
+def _nets(events: list[Event], until: float) -> Iterator[tuple[_Net, tuple[str, ...]]]:
+    """The network changes up to ``until`` and the nodes each names: the proxy's own (a lab fault, a console
+    key, `kafkalab net`); a lab's isolate/heal faults too, for timelines written before the proxy's were."""
+    nets = [e for e in events if isinstance(e, NetEvent) and e.t <= until]
+    if nets:
+        return ((e, e.nodes) for e in nets)
+    return ((e, e.targets) for e in events if isinstance(e, FaultEvent) and e.t <= until)
+
+
+def _went_down(events: list[Event], node: str, until: float) -> NodeEvent | None:
+    """The first of ``node``'s last run of down states before ``until`` (its kill, stop or pause)."""
+    first: NodeEvent | None = None
+    was_down = False
+    for e in events:
+        if isinstance(e, NodeEvent) and e.source == node and e.t <= until:
+            if e.state in _DOWN and not was_down:
+                first = e
+            was_down = e.state in _DOWN
+    return first
+
+
+def _lost_leadership(events: list[Event], t: Truncation, until: float) -> LeaderChange | None:
+    """The last leader change of ``t``'s partition away from its broker before ``until``."""
+    found = None
+    for e in events:
+        if (isinstance(e, LeaderChange) and e.t <= until and e.topic == t.topic and e.partition == t.partition
+                and e.previous == t.broker):
+            found = e
+    return found
