@@ -125,6 +125,10 @@ def test_the_zombie_leaders_truncation_is_named_with_its_isolation() -> None:
     assert summary(cut, timeline, "1") == (
         "partition 0: broker-1 truncated 4,414 records (offsets 1,391-5,804) at 27.3 s, when it rejoined; it had "
         "acknowledged them as leader while it was isolated (7.7-26.1 s)")
+    # an incident's verdict: what happened when, not what the producer was told
+    assert summary(cut, timeline, "1", causes=False) == (
+        "partition 0: broker-1 truncated 4,414 records (offsets 1,391-5,804) at 27.3 s, when it rejoined "
+        "(isolated 7.7-26.1 s)")
     # acks=all: the isolated leader wrote them, it could not acknowledge them
     assert "unacknowledged (acks=all waits for the followers) while it was isolated" in summary(cut, timeline, "all")
 

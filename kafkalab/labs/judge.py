@@ -48,7 +48,8 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
         result.verdict += "\n" + metrics.assign_wait_summary(values, {i: groups[i] for i in waited})
     if timeline is not None and (moved := metrics.controller_summary(timeline)):
         result.verdict += "\n" + moved
-    if timeline is not None and (cut := truncation.summary(truncations, timeline, lab.producer.config.acks)):
+    if timeline is not None and (cut := truncation.summary(
+            truncations, timeline, lab.producer.config.acks, causes=lab.incident is None)):
         result.verdict += "\n" + cut  # where records were truncated, from the brokers' logs
         result.findings = cut.splitlines()
     result.expectations = [evaluate(e, values) for e in lab.expectations]

@@ -135,10 +135,12 @@ def truncated_total(truncations: Iterable[Truncation]) -> int:
     return sum(t.records or 0 for t in truncations)
 
 
-def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = False) -> str:
+def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = False, causes: bool = True) -> str:
     """One truncation in words, with what the timeline shows led to it, e.g. ``partition 0: broker-1 truncated
     4,414 records (offsets 1,391-5,804) at 27.3 s, when it rejoined; it had acknowledged them as leader while it
-    was isolated (7.7-26.2 s)``. ``acks``: the producer's (0, 1, all), for what its leader's records were."""
+    was isolated (7.7-26.2 s)``. ``acks``: the producer's (0, 1, all), for what its leader's records were.
+    ``causes=False`` (an incident, whose cause the attendee finds): what happened when, not what the producer
+    had been told of those records."""
     at = t.ts - timeline.started_at
     node = f"broker-{t.broker}"
     events = sorted(timeline.events(), key=lambda e: e.t)
@@ -150,30 +152,32 @@ def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = F
         last = t.to_offset + n - 1
         span = f"offset {t.to_offset:,}" if n == 1 else f"offsets {t.to_offset:,}-{last:,}"
         what = f"truncated {n:,} record{'s' if n != 1 else ''} ({span})"
+    head = f"{where}: {node} {what} at {at:.1f} s"
     led = _lost_leadership(events, t, at)
     them = "it" if n == 1 else "them"
     held = _held(acks, them) if led is not None else f"had {them} in its log only"
     if (cut := _cut_off(events, node, at)) is not None:
         iso, healed = cut
-        until = healed.t if healed is not None else at
-        when = "when it rejoined" if healed is not None else f"while still {_CUT_OFF.get(iso.action, 'cut off')}"
         how = _CUT_OFF.get(iso.action, "cut off")
-        return (f"{where}: {node} {what} at {at:.1f} s, {when}; it {held} while it was {how} "
-                f"({iso.t:.1f}-{until:.1f} s)")
+        window = f"{iso.t:.1f}-{(healed.t if healed is not None else at):.1f} s"
+        when = "when it rejoined" if healed is not None else f"while still {how}"
+        return f"{head}, {when}; it {held} while it was {how} ({window})" if causes else \
+            f"{head}, {when} ({how} {window})"
     if (down := _went_down(events, node, at)) is not None:
-        return (f"{where}: {node} {what} at {at:.1f} s, when it came back after it was {_DOWN[down.state]} at "
-                f"{down.t:.1f} s; it {held} before")
+        back = f"{head}, when it came back after it was {_DOWN[down.state]} at {down.t:.1f} s"
+        return f"{back}; it {held} before" if causes else back
     if led is not None:
-        return f"{where}: {node} {what} at {at:.1f} s, after it lost its leadership at {led.t:.1f} s; it {held}"
+        lost = f"{head}, after it lost its leadership at {led.t:.1f} s"
+        return f"{lost}; it {held}" if causes else lost
     leader = f" broker-{t.leader}'s" if t.leader is not None else " its leader's"
-    return f"{where}: {node} {what} at {at:.1f} s, to match{leader} log"
+    return f"{head}, to match{leader} log"
 
 
-def summary(truncations: Sequence[Truncation], timeline: Timeline, acks: str) -> str:
+def summary(truncations: Sequence[Truncation], timeline: Timeline, acks: str, causes: bool = True) -> str:
     """The findings for the verdict, one line per truncation that removed records (empty: none did)."""
     shown = [t for t in truncations if t.records != 0]
     topic_named = len({t.topic for t in shown}) > 1
-    return "\n".join(describe(t, timeline, acks, topic_named) for t in shown)
+    return "\n".join(describe(t, timeline, acks, topic_named, causes) for t in shown)
 
 
 def _held(acks: str, them: str) -> str:
