@@ -179,6 +179,7 @@ class ListenedCluster:
 
     def __init__(self) -> None:
         self.listeners: list[Any] = []
+        self.net = None  # no network-fault proxy
 
     def add_listener(self, listener: Any) -> None:
         self.listeners.append(listener)

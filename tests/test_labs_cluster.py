@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,15 @@ def test_failed_expectation_exits_1_and_names_it(tmp_path: Path) -> None:
     assert leftovers(runs) == []
 
 
+def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def test_ctrl_c_stops_cleanly_and_keeps_files(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     proc = kafkalab("run", "acks-0", "--headless", "--free-ports", "--runs-dir", str(runs), cwd=tmp_path)
@@ -148,9 +158,12 @@ def test_ctrl_c_stops_cleanly_and_keeps_files(tmp_path: Path) -> None:
             break
         if time.monotonic() > deadline:
             break
-    time.sleep(2)
+    # the producer (its own process) has begun its log: under load it can take seconds after "running"
+    logged = wait_until(lambda: any(runs.glob("*/producer.csv*")), 60)
+    time.sleep(1)
     os.killpg(proc.pid, signal.SIGINT)
     out = "".join(seen) + finish(proc, 120)
+    assert logged, "the producer began no log within 60 s of the run's start: " + out[-3000:]
     assert proc.returncode == 130, out[-3000:]
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]  # beside it: the runs dir's spark.log
     result = json.loads((run_dir / "result.json").read_text())
