@@ -541,6 +541,8 @@ def render_net_cost(name: str, data: Json) -> list[str]:
                 and not key.startswith("peer") else ""
             crow.append([label, stat(console["plain"][key], " ms"), stat(console["proxied"][key], " ms"), goal])
         out += table(["console", "without proxies", "with --net-proxies", "goal"], crow)
+        if data.get("console_when"):  # a cluster-only re-run (--console 0) keeps the last console measurement
+            out += [f"*The console rows are from the run of {data['console_when']}.*", ""]
     load = load_text(data.get("load_average_at_end"))
     extra = f"median of {data['runs']} repetitions" + (f"; {load} at the end" if load else "")
     return out + source_line(name, data, extra)
