@@ -44,16 +44,16 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as RdProducer
 
+from benchmarks.bench_clients import library_consume
 from benchmarks.benchutil import cluster_lock, summary, write_results
 from kafkalab import kafka_install
 from kafkalab.admin import Admin
 from kafkalab.clients.corpus import ValuePicker
-from kafkalab.clients.options import ConsumerConfig, ProducerConfig
-from kafkalab.clients.preflight import base_conf, consumer_conf
+from kafkalab.clients.options import ProducerConfig
+from kafkalab.clients.preflight import base_conf
 from kafkalab.cluster import Cluster, ClusterSpec
 
 PARTITIONS = 6
@@ -122,21 +122,7 @@ def produce(bootstrap: str, topic: str, values: list[bytes], extra: dict[str, An
 
 def consume(bootstrap: str, topic: str, records: int) -> float:
     """Records/s of a fresh group reading ``topic`` from the start, from its assignment to the last record."""
-    config = ConsumerConfig.from_settings({
-        "bootstrap.server": bootstrap, "consumer.topic": topic, "consumer.group-id": f"bench-{uuid.uuid4().hex[:8]}",
-        "consumer.auto-offset-reset": "earliest", "consumer.auto-commit": "false"})
-    consumer = RdConsumer(consumer_conf(config.librdkafka()))
-    assigned: list[float] = []
-    consumer.subscribe([topic], on_assign=lambda *_: assigned.append(time.perf_counter()))
-    seen, deadline = 0, time.monotonic() + 120
-    try:
-        while seen < records:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"consumer got {seen} of {records} records of {topic} in 120 s")
-            seen += sum(1 for m in consumer.consume(1000, 0.5) if m.error() is None)
-        return records / (time.perf_counter() - assigned[0])
-    finally:
-        consumer.close()
+    return library_consume(bootstrap, topic, records, batch=1000)
 
 
 def latency(bootstraps: dict[str, str], topic: str, value: bytes) -> dict[str, dict[str, float]]:
