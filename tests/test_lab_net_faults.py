@@ -4,7 +4,6 @@ faults fired through a fake host as the NetRequests the cluster's proxy takes (c
 from __future__ import annotations
 
 import random
-import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from kafkalab.cli import main
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import ClusterNet, NetAction, NetRequest
 from kafkalab.cluster.spec import ClusterSpec
-from kafkalab.errors import KafkalabError
 from kafkalab.labs import load_lab
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.fault_firing import FaultFiring
@@ -23,6 +21,7 @@ from kafkalab.labs.faults import TargetKind, make_fault
 from kafkalab.labs.loader import find_lab
 from kafkalab.labs.results import FaultState
 from kafkalab.labs.timeline import Timeline
+from tests.test_labs_unit import error_of, write
 
 LAB = """\
 [lab]
@@ -85,18 +84,6 @@ do = "heal"
 [expect]
 lost = "> 0"
 """
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "demo.toml"
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-def error_of(tmp_path: Path, text: str) -> str:
-    with pytest.raises(KafkalabError) as info:
-        load_lab(write(tmp_path, text))
-    return str(info.value)
 
 
 def test_network_faults_parse_and_turn_the_proxies_on(tmp_path: Path) -> None:
