@@ -21,6 +21,7 @@ from kafkalab.labs.faults import TargetKind, make_fault
 from kafkalab.labs.loader import find_lab
 from kafkalab.labs.results import FaultState
 from kafkalab.labs.timeline import Timeline
+from kafkalab.netfaults import Direction
 from tests.test_labs_unit import error_of, write
 
 LAB = """\
@@ -126,6 +127,13 @@ def fault_block(fields: str) -> str:
     ('do = "heal"\nto = "broker 2"', "fault[1].to", "a heal with a link names both ends"),
     ('do = "cut"\non = "controllers 2"\nto = "broker 1"', "fault[1].on", "acts on brokers or ZooKeeper"),
     ('do = "stop"\non = "clients"', "fault[1].do", "cannot be done on clients"),
+    ('do = "hold"\non = "clients"', "fault[1].to", "hold acts on links: name their far end"),
+    ('do = "hold"\non = "clients"\nto = "broker 1"\ndirection = "up"', "fault[1].direction",
+     "'up' is not a direction"),
+    ('do = "hold"\non = "clients"\nto = "broker 1"\nms = 100', "fault[1].ms", "only delay takes ms"),
+    ('do = "cut"\non = "broker 1"\nto = "broker 2"\ndirection = "requests"', "fault[1].direction",
+     "only hold, delay, limit take direction, not cut"),
+    ('do = "hold"\non = "broker 1"\nto = "clients"', "fault[1].to", "is not a node a link goes to"),
 ])
 def test_bad_network_faults_are_refused_naming_the_field(tmp_path: Path, fields: str, field: str, says: str) -> None:
     msg = error_of(tmp_path, fault_block(fields))
@@ -220,6 +228,27 @@ def test_a_link_that_names_no_node_now_fails_the_fault_not_the_run(tmp_path: Pat
     firing.run(host, None, lambda _s: None, 0.01, lambda: False)  # type: ignore[arg-type]
     assert firing.statuses[0].state == FaultState.FAILED
     assert "names no link right now" in firing.statuses[0].detail and not host.requests
+
+
+def test_a_hold_fires_as_a_hold_request_and_its_line_says_what_was_held(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, fault_block('do = "hold"\non = "clients"\nto = "leader orders/1"\n'
+                                               'direction = "requests"\n\n[[fault]]\nat = "after 1s"\n'
+                                               'do = "delay"\non = "broker 1"\nto = "broker 3"\nms = 200\n'
+                                               'direction = "replies"')))
+    hold, delay = lab.faults
+    assert (hold.net_action, hold.direction, delay.direction) == (NetAction.HOLD, Direction.REQUESTS,
+                                                                  Direction.REPLIES)
+    host = NetHost(snapshot(), ClusterSpec(state_dir=tmp_path / "state", net_proxies=True))
+    timeline = Timeline(lab.id)
+    firing = FaultFiring(lab.faults, timeline, random.Random(1), [1])
+    for fault in lab.faults:
+        firing.fire(host, fault, [])  # type: ignore[arg-type]
+    assert [(r.action, r.words, r.direction) for r in host.requests] == [
+        (NetAction.HOLD, ("clients", "broker-2"), Direction.REQUESTS),
+        (NetAction.DELAY, ("broker-1", "broker-3"), Direction.REPLIES)]
+    lines = [e.detail for e in timeline.events(EventKind.FAULT)]
+    assert lines == ["hold clients -> broker-2: 1 rule, the requests kept by the proxy until healed",
+                     "delay broker-1 -> broker-3: 1 rule 200 ms (replies only)"]
 
 
 def test_make_fault_takes_amounts_as_numbers_or_text() -> None:

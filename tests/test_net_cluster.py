@@ -249,6 +249,47 @@ def test_dropped_replies_write_the_record_but_never_acknowledge_it(net_cluster: 
         reader.close()
 
 
+def test_held_requests_are_kept_until_the_heal_then_written(net_cluster: Cluster, owner: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    admin = Admin(net_cluster.bootstrap, timeout_s=5)
+    admin.create_topic("net-hold", 1, 3, None, timeout_s=60)
+    leader = view_from(net_cluster.spec.broker_port(1), "net-hold")[0][0]
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{net_cluster.spec.net_ports[leader - 1].client}", "acks": "1",
+                         "enable.idempotence": False, "message.send.max.retries": 0,
+                         "request.timeout.ms": 30000, "message.timeout.ms": 30000})
+    first: list[object] = []
+    producer.produce("net-hold", b"first", on_delivery=lambda err, _msg: first.append(err))
+    producer.flush(30)
+    assert first == [None]  # metadata and a connection in hand before the requests are held
+    reader = Consumer({"bootstrap.servers": net_cluster.bootstrap, "group.id": "net-hold-reader"})
+
+    def end_offset() -> int:
+        """The log's end as the leader's direct listener tells it: outside the proxy."""
+        return int(reader.get_watermark_offsets(TopicPartition("net-hold", 0), timeout=5)[1])
+
+    wait_for("the first record replicated", lambda: end_offset() == 1, 15)
+    outcomes: list[object] = []
+    healed = False
+    try:
+        assert net(owner, "hold", "clients", "broker", str(leader), "--direction", "requests") == 0
+        assert f"applied: hold requests clients -> broker-{leader}" in capsys.readouterr().out
+        producer.produce("net-hold", b"held", on_delivery=lambda err, _msg: outcomes.append(err))
+        producer.flush(4)  # the request is sent into the proxy, which keeps it
+        assert outcomes == [] and end_offset() == 1  # not acknowledged, not written: held, not lost
+        assert net(owner, "status") == 0
+        assert f"  hold requests clients -> broker-{leader}" in capsys.readouterr().out.splitlines()
+        assert net(owner, "heal") == 0
+        healed = True
+        assert f"healed: hold requests clients -> broker-{leader}" in capsys.readouterr().out
+        producer.flush(15)
+        assert outcomes == [None]  # delivered on heal and acknowledged, well within the produce's own timeout
+        wait_for("the held record in the log", lambda: end_offset() == 2, 15)
+    finally:
+        if not healed:
+            net(owner, "heal")
+        reader.close()
+
+
 def test_kill_and_restart_look_as_before_to_clients(net_cluster: Cluster, topic: str) -> None:
     spec = net_cluster.spec
     victim = 3

@@ -15,7 +15,7 @@ from kafkalab.cluster.ports import pick_free_ports, spec_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.loader import load_lab
-from kafkalab.netfaults import Cut, Delay, Direction, Drop, Limit, Link
+from kafkalab.netfaults import Cut, Delay, Direction, Drop, Hold, Limit, Link
 
 
 def spec(tmp_path: Path, **kwargs: object) -> ClusterSpec:
@@ -191,6 +191,19 @@ def test_links_rules(tmp_path: Path) -> None:
         Cut(Link("broker-2", "broker-3")), Cut(Link("broker-3", "broker-2"))]
 
 
+def test_hold_keeps_one_direction_of_a_link_or_both(tmp_path: Path) -> None:
+    net = ClusterNet(spec(tmp_path))
+    held = NetRequest(NetAction.HOLD, direction=Direction.REQUESTS)
+    assert net.rules(held, net.resolve(("clients", "broker", "1"))) == [Hold(Link("clients", "broker-1"),
+                                                                             Direction.REQUESTS)]
+    assert net.rules(NetRequest(NetAction.HOLD), net.resolve(("broker-2", "zookeeper"))) == [
+        Hold(Link("broker-2", "zookeeper"), Direction.BOTH)]
+    request = net_request(args_of("hold", "clients", "broker", "1", "--direction", "replies"))
+    assert (request.action, request.words, request.direction) == (NetAction.HOLD, ("clients", "broker", "1"),
+                                                                  Direction.REPLIES)
+    assert NetRequest.from_json(request.to_json()) == request
+
+
 @pytest.mark.parametrize(("action", "words", "says"), [
     (NetAction.ISOLATE, ("broker", "7"), "unknown node '7'"),
     (NetAction.ISOLATE, ("clients",), "isolate takes one node"),
@@ -200,6 +213,10 @@ def test_links_rules(tmp_path: Path) -> None:
     (NetAction.CUT, ("zookeeper", "broker", "1"), "ZooKeeper opens no connection"),
     (NetAction.CUT, ("controller-1", "broker", "1"), "unknown node"),
     (NetAction.CUT, ("broker",), "needs its id"),
+    (NetAction.HOLD, ("broker", "1"), "hold takes a link: SOURCE TARGET"),
+    (NetAction.HOLD, ("broker", "1", "clients"), "clients are only a source"),
+    (NetAction.HOLD, ("zookeeper", "broker", "2"), "ZooKeeper opens no connection"),
+    (NetAction.HOLD, ("clients", "zookeeper"), "clients do not reach ZooKeeper"),
 ])
 def test_bad_links_are_refused_in_one_line(tmp_path: Path, action: NetAction, words: tuple[str, ...],
                                            says: str) -> None:
@@ -229,6 +246,9 @@ def test_the_command_line_parses_amounts_before_asking_the_owner() -> None:
     (("cut", "broker", "2", "broker", "1", "--jitter", "5ms"), "--jitter goes with delay"),
     (("isolate", "broker", "2", "--both-ways"), "--both-ways goes with cut"),
     (("status", "broker", "1"), "status takes no node"),
+    (("hold", "clients", "broker", "1", "--jitter", "5ms"), "--jitter goes with delay"),
+    (("hold", "clients", "broker", "1", "--both-ways"), "--both-ways goes with cut"),
+    (("cut", "clients", "broker", "1", "--direction", "requests"), "--direction goes with hold, delay and limit"),
 ])
 def test_bad_input_exits_2_in_one_line_before_any_cluster_is_asked(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], says: str) -> None:

@@ -1,4 +1,4 @@
-"""`kafkalab net isolate|cut|drop-replies|delay|limit|heal|status`: network faults on a running cluster started
+"""`kafkalab net isolate|cut|drop-replies|hold|delay|limit|heal|status`: network faults on a running cluster started
 with --net-proxies (ZooKeeper or KRaft mode), sent to the cluster's owner through its control socket (as
 `kafkalab broker kill` is)."""
 
@@ -21,12 +21,14 @@ examples:
   kafkalab net isolate controller          KRaft: the active controller cut from the other voters and the brokers
   kafkalab net cut broker 2 broker 1       broker 2's connections to broker 1 reset (add --both-ways)
   kafkalab net drop-replies clients broker 1    requests arrive at broker 1, its answers are lost
+  kafkalab net hold clients broker 1 --direction requests    kept by the proxy, delivered on heal
   kafkalab net delay broker 2 broker 1 200ms --jitter 50ms
   kafkalab net limit broker 3 broker 1 100KB/s --direction replies
   kafkalab net heal [NODE [NODE]]          every link, a node's links, or one link
   kafkalab net status
 """
 AMOUNT_ACTIONS = (NetAction.DELAY, NetAction.LIMIT)
+DIRECTION_ACTIONS = (NetAction.HOLD, *AMOUNT_ACTIONS)  # the actions that take --direction
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the node (isolate), the link SOURCE TARGET, then the delay or bandwidth (delay, limit)")
     p.add_argument("--jitter", default=None, metavar="MS", help="delay: +/- this much at random (e.g. 50ms)")
     p.add_argument("--direction", choices=[d.value for d in Direction], default=Direction.BOTH.value,
-                   help="delay, limit: the requests (SOURCE -> TARGET), the replies, or both (default)")
+                   help="hold, delay, limit: the requests (SOURCE -> TARGET), the replies, or both (default)")
     p.add_argument("--both-ways", action="store_true", help="cut: TARGET's connections to SOURCE too")
     add_state_dir(p)
     p.set_defaults(func=cmd_net)
@@ -67,8 +69,8 @@ def net_request(args: argparse.Namespace) -> NetRequest:
     if args.both_ways and action is not NetAction.CUT:
         raise KafkalabError("--both-ways goes with cut")
     direction = Direction(args.direction)
-    if direction is not Direction.BOTH and action not in AMOUNT_ACTIONS:
-        raise KafkalabError("--direction goes with delay and limit")
+    if direction is not Direction.BOTH and action not in DIRECTION_ACTIONS:
+        raise KafkalabError("--direction goes with hold, delay and limit")
     if action is NetAction.STATUS and words:
         raise KafkalabError("status takes no node: `kafkalab net status`")
     return NetRequest(action, words, ms, jitter_ms, bytes_per_s, direction, args.both_ways)

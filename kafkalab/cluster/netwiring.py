@@ -1,6 +1,6 @@
 """The cluster's network-fault proxy (``--net-proxies``): started before the nodes, ended after them, told each
 node's pid at every launch and each node's death; and the fault vocabulary ``kafkalab net`` sends through the
-cluster's control socket (isolate, cut, drop-replies, delay, limit, heal, status).
+cluster's control socket (isolate, cut, drop-replies, hold, delay, limit, heal, status).
 
 Links through the proxy: clients -> each broker's CLIENT listener, broker -> broker (the BROKER listener:
 replication; in ZooKeeper mode the controller's requests), broker -> ZooKeeper; in KRaft mode brokers ->
@@ -30,6 +30,7 @@ from kafkalab.netfaults import (
     Delay,
     Direction,
     Drop,
+    Hold,
     Limit,
     Link,
     NetFaultsClient,
@@ -53,6 +54,7 @@ class NetAction(StrEnum):
     ISOLATE = "isolate"  # cut a node both ways from every other node; clients kept
     CUT = "cut"  # the connections SOURCE opens to TARGET reset (--both-ways: TARGET's to SOURCE too)
     DROP_REPLIES = "drop-replies"  # SOURCE's requests reach TARGET, the replies never come back
+    HOLD = "hold"  # the bytes one way (or both) kept by the proxy, delivered in order on heal
     DELAY = "delay"
     LIMIT = "limit"
     HEAL = "heal"
@@ -311,6 +313,8 @@ class ClusterNet:
             return [Cut(link), *([Cut(Link(target, source))] if request.both_ways and target != ZOOKEEPER else [])]
         if action is NetAction.DROP_REPLIES:
             return [Drop(link, Direction.REPLIES)]
+        if action is NetAction.HOLD:
+            return [Hold(link, request.direction)]
         if action is NetAction.DELAY:
             return [Delay(link, request.direction, request.ms, request.jitter_ms)]
         return [Limit(link, request.direction, request.bytes_per_s)]

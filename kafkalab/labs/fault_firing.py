@@ -19,9 +19,15 @@ from kafkalab.labs.expectations import parse_check
 from kafkalab.labs.faults import Fault, RunView, Target, TargetCategory, TargetKind
 from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, num
 from kafkalab.labs.timeline import Timeline
+from kafkalab.netfaults import Direction
 
 # node targets resolved from a fresh snapshot of the cluster
 _SNAPSHOT_TARGETS = (TargetKind.LEADER, TargetKind.CONTROLLER, TargetKind.RANDOM_FOLLOWER, TargetKind.FOLLOWERS)
+
+
+def held(direction: Direction) -> str:
+    """What a hold keeps, for its timeline line: 'the requests', 'the replies', 'the bytes both ways'."""
+    return "the bytes both ways" if direction is Direction.BOTH else f"the {direction.value}"
 
 
 class FaultHost(Protocol):
@@ -172,12 +178,16 @@ class FaultFiring:
                 raise KafkalabError(f"{fault.target.text} to {fault.to.text if fault.to else ''} names no link right "
                                     f"now: both name {', '.join(sources)}")
             requests = [NetRequest(action, (s, e), ms=fault.ms, jitter_ms=fault.jitter_ms,
-                                   bytes_per_s=fault.bytes_per_s, both_ways=fault.both_ways) for s, e in links]
+                                   bytes_per_s=fault.bytes_per_s, direction=fault.direction,
+                                   both_ways=fault.both_ways) for s, e in links]
             arrow = "<->" if fault.both_ways else "->"
             shown = ", ".join(f"{s} {arrow} {e}" for s, e in links)
         rules = [rule for request in requests for rule in host.net(request)]
         amount = {NetAction.DELAY: f" {fault.ms} ms" + (f" +/- {fault.jitter_ms} ms" if fault.jitter_ms else ""),
-                  NetAction.LIMIT: f" {fault.bytes_per_s:,} B/s"}.get(action, "")
+                  NetAction.LIMIT: f" {fault.bytes_per_s:,} B/s",
+                  NetAction.HOLD: f", {held(fault.direction)} kept by the proxy until healed"}.get(action, "")
+        if action in (NetAction.DELAY, NetAction.LIMIT) and fault.direction is not Direction.BOTH:
+            amount += f" ({fault.direction.value} only)"
         count = f"{len(rules)} rule{'' if len(rules) == 1 else 's'}"
         self._event(fault, [shown], f"{count}{' healed' if action is NetAction.HEAL else ''}{amount}")
         return sources

@@ -18,9 +18,10 @@ on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: th
 do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
      network (``net_proxies`` is turned on for the lab): isolate (from ZooKeeper and the other brokers, clients
      kept) | cut (``to``: the link from each ``on`` node to each ``to`` node; ``both_ways = true``) |
-     drop-replies (``to``: requests arrive, answers never come back) | delay (``to``, ``ms``, ``jitter_ms``) |
-     limit (``to``, ``rate``, e.g. "100KB/s") | heal (every link; with ``on``, every link of those nodes; with
-     ``on`` and ``to``, those links);
+     drop-replies (``to``: requests arrive, answers never come back) | hold (``to``: the bytes kept, delivered on
+     heal) | delay (``to``, ``ms``, ``jitter_ms``) | limit (``to``, ``rate``, e.g. "100KB/s"); hold, delay and
+     limit take ``direction`` (requests | replies | both, the default) | heal (every link; with ``on``, every
+     link of those nodes; with ``on`` and ``to``, those links);
      consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
      | replicate (``replication_factor``) | elect-preferred | type (``records``, each ``key:value`` or a value);
      groups: reset-offsets (``reset``: to-earliest, to-latest, to-offset N, shift-by N or to-datetime ISO;
@@ -44,6 +45,7 @@ from kafkalab.cluster.node import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind, LeaderChange
 from kafkalab.labs.expectations import OPS, parse_check
+from kafkalab.netfaults import Direction
 
 NODE_ACTIONS = tuple(a.value for a in NodeAction)
 CONSUMER_ACTIONS = ("start", "stop", "crash")
@@ -52,7 +54,7 @@ TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred
 GROUP_ACTIONS = ("reset-offsets",)
 ANY_ACTIONS = ("check", "note")
 # network faults, through the cluster's proxy; LINK_ACTIONS act on the links from ``on`` to ``to``
-LINK_ACTIONS = (NetAction.CUT, NetAction.DROP_REPLIES, NetAction.DELAY, NetAction.LIMIT)
+LINK_ACTIONS = (NetAction.CUT, NetAction.DROP_REPLIES, NetAction.HOLD, NetAction.DELAY, NetAction.LIMIT)
 NET_FAULT_ACTIONS = (NetAction.ISOLATE, *LINK_ACTIONS, NetAction.HEAL)
 NET_ACTIONS = tuple(a.value for a in NET_FAULT_ACTIONS)
 CONTROL_WORDS = ("quit", "crash", "wait")
@@ -340,6 +342,7 @@ class Fault:
     ms: int = 0  # delay
     jitter_ms: int = 0  # delay
     bytes_per_s: int = 0  # limit
+    direction: Direction = Direction.BOTH  # hold, delay, limit: which bytes of each link
 
     @property
     def net_action(self) -> NetAction | None:
@@ -416,7 +419,8 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
 
 # the fields only a network fault takes, and the actions that take each
 _NET_FIELDS = {"to": NET_ACTIONS, "both_ways": (NetAction.CUT.value,),
-               "ms": (NetAction.DELAY.value,), "jitter_ms": (NetAction.DELAY.value,), "rate": (NetAction.LIMIT.value,)}
+               "ms": (NetAction.DELAY.value,), "jitter_ms": (NetAction.DELAY.value,), "rate": (NetAction.LIMIT.value,),
+               "direction": (NetAction.HOLD.value, NetAction.DELAY.value, NetAction.LIMIT.value)}
 _NET_TARGETS = (TargetKind.BROKERS, TargetKind.LEADER, TargetKind.CONTROLLER, TargetKind.RANDOM_FOLLOWER,
                 TargetKind.FOLLOWERS, TargetKind.SAME, TargetKind.ZOOKEEPER, TargetKind.CLIENTS, TargetKind.NONE)
 
@@ -425,7 +429,7 @@ def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: in
     """A network fault's own fields, checked (``field: why`` on the first problem); {} for any other fault."""
     for name, takers in _NET_FIELDS.items():
         if name in raw and action not in takers:
-            raise ValueError(f"{name}: only {' and '.join(takers)} take{'s' if len(takers) == 1 else ''} {name}, "
+            raise ValueError(f"{name}: only {', '.join(takers)} take{'s' if len(takers) == 1 else ''} {name}, "
                              f"not {action}: leave it out")
     if action not in NET_ACTIONS:
         return {}
@@ -469,11 +473,22 @@ def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: in
         if fields["jitter_ms"] > fields["ms"]:
             raise ValueError(f"jitter_ms: {fields['jitter_ms']} ms is more than the delay ({fields['ms']} ms): "
                              "give at most ms")
+    if "direction" in raw:
+        fields["direction"] = _direction(raw["direction"])
     if net is NetAction.LIMIT:
         if "rate" not in raw:
             raise ValueError("rate: limit needs rate = \"100KB/s\" (bytes per second)")
         fields["bytes_per_s"] = _amount("rate", lambda: parse_rate(str(raw["rate"])))
     return fields
+
+
+def _direction(value: object) -> Direction:
+    """``direction = "requests"`` (from ``on`` to ``to``), ``"replies"`` or ``"both"``."""
+    try:
+        return Direction(value)
+    except ValueError:
+        raise ValueError(f"direction: {value!r} is not a direction: give \"requests\" (from on to to), "
+                         "\"replies\" or \"both\"") from None
 
 
 def _amount(name: str, parse: Callable[[], int]) -> int:

@@ -33,7 +33,7 @@ CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
-              "fails", "to", "both_ways", "ms", "jitter_ms", "rate"}
+              "fails", "to", "both_ways", "ms", "jitter_ms", "rate", "direction"}
 TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect", "fix", "incident"}
 FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong"}
 CHANGES_KEYS = {"settings", "topics", "brokers", "actions"}
