@@ -3,6 +3,7 @@ that isolate and heal (refused in words without proxies), the chart's markers an
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -150,7 +151,17 @@ async def test_the_keys_are_listed_in_the_help_and_the_footer() -> None:
         rows = {binding_id: (key, text) for key, text, binding_id in app.help_rows()}
         assert rows["net.isolate"][0] == "i" and rows["net.heal"][0] == "H"
         footer = " ".join(str(w.render()) for w in app.query("FooterKey"))
-        assert "Isolate" in footer and "Heal links" in footer
+        assert "Isolate" in footer and "Heal" in footer
+
+
+@sync
+async def test_at_100_columns_every_footer_key_shows_whole_and_none_covers_another() -> None:
+    async with running(NetFakeSource(), size=(100, 30)) as (app, _pilot):
+        regions = sorted((w.region, str(w.render())) for w in app.query("FooterKey"))
+        assert any(text.startswith("i ") for _r, text in regions) and any(text.startswith("H ") for _r, text in regions)
+        for (region, text), (after, _) in itertools.pairwise(regions):
+            assert region.right <= after.x, f"{text!r} runs under the next key"
+        assert regions[-1][0].right <= 100, f"{regions[-1][1]!r} is cut at the edge"
 
 
 def test_a_network_change_is_a_marker_named_by_its_action_and_drawn_on_the_chart() -> None:

@@ -264,7 +264,9 @@ class LabConsole(App[None]):
         pane_width = width // (len(self.query_one("#nodes").children) or 1)
         self.screen.set_class(pane_width < ONE_BUTTON_ROW_WIDTH, "-crowded")
         self.screen.set_class(pane_width < TWO_BUTTON_ROWS_WIDTH, "-no-buttons")
-        self.query_one(Footer).compact = width < self.HORIZONTAL_BREAKPOINTS[1][0]  # every key fits at 100
+        footer = self.query_one(Footer)
+        footer.compact = width < self.HORIZONTAL_BREAKPOINTS[1][0]
+        footer.show_command_palette = not footer.compact  # at 100 columns its ^p would cover the last keys
         if small:
             self.query_one("#too-small", Static).update(Text(
                 f"The console needs a terminal of at least {MIN_SIZE[0]}x{MIN_SIZE[1]}; this one is {width}x{height}.\n"

@@ -42,7 +42,8 @@ BINDINGS: list[Binding] = [
     Binding("s", "node('stop')", "Stop", id="broker.stop"),
     Binding("k", "node('kill')", "Kill", id="broker.kill"),
     Binding("p", "node('pause_resume')", "Pause/Resume", id="broker.pause"),
-    Binding("r", "node('start_restart')", "Start/Restart", id="broker.start"),
+    Binding("r", "node('start_restart')", "Restart", id="broker.start",
+            tooltip="start the picked node when it is down, stop and start it when it is up"),
     Binding("g", "start_run", "Start run", id="run.start"),
     Binding("x", "stop_run", "Stop run", id="run.stop"),
     Binding("n", "reset_lab", "Reset lab", id="lab.reset", show=False),
@@ -51,11 +52,11 @@ BINDINGS: list[Binding] = [
     Binding("f", "check_fix", "Check fix", id="fix.check"),
     Binding("h", "take_hint", "Hint", id="fix.hint"),
     Binding("d", "answer_incident", "Name the cause", id="incident.answer"),
-    # last of the footer's keys: at 100 columns the footer clips them first (the ? screen lists them)
+    # last of the footer's keys: at 100 columns a fix lab's keys push them out first (the ? screen lists them)
     Binding("i", "isolate_node", "Isolate", id="net.isolate",
             tooltip="cut the picked node from every other node through the network-fault proxy (on unless "
                     "--no-net-proxies); its clients still reach it"),
-    Binding("H", "heal_links", "Heal links", id="net.heal", tooltip="lift every network fault in force"),
+    Binding("H", "heal_links", "Heal", id="net.heal", tooltip="lift every network fault in force"),
     Binding("G", "give_up", "Give up: show the solution", id="fix.give_up", show=False),
     Binding("e", "edit_setting", "Change a setting", id="run.setting", show=False),
     Binding("t", "edit_topic", "Create/alter topic", id="topic.alter", show=False),
