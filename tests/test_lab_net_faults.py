@@ -3,14 +3,18 @@ faults fired through a fake host as the NetRequests the cluster's proxy takes (c
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import random
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.cli import main
+from kafkalab.clients.stats import EventCallback
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import ClusterNet, NetAction, NetRequest
 from kafkalab.cluster.spec import ClusterSpec
@@ -19,9 +23,12 @@ from kafkalab.labs.events import EventKind
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.faults import TargetKind, make_fault
 from kafkalab.labs.loader import find_lab
+from kafkalab.labs.model import ConsumerPlan, ProducerPlan
 from kafkalab.labs.results import FaultState
+from kafkalab.labs.run_clients import RunClients
 from kafkalab.labs.timeline import Timeline
 from kafkalab.netfaults import Direction
+from tests.lab_fakes import FakeConsumer, FakeProducer, World
 from tests.test_labs_unit import error_of, write
 
 LAB = """\
@@ -134,6 +141,14 @@ def fault_block(fields: str) -> str:
     ('do = "cut"\non = "broker 1"\nto = "broker 2"\ndirection = "requests"', "fault[1].direction",
      "only hold, delay, limit take direction, not cut"),
     ('do = "hold"\non = "broker 1"\nto = "clients"', "fault[1].to", "is not a node a link goes to"),
+    ('do = "cut"\non = "broker 1"\nto = "producer"', "fault[1].to", "'producer' is not a node a link goes to "
+     "(a client is only a source)"),
+    ('do = "cut"\non = "broker 1"\nto = "consumer 1"', "fault[1].to", "(a client is only a source)"),
+    ('do = "cut"\non = "consumers"\nto = "broker 1"', "fault[1].on", "cut acts on one client's links: name it"),
+    ('do = "cut"\non = "consumer 4"\nto = "broker 1"', "fault[1].on", "consumer 4 is not a [[consumer]] local_id"),
+    ('do = "isolate"\non = "producer"', "fault[1].do", "'isolate' cannot be done on producer"),
+    ('do = "hold"\non = "producer"\nto = "zookeeper"', "fault[1].to",
+     "producer does not reach ZooKeeper through the proxy"),
 ])
 def test_bad_network_faults_are_refused_naming_the_field(tmp_path: Path, fields: str, field: str, says: str) -> None:
     msg = error_of(tmp_path, fault_block(fields))
@@ -249,6 +264,64 @@ def test_a_hold_fires_as_a_hold_request_and_its_line_says_what_was_held(tmp_path
     lines = [e.detail for e in timeline.events(EventKind.FAULT)]
     assert lines == ["hold clients -> broker-2: 1 rule, the requests kept by the proxy until healed",
                      "delay broker-1 -> broker-3: 1 rule 200 ms (replies only)"]
+
+
+def test_the_producer_and_one_consumer_are_network_sources_of_their_own(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, fault_block(
+        'do = "cut"\non = "producer"\nto = "leader orders/0"\n\n'
+        '[[fault]]\nat = "after 1s"\ndo = "hold"\non = "consumer 1"\nto = "broker 3"\ndirection = "replies"\n\n'
+        '[[fault]]\nat = "after 1s"\ndo = "heal"\non = "producer"')))
+    assert [f.target.kind for f in lab.faults] == [TargetKind.PRODUCER, TargetKind.CONSUMER, TargetKind.PRODUCER]
+    host = NetHost(snapshot(), ClusterSpec(state_dir=tmp_path / "state", net_proxies=True))
+    for name in ("producer", "consumer-1"):
+        host.owner.client_started(name, os.getpid())
+    timeline = Timeline(lab.id)
+    firing = FaultFiring(lab.faults, timeline, random.Random(1), [1])
+    for fault in lab.faults:
+        firing.fire(host, fault, [])  # type: ignore[arg-type]
+    assert [(r.action, r.words) for r in host.requests] == [
+        (NetAction.CUT, ("producer", "broker-1")), (NetAction.HOLD, ("consumer-1", "broker-3")),
+        (NetAction.HEAL, ("producer",))]
+    assert [e.detail for e in timeline.events(EventKind.FAULT)][:2] == [
+        "cut producer -> broker-1: 1 rule", "hold consumer-1 -> broker-3: 1 rule, the replies kept by the proxy "
+        "until healed"]
+
+
+def test_a_link_from_a_client_the_run_has_not_started_fails_the_fault_not_the_run(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, fault_block('do = "cut"\non = "consumer 1"\nto = "broker 1"')))
+    host = NetHost(snapshot(), ClusterSpec(state_dir=tmp_path / "state", net_proxies=True))  # no client named
+    firing = FaultFiring(lab.faults, Timeline(lab.id), random.Random(1), [1])
+    firing.run(host, None, lambda _s: None, 0.01, lambda: False)  # type: ignore[arg-type]
+    assert firing.statuses[0].state == FaultState.FAILED
+    assert "no client 'consumer-1' in this run" in firing.statuses[0].detail
+
+
+def test_the_run_tells_the_proxy_its_clients_by_name_as_they_start(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, LAB))
+    world = World()
+    pids = iter(range(4001, 4100))
+
+    def producer(plan: ProducerPlan, _dir: Path, _bootstrap: str, on_event: EventCallback, _seed: int) -> Any:
+        made = FakeProducer(world, plan, on_event)
+        made.pid = next(pids)  # type: ignore[attr-defined]
+        return made
+
+    def consumer(plan: ConsumerPlan, _dir: Path, _bootstrap: str, on_event: EventCallback) -> Any:
+        made = FakeConsumer(world, plan, on_event)
+        made.pid = next(pids)  # type: ignore[attr-defined]
+        return made
+
+    deps = dataclasses.replace(world.deps(), producer=producer, consumer=consumer)
+    told: list[tuple[str, int]] = []
+    clients = RunClients(lab, tmp_path, "127.0.0.1:1", Timeline(lab.id), deps, lambda _s: None, lambda _m: None,
+                         on_started=lambda name, pid: told.append((name, pid)))
+    clients.start_consumer(lab.consumers[0])
+    clients.make_producer(1)
+    clients.start_producer()
+    assert told == [("consumer-1", 4001), ("producer", 4002)]
+    clients.end_consumer(1, crash=True)
+    clients.start_consumer(lab.consumers[0])  # started again: a new process, told under the same name
+    assert told[-1] == ("consumer-1", 4003)
 
 
 def test_make_fault_takes_amounts_as_numbers_or_text() -> None:

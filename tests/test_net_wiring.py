@@ -4,18 +4,31 @@ vocabulary of `kafkalab net` (node words, amounts, links) and its bad input refu
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kafkalab.cli import main
 from kafkalab.cli.net_cmds import net_request
-from kafkalab.cluster.netwiring import ClusterNet, NetAction, NetRequest, isolation, parse_ms, parse_rate, proxy_ports
+from kafkalab.cluster.netwiring import (
+    ClusterNet,
+    NetAction,
+    NetRequest,
+    isolation,
+    parse_ms,
+    parse_rate,
+    proxy_ports,
+    status_lines,
+)
 from kafkalab.cluster.ports import pick_free_ports, spec_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.loader import load_lab
-from kafkalab.netfaults import Cut, Delay, Direction, Drop, Hold, Limit, Link
+from kafkalab.netfaults import Cut, Delay, Direction, Drop, Hold, Limit, Link, ProxyStatus, TargetStatus
 
 
 def spec(tmp_path: Path, **kwargs: object) -> ClusterSpec:
@@ -224,6 +237,63 @@ def test_bad_links_are_refused_in_one_line(tmp_path: Path, action: NetAction, wo
     with pytest.raises(KafkalabError, match=says) as caught:
         net.rules(NetRequest(action, words), net.resolve(words))
     assert "\n" not in str(caught.value)
+
+
+def with_clients(tmp_path: Path, *names: str) -> ClusterNet:
+    """A ClusterNet (no proxy process) told of the run's clients ``names``, as a lab run tells it."""
+    net = ClusterNet(spec(tmp_path))
+    for name in names:
+        net.client_started(name, os.getpid())
+    return net
+
+
+def test_the_run_s_clients_are_sources_by_name(tmp_path: Path) -> None:
+    net = with_clients(tmp_path, "producer", "consumer-1", "consumer-2")
+    assert net.resolve(("producer", "broker", "2")) == ["producer", "broker-2"]
+    assert net.resolve(("consumer", "2")) == net.resolve(("consumer-2",)) == ["consumer-2"]
+    assert net.rules(NetRequest(NetAction.CUT), net.resolve(("producer", "broker", "1"))) == [
+        Cut(Link("producer", "broker-1"))]
+    assert net.rules(NetRequest(NetAction.HOLD, direction=Direction.REPLIES),
+                     net.resolve(("consumer", "1", "broker", "3"))) == [Hold(Link("consumer-1", "broker-3"),
+                                                                           Direction.REPLIES)]
+    assert net.named_clients.keys() == {"producer", "consumer-1", "consumer-2"}
+    assert "producer" not in net.nodes and all(not n.startswith("consumer") for n in net.nodes)
+
+
+@pytest.mark.parametrize(("action", "words", "says"), [
+    (NetAction.CUT, ("consumer", "3", "broker", "1"), "no client 'consumer-3' in this run (clients known by name: "
+                                                      "consumer-1, producer)"),
+    (NetAction.CUT, ("broker", "1", "producer"), "producer is only a source"),
+    (NetAction.HOLD, ("broker", "1", "consumer-1"), "consumer-1 is only a source"),
+    (NetAction.ISOLATE, ("producer",), "isolate takes one node"),
+    (NetAction.CUT, ("consumer-1", "zookeeper"), "consumer-1 does not reach ZooKeeper"),
+    (NetAction.CUT, ("consumer", "broker", "1"), "`consumer` needs its number"),
+])
+def test_named_clients_are_refused_in_one_line_where_they_cannot_be(tmp_path: Path, action: NetAction,
+                                                                     words: tuple[str, ...], says: str) -> None:
+    net = with_clients(tmp_path, "producer", "consumer-1")
+    with pytest.raises(KafkalabError, match="^" + re.escape(says)) as caught:
+        net.rules(NetRequest(action, words), net.resolve(words))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_run_without_clients_named_refuses_them_and_a_client_takes_no_node_s_name(tmp_path: Path) -> None:
+    net = ClusterNet(spec(tmp_path))
+    with pytest.raises(KafkalabError, match=r"no client 'producer' in this run .*none: a lab run names its producer"):
+        net.resolve(("producer", "broker", "1"))
+    with pytest.raises(KafkalabError, match="a client is named producer or consumer-K, not 'broker-1'"):
+        net.client_started("broker-1", os.getpid())
+    assert net.named_clients == {}
+
+
+def test_status_lists_the_named_clients_apart_from_the_nodes(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    status = ProxyStatus(pid=7, targets=(TargetStatus("broker-1", True, (1,)), TargetStatus("zookeeper", False, (2,))),
+                         nodes={"broker-1": 11}, links=(), clients={"producer": os.getpid(), "consumer-1": gone.pid})
+    lines = status_lines(status, [])
+    assert lines[1] == "down (refusing connections): broker-1"
+    assert lines[2] == f"clients known by name: consumer-1 (pid {gone.pid}, ended), producer (pid {os.getpid()})"
 
 
 def args_of(*argv: str) -> argparse.Namespace:

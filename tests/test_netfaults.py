@@ -41,6 +41,7 @@ from kafkalab.netfaults import (
     PortSpec,
     ProxyConfig,
 )
+from kafkalab.netfaults.sources import SourceKind
 
 PEERS = Path(__file__).resolve().parent / "netfaults_peers.py"
 TARGET = "server"
@@ -99,13 +100,13 @@ class Rig:
     proxy_port: int
     peers: list[Peer]
 
-    def client(self, node: str | None = None) -> Peer:
-        """A client process, connected through the proxy; registered as ``node`` when named."""
+    def client(self, node: str | None = None, kind: SourceKind = SourceKind.NODE) -> Peer:
+        """A client process, connected through the proxy; registered as ``node`` (of ``kind``) when named."""
         peer = Peer("client", self.proxy_port)
         self.peers.append(peer)
         pid = peer.next()["pid"]
         if node is not None:
-            self.proxy.client.register(node, pid)
+            self.proxy.client.register(node, pid, kind)
         assert peer.ask("connect") == {"ok": True}
         return peer
 
@@ -287,6 +288,62 @@ def test_any_source_rule_and_exact_rule_wins(rig: Rig) -> None:
     assert a.ask("send", text="a2")["reply"] == "echo:a2"
     assert b.ask("send", text="b2", wait=0.5) == {"timeout": True}  # its own hold still holds requests
     assert rig.server.got(0.3) == ["a", "b", "a2"]
+
+
+# ---- clients told apart by name ----------------------------------------------------------------------
+def reached(peer: Peer, text: str) -> bool:
+    """Whether ``text`` sent by ``peer`` came back echoed within half a second."""
+    return peer.ask("send", text=text, wait=0.5).get("reply") == f"echo:{text}"
+
+
+def test_a_named_client_s_rule_spares_the_other_client(rig: Rig) -> None:
+    producer = rig.client("producer", SourceKind.CLIENT)
+    consumer = rig.client("consumer-1", SourceKind.CLIENT)
+    rig.proxy.client.apply(Drop(link("producer"), Direction.REQUESTS))
+    assert not reached(producer, "p1") and reached(consumer, "c1")
+    assert rig.server.got(0.3) == ["c1"]  # the producer's request never reached the server
+    rig.proxy.client.apply(Cut(link("producer")))
+    assert producer.ask("connect") == {"ok": True} and "error" in producer.ask("send", text="p2", wait=1.0)
+    assert consumer.ask("connect") == {"ok": True} and reached(consumer, "c2")
+    status = rig.proxy.client.status()
+    assert status.clients.keys() == {"producer", "consumer-1"} and status.nodes == {}  # never taken for nodes
+    row = status.link("producer", TARGET)
+    assert row is not None and row.connections_refused >= 1 and status.link(CLIENTS, TARGET) is None
+
+
+def test_a_clients_rule_acts_on_every_client_named_or_not(rig: Rig) -> None:
+    producer = rig.client("producer", SourceKind.CLIENT)
+    consumer = rig.client("consumer-1", SourceKind.CLIENT)
+    anonymous = rig.client()
+    node = rig.client("broker-1")
+    rig.proxy.client.apply(Hold(link(CLIENTS), Direction.REQUESTS))
+    for peer, text in ((producer, "p"), (consumer, "c"), (anonymous, "a")):
+        assert not reached(peer, text)
+    assert reached(node, "n")  # a node is no client: the hold is not its
+    assert rig.server.got(0.3) == ["n"]
+    # slot by slot, a named client's own rule first: its own drop replaces the hold (same slot), its delay does not
+    rig.proxy.client.apply(Delay(link("consumer-1"), Direction.REPLIES, ms=50))
+    rig.proxy.client.apply(Drop(link("producer"), Direction.REQUESTS))
+    assert not reached(consumer, "c2")  # still held: its own rule is on another slot
+    rig.proxy.client.heal(source=CLIENTS)
+    assert sorted(rig.server.got(1.0)) == ["a", "c", "c2"]  # held, then delivered; the producer's were dropped
+    assert anonymous.ask("recv")["reply"] == "echo:a"  # the answers to the held requests, late
+    assert [consumer.ask("recv")["reply"] for _ in range(2)] == ["echo:c", "echo:c2"]
+    assert not reached(producer, "p2") and reached(anonymous, "a2")
+    rig.proxy.client.apply(Cut(link(CLIENTS)))
+    for peer in (producer, consumer, anonymous):
+        assert peer.ask("connect") == {"ok": True} and "error" in peer.ask("send", text="x", wait=1.0)
+    assert node.ask("connect") == {"ok": True} and reached(node, "n2")
+
+
+def test_a_client_cannot_take_a_node_s_name(rig: Rig) -> None:
+    with pytest.raises(NetFaultsError, match="a client cannot be registered as 'server'"):
+        rig.proxy.client.register(TARGET, os.getpid(), SourceKind.CLIENT)
+    with pytest.raises(NetFaultsError, match="a client cannot be registered as 'clients'"):
+        rig.proxy.client.register(CLIENTS, os.getpid(), SourceKind.CLIENT)
+    with pytest.raises(NetFaultsError, match="register's kind must be one of node, client, not 'boss'"):
+        rig.proxy.client.request("register", node="producer", pid=os.getpid(), kind="boss")
+    assert rig.proxy.client.status().clients == {}
 
 
 # ---- a node down -------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from kafkalab.netfaults import Direction
 
 EPILOG = """\
 nodes: `broker N` (or N, broker-N), `zookeeper`, `clients` (as a source: every client process);
+  during a lab run, as sources: `producer`, `consumer K` (or consumer-K): that client process alone;
   KRaft: `controller N` (or controller-N), `controller` (the active controller, when you ask)
 examples:
   kafkalab net isolate broker 1            broker 1 cut from ZooKeeper (KRaft: the controllers) and the other
@@ -22,6 +23,7 @@ examples:
   kafkalab net cut broker 2 broker 1       broker 2's connections to broker 1 reset (add --both-ways)
   kafkalab net drop-replies clients broker 1    requests arrive at broker 1, its answers are lost
   kafkalab net hold clients broker 1 --direction requests    kept by the proxy, delivered on heal
+  kafkalab net cut producer broker 1       the run's producer alone cut from broker 1, the consumers kept
   kafkalab net delay broker 2 broker 1 200ms --jitter 50ms
   kafkalab net limit broker 3 broker 1 100KB/s --direction replies
   kafkalab net heal [NODE [NODE]]          every link, a node's links, or one link

@@ -5,7 +5,9 @@ cluster's control socket (isolate, cut, drop-replies, hold, delay, limit, heal, 
 Links through the proxy: clients -> each broker's CLIENT listener, broker -> broker (the BROKER listener:
 replication; in ZooKeeper mode the controller's requests), broker -> ZooKeeper; in KRaft mode brokers ->
 voters and voter <-> voter (every voter's CONTROLLER listener is advertised, and recorded as its voter
-endpoint, at its proxy port). The proxy tells sources apart by the process that owns the connecting socket.
+endpoint, at its proxy port). The proxy tells sources apart by the process that owns the connecting socket:
+a node's, a client's the run named (``producer``, ``consumer-1``: :meth:`ClusterNet.client_started`), or any
+other process's (``clients``; a ``clients`` rule acts on the named clients too).
 kafkalab's own admin view uses the brokers' PLAINTEXT listeners, ZooKeeper's own port and (KRaft) each
 voter's CONTROLLER_DIRECT listener, never proxied, so it keeps seeing the truth.
 """
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
@@ -43,9 +47,23 @@ from kafkalab.netfaults import (
     describe,
 )
 from kafkalab.netfaults.config import MAX_SOCKET_PATH, SOCKET_NAME
+from kafkalab.netfaults.sources import SourceKind
 
 NETFAULTS_DIR = "netfaults"
 ZOOKEEPER = "zookeeper"
+PRODUCER = "producer"
+CONSUMER_PREFIX = "consumer-"
+_CLIENT_NAME = re.compile(r"^(producer|consumer-[1-9]\d*)$")
+
+
+def is_named_client(name: str) -> bool:
+    """``producer`` or ``consumer-K``: a run's client process, told apart by name (a source, never a target)."""
+    return bool(_CLIENT_NAME.match(name))
+
+
+def is_client_source(name: str) -> bool:
+    """A source that is a client: ``clients`` (every client process) or one named client."""
+    return name == CLIENTS or is_named_client(name)
 
 
 class NetAction(StrEnum):
@@ -173,6 +191,7 @@ class ClusterNet:
         self._proc: NetFaultsProcess | None = None
         self._pids: dict[str, int] = {}
         self._down: set[str] = set(self.nodes)  # nothing runs yet: the ports refuse, as the nodes' own would
+        self._clients: dict[str, int] = {}  # the run's client processes known by name (producer, consumer-K) -> pid
         self.problems: list[str] = []  # requests the proxy failed, and its restarts: shown by `net status`
         self._listeners: list[NetListener] = []
 
@@ -194,6 +213,8 @@ class ClusterNet:
             self._proc = NetFaultsProcess.start(config)
             for node in sorted(self._down):
                 self._proc.client.down(node)
+            for name, pid in self._clients.items():  # a restarted proxy knows the run's clients again
+                self._proc.client.register(name, pid, SourceKind.CLIENT)
 
     def stop(self) -> None:
         with self._lock:
@@ -230,6 +251,21 @@ class ClusterNet:
             self._pids[node] = pid
             self._down.discard(node)
             self._quietly(lambda c: registered_and_up(c, node, pid))
+
+    def client_started(self, name: str, pid: int) -> None:
+        """A run's client process started (again): its connections are ``name``'s (``producer``, ``consumer-K``),
+        and still every client's, so a ``clients`` rule acts on them too."""
+        if not is_named_client(name):
+            raise KafkalabError(f"a client is named producer or consumer-K, not {name!r}")
+        with self._lock:
+            self._clients[name] = pid
+            self._quietly(lambda c: c.register(name, pid, SourceKind.CLIENT))
+
+    @property
+    def named_clients(self) -> dict[str, int]:
+        """The client processes known by name, and their (latest) pids."""
+        with self._lock:
+            return dict(self._clients)
 
     def ended(self, node: str) -> None:
         """A node's process is gone (killed, stopped, crashed): its ports refuse, its connections are reset."""
@@ -288,24 +324,27 @@ class ClusterNet:
     def rules(self, request: NetRequest, nodes: list[str]) -> list[Rule]:
         action = request.action
         if action is NetAction.ISOLATE:
-            if len(nodes) != 1 or nodes[0] == CLIENTS:
-                raise KafkalabError("isolate takes one node, e.g. `kafkalab net isolate broker 1` (clients are kept)")
+            if len(nodes) != 1 or is_client_source(nodes[0]):
+                raise KafkalabError("isolate takes one node, e.g. `kafkalab net isolate broker 1` (clients are kept; "
+                                    "cut a client's link instead: `kafkalab net cut producer broker 1`)")
             return isolation(nodes[0], self.nodes, self.spec)
         if len(nodes) != 2:
             raise KafkalabError(f"{action.value} takes a link: SOURCE TARGET, e.g. `kafkalab net {action.value} "
                                 f"broker 2 broker 1{' 200ms' if action is NetAction.DELAY else ''}"
                                 f"{' 100KB/s' if action is NetAction.LIMIT else ''}`")
         source, target = nodes
-        if target == CLIENTS:
-            raise KafkalabError("clients are only a source: no connection goes to them through the proxy")
+        if is_client_source(target):
+            raise KafkalabError(f"{target} {'are' if target == CLIENTS else 'is'} only a source: no connection goes "
+                                "to a client through the proxy")
         if source == target:
             raise KafkalabError(f"{source} -> {target} is no link: a node's connections to itself are not proxied")
         if source == ZOOKEEPER:
             raise KafkalabError("ZooKeeper opens no connection to the brokers: cut the link from the broker "
                                 "(`kafkalab net cut broker N zookeeper`)")
-        if target == ZOOKEEPER and source == CLIENTS:
-            raise KafkalabError("clients do not reach ZooKeeper through the proxy: name a broker as the source")
-        if source != CLIENTS and not opens_connections(source, target, self.spec):
+        if target == ZOOKEEPER and is_client_source(source):
+            raise KafkalabError(f"{source} {'do' if source == CLIENTS else 'does'} not reach ZooKeeper through the "
+                                "proxy: name a broker as the source")
+        if not is_client_source(source) and not opens_connections(source, target, self.spec):
             raise KafkalabError(f"{source} opens no connection to {target}: a KRaft controller only reaches the other "
                                 f"voters (cut the link from the broker: `kafkalab net cut {target} {source}`)")
         link = Link(source, target)
@@ -320,8 +359,9 @@ class ClusterNet:
         return [Limit(link, request.direction, request.bytes_per_s)]
 
     def resolve(self, words: tuple[str, ...]) -> list[str]:
-        """``broker 1 zookeeper`` -> [broker-1, zookeeper]: `broker N`, `broker-N`, `N`, `zookeeper`, `clients`;
-        in KRaft mode `controller N` or `controller-N` (the Nth voter) and `controller` (the active one, now)."""
+        """``broker 1 zookeeper`` -> [broker-1, zookeeper]: `broker N`, `broker-N`, `N`, `zookeeper`, `clients`,
+        `producer`, `consumer K` or `consumer-K` (a client the run named); in KRaft mode `controller N` or
+        `controller-N` (the Nth voter) and `controller` (the active one, now)."""
         names: list[str] = []
         queue = [w.strip().lower() for w in words if w.strip()]
         while queue:
@@ -336,12 +376,27 @@ class ClusterNet:
                 else:
                     names.append(self.active_controller())
                     continue
+            elif word in ("consumer", "consumers"):
+                if not queue or not queue[0].isdigit():
+                    raise KafkalabError("`consumer` needs its number: e.g. consumer 1 (a lab's consumer local_id)")
+                word = f"{CONSUMER_PREFIX}{queue.pop(0)}"
+            if word == PRODUCER or word.startswith(CONSUMER_PREFIX):
+                names.append(self.named_client(word))
+                continue
             name = CLIENTS if word in (CLIENTS, "client") else self.spec.node_name(word)
             if name != CLIENTS and name not in self.nodes:
                 raise self.spec.unknown_node(word)
             names.append(name)
         return names
 
+
+    def named_client(self, name: str) -> str:
+        """``name`` if the run has told the proxy of that client; a one-line refusal otherwise."""
+        known = self.named_clients
+        if name not in known:
+            have = ", ".join(sorted(known)) or "none: a lab run names its producer and consumers as they start"
+            raise KafkalabError(f"no client {name!r} in this run (clients known by name: {have})")
+        return name
 
     def active_controller(self) -> str:
         """The node hosting the KRaft active controller at this moment: `controller` in a request."""
@@ -384,10 +439,15 @@ def isolation(node: str, nodes: list[str], spec: ClusterSpec) -> list[Rule]:
 
 
 def status_lines(status: ProxyStatus, problems: list[str]) -> list[str]:
-    """What `kafkalab net status` prints: every rule in force, the nodes whose ports are down, any problem."""
+    """What `kafkalab net status` prints: every rule in force, the nodes whose ports are down, the clients known
+    by name, any problem."""
     lines = [f"proxy pid {status.pid}"]
     down = [t.name for t in status.targets if t.down]
     lines.append(f"down (refusing connections): {', '.join(down)}" if down else "every node's ports accept")
+    if status.clients:
+        lines.append("clients known by name: " + ", ".join(
+            f"{name} (pid {pid}{'' if psutil.pid_exists(pid) else ', ended'})"
+            for name, pid in sorted(status.clients.items())))
     rules = status.rules()
     lines += [f"  {describe(r)}" for r in rules] if rules else ["no network fault in force"]
     return lines + [f"problem: {p}" for p in problems[-5:]]

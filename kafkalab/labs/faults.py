@@ -13,7 +13,8 @@ at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20
 on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: the active controller) |
      ``controllers 2,3`` (KRaft voters by number) | ``random follower T/P`` |
      ``followers T/P`` | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
-     ``zookeeper`` | ``clients`` (a network source only) | ``producer`` | ``consumer 1`` | ``consumers`` |
+     ``zookeeper`` | ``clients`` (a network source only) | ``producer`` | ``consumer 1`` (both also a network
+     source: that process's links alone) | ``consumers`` |
      ``topic T`` | ``group G``
 do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
      network (``net_proxies`` is turned on for the lab): isolate (from ZooKeeper and the other brokers, clients
@@ -40,7 +41,7 @@ from typing import Any, Protocol
 from kafkalab.admin import ClusterSnapshot, ResetTarget
 from kafkalab.admin.groups import RESET_MODES
 from kafkalab.clients.stats import ClientState
-from kafkalab.cluster.netwiring import NetAction, parse_ms, parse_rate
+from kafkalab.cluster.netwiring import CONSUMER_PREFIX, PRODUCER, NetAction, parse_ms, parse_rate
 from kafkalab.cluster.node import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind, LeaderChange
@@ -268,6 +269,10 @@ class Target:
             return ["zookeeper"]
         if k == TargetKind.CLIENTS:
             return ["clients"]
+        if k == TargetKind.PRODUCER:  # as a network source: the run's producer process
+            return [PRODUCER]
+        if k == TargetKind.CONSUMER:
+            return [f"{CONSUMER_PREFIX}{self.local_id}"]
         if k == TargetKind.CONTROLLERS:
             return [f"controller-{c}" for c in self.brokers]
         if k == TargetKind.CONTROLLER and active_controller is not None:
@@ -365,11 +370,12 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
         if word not in CONTROL_WORDS:
             raise ValueError(f"{text!r}: send takes a control word: send {' | send '.join(CONTROL_WORDS)}")
         s = "send"
+    source_actions = (*(a.value for a in LINK_ACTIONS), NetAction.HEAL.value)  # a client as a network source
     allowed = {
-        TargetCategory.NODES: NODE_ACTIONS + NET_ACTIONS, TargetCategory.PRODUCER: PRODUCER_ACTIONS,
-        TargetCategory.CONSUMERS: CONSUMER_ACTIONS, TargetCategory.TOPIC: TOPIC_ACTIONS,
+        TargetCategory.NODES: NODE_ACTIONS + NET_ACTIONS, TargetCategory.PRODUCER: PRODUCER_ACTIONS + source_actions,
+        TargetCategory.CONSUMERS: CONSUMER_ACTIONS + source_actions, TargetCategory.TOPIC: TOPIC_ACTIONS,
         TargetCategory.GROUP: GROUP_ACTIONS, TargetCategory.NONE: (NetAction.HEAL.value,),
-        TargetCategory.CLIENTS: (*(a.value for a in LINK_ACTIONS), NetAction.HEAL.value),
+        TargetCategory.CLIENTS: source_actions,
     }[target.category] + ANY_ACTIONS
     if s not in allowed:
         on = target.text or "nothing"
@@ -422,7 +428,9 @@ _NET_FIELDS = {"to": NET_ACTIONS, "both_ways": (NetAction.CUT.value,),
                "ms": (NetAction.DELAY.value,), "jitter_ms": (NetAction.DELAY.value,), "rate": (NetAction.LIMIT.value,),
                "direction": (NetAction.HOLD.value, NetAction.DELAY.value, NetAction.LIMIT.value)}
 _NET_TARGETS = (TargetKind.BROKERS, TargetKind.LEADER, TargetKind.CONTROLLER, TargetKind.RANDOM_FOLLOWER,
-                TargetKind.FOLLOWERS, TargetKind.SAME, TargetKind.ZOOKEEPER, TargetKind.CLIENTS, TargetKind.NONE)
+                TargetKind.FOLLOWERS, TargetKind.SAME, TargetKind.ZOOKEEPER, TargetKind.CLIENTS, TargetKind.PRODUCER,
+                TargetKind.CONSUMER, TargetKind.NONE)
+_CLIENT_SOURCES = (TargetKind.CLIENTS, TargetKind.PRODUCER, TargetKind.CONSUMER)  # sources only, never a `to`
 
 
 def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: int) -> dict[str, Any]:
@@ -434,9 +442,12 @@ def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: in
     if action not in NET_ACTIONS:
         return {}
     net = NetAction(action)
+    if target.kind == TargetKind.CONSUMERS:
+        raise ValueError(f"on: {net.value} acts on one client's links: name it, 'consumer 1', or every client "
+                         "process with 'clients'")
     if target.kind not in _NET_TARGETS:
         raise ValueError(f"on: {net.value} acts on brokers or ZooKeeper ('broker 2', 'leader T/P', 'followers T/P', "
-                         f"'zookeeper', 'clients' as a source), not {target.text}")
+                         f"'zookeeper'; 'clients', 'producer', 'consumer K' as a source), not {target.text}")
     to: Target | None = None
     if "to" in raw:
         if net is NetAction.ISOLATE:
@@ -447,8 +458,9 @@ def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: in
             to = parse_target(str(raw["to"]), brokers)
         except ValueError as exc:
             raise ValueError(f"to: {exc}") from None
-        if to.kind not in _NET_TARGETS or to.kind in (TargetKind.CLIENTS, TargetKind.NONE):
-            raise ValueError(f"to: {to.text!r} is not a node a link goes to: name brokers or zookeeper "
+        if to.kind not in _NET_TARGETS or to.kind in (*_CLIENT_SOURCES, TargetKind.NONE):
+            source_only = " (a client is only a source)" if to.kind in _CLIENT_SOURCES else ""
+            raise ValueError(f"to: {to.text!r} is not a node a link goes to{source_only}: name brokers or zookeeper "
                              "('broker 1', 'leader T/P', 'followers T/P', 'zookeeper')")
         both = to.kind == TargetKind.BROKERS and target.kind == TargetKind.BROKERS
         if both and set(to.brokers) & set(target.brokers):
@@ -459,8 +471,9 @@ def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: in
     if net in LINK_ACTIONS and target.kind == TargetKind.ZOOKEEPER:
         raise ValueError("on: ZooKeeper opens no connection to the brokers: cut the link from the broker "
                          "(on = \"broker N\", to = \"zookeeper\")")
-    if net in LINK_ACTIONS and target.kind == TargetKind.CLIENTS and to is not None and to.kind == TargetKind.ZOOKEEPER:
-        raise ValueError("to: clients do not reach ZooKeeper through the proxy: name a broker")
+    if net in LINK_ACTIONS and target.kind in _CLIENT_SOURCES and to is not None and to.kind == TargetKind.ZOOKEEPER:
+        raise ValueError(f"to: {target.text} do{'' if target.kind == TargetKind.CLIENTS else 'es'} not reach "
+                         "ZooKeeper through the proxy: name a broker")
     fields: dict[str, Any] = {"to": to, "both_ways": bool(raw.get("both_ways", False))}
     if "both_ways" in raw and not isinstance(raw["both_ways"], bool):
         raise ValueError("both_ways: give true or false")

@@ -365,7 +365,8 @@ class LabRun:
         self.timeline.restart_clock()
         self.started = time.monotonic()
         self.clients = clients = RunClients(self.lab, self.run_dir, cluster.spec.client_bootstrap, self.timeline,
-                                            self.deps, self.sleep, self.say)
+                                            self.deps, self.sleep, self.say,
+                                            on_started=cluster.net.client_started if cluster.net else None)
         quorum = (lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None
         self.watch_snapshots = snapshots = self.deps.watch_snapshots(cluster.bootstrap, self.run_dir)
         self.watch = watch = ClusterWatch(self.timeline, snapshots.snapshot, clients.producer_stats, quorum=quorum)

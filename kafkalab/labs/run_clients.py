@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kafkalab.clients import ClientState, Consumer, ConsumerStats, Producer, ProducerStats
 from kafkalab.clients.child_client import ChildClient
+from kafkalab.cluster.netwiring import PRODUCER
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
 from kafkalab.labs.events import EventKind
@@ -37,6 +38,8 @@ class RunClients:
     say: Callable[[str], None]  # tells what the run is doing
     producer: Producer | None = None
     consumers: dict[int, list[Consumer]] = field(default_factory=dict)
+    # told each client process as it starts (its name, its pid): the network-fault proxy's names for them
+    on_started: Callable[[str, int], None] | None = None
 
     # ---- the producer ----------------------------------------------------------------------------
     def make_producer(self, seed: int) -> None:
@@ -48,6 +51,7 @@ class RunClients:
         if producer is not None and producer.stats().state == ClientState.STARTING and not producer.running:
             self.say("producer started")
             producer.start()
+            self._started(PRODUCER, producer)
 
     def stop_producer(self) -> None:
         if self.producer is not None:
@@ -80,7 +84,12 @@ class RunClients:
         instances.append(consumer)
         self.timeline.say(EventKind.CONSUMER_LAUNCH, plan.name, f"{plan.name} started (group {plan.group})")
         consumer.start()
+        self._started(plan.name, consumer)
         return True
+
+    def _started(self, name: str, client: ChildClient) -> None:
+        if self.on_started is not None and client.pid is not None:
+            self.on_started(name, client.pid)
 
     def end_consumer(self, local_id: int, crash: bool) -> bool:
         """Stop (or crash) the running instance of consumer ``local_id``; False when none runs."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from kafkalab.netfaults.config import LOG_NAME, ProxyConfig
 from kafkalab.netfaults.rules import NetFaultsError, Rule, rule_from_json, rule_to_json
+from kafkalab.netfaults.sources import SourceKind
 from kafkalab.netfaults.status import ProxyStatus
 
 REQUEST_TIMEOUT_S = 5.0
@@ -59,9 +60,10 @@ class NetFaultsClient:
     def status(self) -> ProxyStatus:
         return ProxyStatus.from_json(self.request("status")["status"])
 
-    def register(self, node: str, pid: int) -> None:
-        """Connections from process ``pid`` are now ``node``'s (call again when the node restarts)."""
-        self.request("register", node=node, pid=pid)
+    def register(self, node: str, pid: int, kind: SourceKind = SourceKind.NODE) -> None:
+        """Connections from process ``pid`` are now ``node``'s (call again when the node restarts); a
+        ``SourceKind.CLIENT`` is a client known by name, whose connections obey the ``clients`` rules too."""
+        self.request("register", node=node, pid=pid, kind=kind.value)
 
     def forget(self, node: str) -> None:
         self.request("forget", node=node)

@@ -6,6 +6,9 @@ pipes copy its bytes, requests and replies, each obeying the link's rules at the
 a hold stops reading (the chunk in hand and whatever the kernel buffers wait, in order), a drop discards,
 a limit paces, a delay schedules the write (Toxiproxy's latency: measured from the chunk's arrival, so
 delays do not add up across chunks, and never reorder).
+
+A connection obeys the rules of its *lineage*, slot by slot, the first that has one: its own source's, then
+(a named client: ``producer``, ``consumer-1``) every client's (``clients``), then every source's (``*``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from kafkalab.netfaults.rules import (
     Rule,
     RuleKind,
 )
-from kafkalab.netfaults.sources import SourceTable
+from kafkalab.netfaults.sources import SourceKind, SourceTable
 
 QUEUE_HIGH_WATER = 1 * 2**20  # bytes waiting for a rule's task before the source stops being read
 DELAY_HIGH_WATER = 8 * 2**20  # bytes scheduled by a delay before the pipe stops reading (the sender then waits)
@@ -58,7 +61,7 @@ class FlowSlots:
 
 @dataclass(frozen=True)
 class Effective:
-    """The rules a chunk obeys: the link's own slot, or else the any-source rule's."""
+    """The rules a chunk obeys: per slot, the first rule along the connection's lineage."""
 
     blocking: Drop | Hold | None
     delay: Delay | None
@@ -106,15 +109,18 @@ class RuleBook:
             found += [r for r in slots.rules() if r not in found]
         return found
 
-    def is_cut(self, source: str, target: str) -> bool:
-        return Link(source, target) in self.cuts or Link(ANY_SOURCE, target) in self.cuts
+    def is_cut(self, lineage: tuple[str, ...], target: str) -> bool:
+        return any(Link(source, target) in self.cuts for source in lineage)
 
-    def effective(self, source: str, target: str, flow: Flow) -> Effective:
+    def effective(self, lineage: tuple[str, ...], target: str, flow: Flow) -> Effective:
         if not self.slots:
             return PASS
-        own = self.slots.get((Link(source, target), flow)) or FlowSlots()
-        anyone = self.slots.get((Link(ANY_SOURCE, target), flow)) or FlowSlots()
-        return Effective(own.blocking or anyone.blocking, own.delay or anyone.delay, own.limit or anyone.limit)
+        found = [s for s in (self.slots.get((Link(source, target), flow)) for source in lineage) if s is not None]
+        if not found:
+            return PASS
+        return Effective(next((s.blocking for s in found if s.blocking), None),
+                         next((s.delay for s in found if s.delay), None),
+                         next((s.limit for s in found if s.limit), None))
 
 
 @dataclass
@@ -268,7 +274,7 @@ class Pipe:
             self.src.transport.resume_reading()
 
     def rules(self) -> Effective:
-        return self.proxy.book.effective(self.conn.source, self.conn.port.target, self.flow)
+        return self.proxy.book.effective(self.conn.lineage, self.conn.port.target, self.flow)
 
     def feed(self, data: bytes) -> None:
         if self.worker is None and not self.delayed:
@@ -428,6 +434,7 @@ class Connection:
 
     def __init__(self, proxy: Proxy, port: PortSpec, source: str, client: Side, upstream: Side) -> None:
         self.port, self.source = port, source
+        self.lineage = proxy.lineage(source)
         self.stats = proxy.stats(source, port.target)
         self.client, self.upstream = client, upstream
         self.started = False
@@ -543,7 +550,8 @@ class Proxy:
             # psutil reads /proc (or asks the kernel): off the loop, so other links keep flowing meanwhile
             source = await asyncio.to_thread(self.sources.identify, (peer[0], peer[1]), (local[0], local[1]))
         stats = self.stats(source, port.target)
-        if port.target in self.down or self.book.is_cut(source, port.target):
+        lineage = self.lineage(source)
+        if port.target in self.down or self.book.is_cut(lineage, port.target):
             stats.connections_refused += 1
             reset(side.transport)
             return
@@ -556,7 +564,7 @@ class Proxy:
             reset(side.transport)  # the node is not there: the source sees what it would see without the proxy
             return
         assert upstream.transport is not None
-        if port.target in self.down or self.book.is_cut(source, port.target):  # changed while connecting
+        if port.target in self.down or self.book.is_cut(lineage, port.target):  # changed while connecting
             stats.connections_refused += 1
             reset(upstream.transport)
             reset(side.transport)
@@ -569,6 +577,19 @@ class Proxy:
             self.connections.discard(conn)
 
     # ---- controls -------------------------------------------------------------------------------
+    def lineage(self, source: str) -> tuple[str, ...]:
+        """Whose rules a connection from ``source`` obeys, first to last (see the module's doc)."""
+        if self.sources.is_client(source):
+            return (source, CLIENTS, ANY_SOURCE)
+        return (source, ANY_SOURCE)
+
+    def register(self, name: str, pid: int, kind: SourceKind) -> None:
+        """Connections from ``pid`` are ``name``'s from now on; a client may not take a node's or a word's name."""
+        if kind is SourceKind.CLIENT and name in (*self.config.targets, CLIENTS, ANY_SOURCE):
+            raise NetFaultsError(f"a client cannot be registered as {name!r}: that names a node or every source; "
+                                 "give it a name of its own, e.g. producer or consumer-1")
+        self.sources.register(name, pid, kind)
+
     def known_sources(self) -> set[str]:
         return {*self.config.targets, *self.sources.snapshot(), CLIENTS, ANY_SOURCE}
 
@@ -585,7 +606,7 @@ class Proxy:
         self.book.apply(rule)
         if rule.kind is RuleKind.CUT:
             for conn in list(self.connections):
-                if self.book.is_cut(conn.source, conn.port.target):
+                if self.book.is_cut(conn.lineage, conn.port.target):
                     conn.reset(counted=True)
         self.notify()
 

@@ -1,7 +1,8 @@
 """The network faults a link can carry: typed, validated rules and their JSON form on the control socket.
 
 A link is (source, target): the target is a node the proxy forwards to, the source the node whose process
-opened the connection (``clients`` for any process the proxy was not told about, ``*`` for every source).
+opened the connection (``clients`` for any process the proxy was not told about, ``*`` for every source); a
+client registered by name (``producer``, ``consumer-1``) is its own source, and a ``clients`` rule acts on it too.
 Bytes flow two ways on a link: *requests* (source -> target) and *replies* (target -> source).
 """
 
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalab.errors import KafkalabError
 
-CLIENTS = "clients"  # the source of a connection whose process nobody registered
+CLIENTS = "clients"  # the source of a connection whose process nobody registered; as a rule's, every client's
 ANY_SOURCE = "*"  # a rule on every source of a target (an exact source's own rule wins, slot by slot)
+AnEnum = TypeVar("AnEnum", bound=Enum)
 MAX_DELAY_MS = 600_000  # ten minutes: a longer delay is a typo, or a hold
 
 
@@ -152,7 +154,8 @@ def rule_to_json(rule: Rule) -> dict[str, Any]:
     return data
 
 
-def enum_value(cls: type[Direction] | type[RuleKind], value: object, what: str) -> Any:
+def enum_value(cls: type[AnEnum], value: object, what: str) -> AnEnum:
+    """``cls(value)``, or a NetFaultsError naming ``what`` and the values it may take."""
     try:
         return cls(value)
     except ValueError:

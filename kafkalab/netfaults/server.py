@@ -6,7 +6,8 @@ Requests, one JSON object a line, each answered by one line ``{"ok": true, ...}`
 - ``{"op": "apply", "rule": {...}}`` (see :func:`kafkalab.netfaults.rules.rule_from_json`)
 - ``{"op": "heal", "source": NAME?, "target": NAME?}`` (both left out: every rule)
 - ``{"op": "status"}``
-- ``{"op": "register", "node": NAME, "pid": PID}`` / ``{"op": "forget", "node": NAME}``
+- ``{"op": "register", "node": NAME, "pid": PID, "kind": "node"|"client"}`` (kind left out: a node) /
+  ``{"op": "forget", "node": NAME}``
 - ``{"op": "down", "target": NAME}`` / ``{"op": "up", "target": NAME}``
 - ``{"op": "stop"}``
 """
@@ -24,7 +25,8 @@ import psutil
 
 from kafkalab.netfaults.config import ProxyConfig
 from kafkalab.netfaults.engine import Proxy
-from kafkalab.netfaults.rules import Flow, Link, NetFaultsError, check_name, rule_from_json, rule_to_json
+from kafkalab.netfaults.rules import Flow, Link, NetFaultsError, check_name, enum_value, rule_from_json, rule_to_json
+from kafkalab.netfaults.sources import SourceKind
 
 PARENT_POLL_S = 0.5  # how often the parent's pid is looked at (a timer this slow costs no measurable CPU)
 
@@ -54,7 +56,8 @@ def status_json(proxy: Proxy) -> dict[str, Any]:
         })
     targets = [{"name": t, "down": t in proxy.down,
                 "listen_ports": [p.listen for p in proxy.config.ports if p.target == t]} for t in proxy.config.targets]
-    return {"pid": os.getpid(), "targets": targets, "nodes": proxy.sources.snapshot(), "links": rows}
+    return {"pid": os.getpid(), "targets": targets, "nodes": proxy.sources.of_kind(SourceKind.NODE),
+            "clients": proxy.sources.of_kind(SourceKind.CLIENT), "links": rows}
 
 
 def optional_name(request: dict[str, Any], key: str) -> str | None:
@@ -88,7 +91,8 @@ class Server:
             pid = request.get("pid")
             if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
                 raise NetFaultsError(f"register needs a pid, not {pid!r}")
-            proxy.sources.register(check_name(request.get("node"), "register's node"), pid)
+            kind = enum_value(SourceKind, request.get("kind", SourceKind.NODE.value), "register's kind")
+            proxy.register(check_name(request.get("node"), "register's node"), pid, kind)
             return {}
         if op == "forget":
             proxy.sources.forget(check_name(request.get("node"), "forget's node"))

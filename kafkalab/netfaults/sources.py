@@ -3,6 +3,8 @@
 On loopback both ends of a TCP connection live on this machine, so the peer's (host, port) is a socket some
 local process owns. Only the pids the caller registered are searched (their own sockets, no privilege
 needed, unlike a machine-wide ``psutil.net_connections`` on macOS); a socket none of them owns is a client's.
+A registered pid is a node (a broker, ZooKeeper, a controller) or a named client (the run's ``producer``, a
+``consumer-K``): a named client's connections obey its own rules, then every client's (``clients``).
 On Linux the socket's inode is read from ``/proc/net/tcp{,6}`` once and looked for among the nodes' open
 files; elsewhere psutil lists each node's connections.
 """
@@ -15,6 +17,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterable
+from enum import Enum
 from pathlib import Path
 
 import psutil
@@ -26,25 +29,48 @@ IPV4_MAPPED = "::ffff:"  # Java's sockets are IPv6 by default, IPv4 peers mapped
 PROC_TCP = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))  # Linux's socket tables (this network namespace)
 
 
+class SourceKind(Enum):
+    """What a registered source is."""
+
+    NODE = "node"  # one of the cluster's nodes: it is also a target, and never a client
+    CLIENT = "client"  # a client process known by name: its own rules first, then every client's
+
+
 class SourceTable:
-    """Node name <-> pid, updated from the control socket while the proxy's threads look sources up."""
+    """Source name <-> pid, updated from the control socket while the proxy's threads look sources up."""
 
     def __init__(self, nodes: dict[str, int] | None = None) -> None:
         self._lock = threading.Lock()
         self._pids: dict[str, int] = dict(nodes or {})
+        self._clients: set[str] = set()
 
-    def register(self, node: str, pid: int) -> None:
-        """``node`` is now process ``pid`` (a restarted node replaces its old pid)."""
+    def register(self, node: str, pid: int, kind: SourceKind = SourceKind.NODE) -> None:
+        """``node`` is now process ``pid`` (a restarted node, or a client started again, replaces its old pid)."""
         with self._lock:
             self._pids[node] = pid
+            if kind is SourceKind.CLIENT:
+                self._clients.add(node)
+            else:
+                self._clients.discard(node)
 
     def forget(self, node: str) -> None:
         with self._lock:
             self._pids.pop(node, None)
+            self._clients.discard(node)
 
     def snapshot(self) -> dict[str, int]:
+        """Every registered source, nodes and named clients."""
         with self._lock:
             return dict(self._pids)
+
+    def of_kind(self, kind: SourceKind) -> dict[str, int]:
+        with self._lock:
+            return {n: p for n, p in self._pids.items() if (n in self._clients) == (kind is SourceKind.CLIENT)}
+
+    def is_client(self, name: str) -> bool:
+        """A named client (``producer``, ``consumer-1``): not ``clients`` itself, never a node."""
+        with self._lock:
+            return name in self._clients
 
     def identify(self, peer: Address, local: Address) -> str:
         """The node whose process owns the socket bound to ``peer`` and connected to ``local``; else CLIENTS."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalab.netfaults.rules import Flow, Link, Rule, rule_from_json
@@ -47,8 +47,9 @@ class TargetStatus:
 class ProxyStatus:
     pid: int
     targets: tuple[TargetStatus, ...]
-    nodes: dict[str, int]  # registered sources: node name -> pid
+    nodes: dict[str, int]  # registered nodes: node name -> pid
     links: tuple[LinkStatus, ...]
+    clients: dict[str, int] = field(default_factory=dict)  # clients registered by name (producer, consumer-1) -> pid
 
     def link(self, source: str, target: str) -> LinkStatus | None:
         return next((s for s in self.links if s.link == Link(source, target)), None)
@@ -68,4 +69,4 @@ class ProxyStatus:
                        counters(s["replies"]))
             for s in data["links"])
         targets = tuple(TargetStatus(t["name"], t["down"], tuple(t["listen_ports"])) for t in data["targets"])
-        return cls(data["pid"], targets, dict(data["nodes"]), links)
+        return cls(data["pid"], targets, dict(data["nodes"]), links, dict(data.get("clients", {})))
