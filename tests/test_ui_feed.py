@@ -22,7 +22,7 @@ from kafkalab.labs.results import Phase
 from kafkalab.ui.app import parse_topic_request
 from kafkalab.ui.chart import columns, render_chart
 from kafkalab.ui.line import flow
-from kafkalab.ui.logtail import shorten
+from kafkalab.ui.logtail import glanceable, shorten
 from kafkalab.ui.partitions import diff_rows, leader_moves, row_key, row_of
 from kafkalab.ui.producer import counts_parts
 
@@ -228,6 +228,18 @@ def test_chart_legend_wraps_within_the_width_and_names_every_marker_symbol() -> 
 def test_shorten_drops_date_and_logger() -> None:
     line = "[2023-11-14 22:13:20,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)"
     assert shorten(line) == "22:13:20 INFO [KafkaServer id=1] started"
+
+
+def test_a_stack_trace_shows_as_its_exception_not_its_frames() -> None:
+    logged = ["[2026-11-26 15:33:18,082] WARN Close of session 0x1 (org.apache.zookeeper.server.NIOServerCnxn)",
+              "java.net.SocketException: Connection reset",
+              "\tat java.base/sun.nio.ch.SocketChannelImpl.read(SocketChannelImpl.java:426)",
+              "\tat org.apache.zookeeper.server.NIOServerCnxn.doIO(NIOServerCnxn.java:334)",
+              "Caused by: java.io.IOException: gone",
+              "\t... 12 more",
+              "[2026-11-26 15:33:19,000] INFO at the end of the line stays (org.example.Thing)"]
+    assert glanceable(logged) == ["15:33:18 WARN Close of session 0x1", "java.net.SocketException: Connection reset",
+                                  "Caused by: java.io.IOException: gone", "15:33:19 INFO at the end of the line stays"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -178,6 +178,8 @@ class LabConsole(App[None]):
                 not parameters or parameters[0] in self.broker_ids or self.metadata.has_key(parameters[0]))
         if action in ConsoleAction.__members__.values() and action not in self.source.offers:
             return False
+        if action in (ConsoleAction.START_RUN, ConsoleAction.STOP_RUN):  # one of the two at a time: the footer
+            return self.run_frame.live == (action == ConsoleAction.STOP_RUN)  # has room for the network keys
         if action in (ConsoleAction.NODE, ConsoleAction.ISOLATE_NODE, ConsoleAction.HEAL_LINKS):
             return bool(self.node_states)  # no nodes yet (a lab's cluster starts with its run): nothing to act on
         if action in EXERCISE_ACTIONS:
@@ -378,8 +380,8 @@ class LabConsole(App[None]):
         self.query_one(ResultsPane).show(frame)
         self.show_task_first(previous, frame)
         self.follow_exercise(previous.exercise, frame.exercise)
-        if any(run_offers(frame, a) != run_offers(previous, a) for a in RunAction):
-            self.refresh_bindings()  # the footer and ? follow what a run offers (samples, consumer controls)
+        if frame.live != previous.live or any(run_offers(frame, a) != run_offers(previous, a) for a in RunAction):
+            self.refresh_bindings()  # the footer and ? follow the run: start or stop, samples, consumer controls
         if frame.grade is not None and frame.grade != previous.grade:
             self.notify(frame.grade.verdict, title=f"graded: score {frame.grade.score}", timeout=10,
                         severity="information" if frame.grade.passed else "warning", kind=ToastKind.RUN)

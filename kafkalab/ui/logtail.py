@@ -13,12 +13,20 @@ from kafkalab.ui.widget_options import WidgetOptions
 # "[2025-01-01 10:00:00,123] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)" -> the message
 _PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d),\d+\] ")
 _SUFFIX = re.compile(r" \([a-zA-Z0-9_.$]+\)$")
+# a Java stack trace's frames ("\tat java.base/...", "\t... 12 more"): a pane a few rows high would show only them
+_FRAME = re.compile(r"^\s+(at \S|\.\.\. \d+ more$)")
 
 
 def shorten(line: str) -> str:
     """Drop the date and the logger class so a narrow pane shows the message."""
     line = _PREFIX.sub(r"\1 ", line)
     return _SUFFIX.sub("", line)
+
+
+def glanceable(lines: Iterable[str]) -> list[str]:
+    """The lines as a pane shows them: shortened, a stack trace's frames left to the log file (the exception's
+    own line stays)."""
+    return [shorten(ln) for ln in lines if not _FRAME.match(ln)]
 
 
 class LogTail(Log):
@@ -29,7 +37,7 @@ class LogTail(Log):
         self.unseen = 0
 
     def add(self, lines: Iterable[str]) -> None:
-        lines = [shorten(ln) for ln in lines]
+        lines = glanceable(lines)
         if not lines:
             return
         following = self.is_vertical_scroll_end or self.max_scroll_y == 0
