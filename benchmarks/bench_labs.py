@@ -6,7 +6,8 @@ One Spark session is kept warm for all runs, as the console does. Each run has i
 free ports, under the machine-wide cluster lock for that run alone (do not wrap this script in `flock`). Results
 go to benchmarks/results/labs.json; run directories to a temporary dir (removed).
 With --append the runs add to those already in labs.json, so ten runs per lab can be gathered in several
-sittings; a lab's earlier runs count only while its file is unchanged (its hash is recorded).
+sittings; a lab's earlier runs count only while its file is unchanged (its hash is recorded). With --top-up as
+well, each lab runs only until it has --runs runs in all. Each lab records the commits its runs were made on.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,8 +45,19 @@ def earlier_runs(results: dict[str, dict[str, Any]], lab: Lab) -> dict[str, Any]
     """What ``results`` hold for this very lab file: durations, lessons shown, failures."""
     old = results.get(result_key(lab), {})
     if old.get("lab_sha") != lab_hash(lab):
-        return {"durations_s": [], "lesson_shown": 0, "failures": []}
+        return {"durations_s": [], "lesson_shown": 0, "failures": [], "commits": []}
     return old
+
+
+def git(*args: str) -> str:
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False).stdout.strip()
+
+
+def head_commit() -> str:
+    """The checkout's commit (short), with ``+`` when its tracked files differ from it: what the runs ran on."""
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def main() -> int:
@@ -54,6 +67,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None, help="keep run directories here")
     parser.add_argument("--append", action="store_true", help="add to the runs already in labs.json")
+    parser.add_argument("--top-up", action="store_true", help="with --append: run each lab only until it has --runs "
+                        "runs in all (a lab that has them is skipped)")
     parser.add_argument("--platforms", default="", help="run each lab on these of its platforms: MODE/VERSION "
                         "pairs, e.g. kraft/3.9.2,kraft/4.4.0, or all (default: each lab's own); results named "
                         "LAB --mode M --kafka-version V")
@@ -69,18 +84,26 @@ def main() -> int:
     spark = WarmSession().start()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-labs-"))
     results: dict[str, dict[str, Any]] = previous_results(args.name) if args.append else {}
+    commit = head_commit()
+    wanted_runs = {result_key(lab): args.runs - (len(earlier_runs(results, lab)["durations_s"]) if args.top_up else 0)
+                   for lab in labs}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console) as bar:
-            task = bar.add_task("labs", total=len(labs) * args.runs)
+            task = bar.add_task("labs", total=sum(max(0, n) for n in wanted_runs.values()))
             for lab in labs:
                 key = result_key(lab)
                 before = earlier_runs(results, lab)
                 durations: list[float] = list(before["durations_s"])
                 shown: int = before["lesson_shown"]
                 failures: list[list[str]] = list(before["failures"])
-                for i in range(args.runs):
-                    bar.update(task, description=f"{key} run {i + 1}/{args.runs}")
+                commits: list[str] = list(before.get("commits", []))
+                if wanted_runs[key] <= 0:
+                    continue
+                if commit not in commits:
+                    commits.append(commit)
+                for i in range(wanted_runs[key]):
+                    bar.update(task, description=f"{key} run {i + 1}/{wanted_runs[key]}")
                     with cluster_lock():
                         chosen = PortChoice.picked(lab)
                         session = LabSession(lab, root, seed=args.seed + len(durations), spark=spark,
@@ -102,7 +125,7 @@ def main() -> int:
                     "lesson_shown": shown,
                     "median_s": round(statistics.median(durations), 1), "worst_s": round(max(durations), 1),
                     "under_goal": max(durations) <= GOAL_S, "durations_s": [round(d, 1) for d in durations],
-                    "failures": failures,
+                    "failures": failures, "commits": commits,
                 }
                 console.print(f"{key}: {shown}/{len(durations)} shown, median {results[key]['median_s']}s, "
                               f"worst {results[key]['worst_s']}s", highlight=False)
