@@ -7,8 +7,11 @@ a socket's connect. One cluster for the module, ended (and its proxy with it) wh
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +32,7 @@ from tests.conftest import make_spec, started
 
 pytestmark = pytest.mark.cluster
 TOPIC = "net"
+ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 6
 
 
@@ -307,6 +311,42 @@ def test_kill_and_restart_look_as_before_to_clients(net_cluster: Cluster, topic:
     assert producer.flush(60) == 0
     took = wait_for("broker 3 back in every ISR", lambda: all_in_sync(net_cluster, topic), 90)
     print(f"broker 3 killed, refused, restarted: back in every ISR {took:.1f} s after its produce")
+
+
+def answered_here(port: int) -> bool:
+    """An ApiVersions request from this test process is answered (False: the proxy reset the connection)."""
+    try:
+        return api_versions_answered(port)
+    except (OSError, struct.error):
+        return False
+
+
+def answered_elsewhere(port: int) -> bool:
+    """The same request from a process of its own, which nobody registered: one of `clients`."""
+    code = f"from tests.test_net_cluster import answered_here; raise SystemExit(0 if answered_here({port}) else 1)"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60).returncode == 0
+
+
+def test_a_client_named_producer_is_cut_alone_and_a_clients_cut_still_reaches_it(
+        net_cluster: Cluster, owner: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert net_cluster.net is not None
+    port = net_cluster.spec.net_ports[0].client
+    net_cluster.net.client_started("producer", os.getpid())  # this test process, as a lab run names its producer
+    try:
+        assert net(owner, "cut", "producer", "broker", "1") == 0
+        assert "applied: cut producer -> broker-1" in capsys.readouterr().out
+        assert not answered_here(port)  # the producer's connection reset
+        assert answered_elsewhere(port)  # another client reaches the same broker
+        assert net(owner, "cut", "clients", "broker", "1") == 0
+        assert not answered_elsewhere(port)
+        assert net(owner, "heal", "producer", "broker", "1") == 0
+        assert not answered_here(port)  # the producer's own cut healed, the clients' cut still acts on it
+        assert net(owner, "status") == 0
+        out = capsys.readouterr().out
+        assert f"clients known by name: producer (pid {os.getpid()})" in out and "cut clients -> broker-1" in out
+    finally:
+        assert net(owner, "heal") == 0
+    assert answered_here(port) and answered_elsewhere(port)
 
 
 def test_bad_net_input_changes_nothing(net_cluster: Cluster, owner: Path, capsys: pytest.CaptureFixture[str]) -> None:
