@@ -5,8 +5,11 @@ with --net-proxies (ZooKeeper or KRaft mode), sent to the cluster's owner throug
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
-from kafkalab.cli.common import add_state_dir, target_state_dir
+from kafkalab.admin import Admin
+from kafkalab.admin.coordinator import GroupCoordinator, group_coordinator
+from kafkalab.cli.common import add_state_dir, bootstrap_for, target_state_dir
 from kafkalab.cluster.control_socket import request
 from kafkalab.cluster.netwiring import NET_ACTIONS, NetAction, NetRequest, parse_ms, parse_rate
 from kafkalab.errors import KafkalabError
@@ -16,6 +19,7 @@ EPILOG = """\
 nodes: `broker N` (or N, broker-N), `zookeeper`, `clients` (as a source: every client process);
   during a lab run, as sources: `producer`, `consumer K` (or consumer-K): that client process alone;
   KRaft: `controller N` (or controller-N), `controller` (the active controller, when you ask)
+  as a target: `coordinator GROUP`, the broker coordinating consumer group GROUP when you ask
 examples:
   kafkalab net isolate broker 1            broker 1 cut from ZooKeeper (KRaft: the controllers) and the other
                                            brokers, clients kept
@@ -24,6 +28,8 @@ examples:
   kafkalab net drop-replies clients broker 1    requests arrive at broker 1, its answers are lost
   kafkalab net hold clients broker 1 --direction requests    kept by the proxy, delivered on heal
   kafkalab net cut producer broker 1       the run's producer alone cut from broker 1, the consumers kept
+  kafkalab net cut consumer 1 coordinator test-app    consumer 1 cut from its group's coordinator: its
+                                           heartbeats fail, the group moves its partitions to the others
   kafkalab net delay broker 2 broker 1 200ms --jitter 50ms
   kafkalab net limit broker 3 broker 1 100KB/s --direction replies
   kafkalab net heal [NODE [NODE]]          every link, a node's links, or one link
@@ -78,8 +84,37 @@ def net_request(args: argparse.Namespace) -> NetRequest:
     return NetRequest(action, words, ms, jitter_ms, bytes_per_s, direction, args.both_ways)
 
 
+CoordinatorLookup = Callable[[str], GroupCoordinator]
+
+
+def with_coordinators(request: NetRequest, lookup: CoordinatorLookup) -> tuple[NetRequest, list[str]]:
+    """``coordinator GROUP`` in the words replaced by ``broker-N``, the broker coordinating GROUP now (``lookup``
+    reads it from the cluster's metadata), and a line per group saying which broker that was."""
+    words, said, queue = [], [], list(request.words)
+    while queue:
+        word = queue.pop(0)
+        if word.strip().lower() != "coordinator":
+            words.append(word)
+            continue
+        if not queue:
+            raise KafkalabError("`coordinator` needs the group's id: e.g. coordinator test-app "
+                                "(`kafkalab group list` shows the groups)")
+        found = lookup(queue.pop(0))
+        if found.broker is None:
+            raise KafkalabError(f"group {found.group} has no coordinator right now: {found.describe()}")
+        words.append(f"broker-{found.broker}")
+        said.append(f"coordinator of group {found.group}: {found.describe()}")
+    return NetRequest(request.action, tuple(words), request.ms, request.jitter_ms, request.bytes_per_s,
+                      request.direction, request.both_ways), said
+
+
 def cmd_net(args: argparse.Namespace) -> int:
     net = net_request(args)
+    if any(w.strip().lower() == "coordinator" for w in net.words):
+        admin = Admin(bootstrap_for(args), timeout_s=5)  # the direct listener: never cut by the proxy
+        net, said = with_coordinators(net, lambda group: group_coordinator(
+            admin.snapshot(offsets=False, internal=True), group))
+        print("\n".join(said))
     reply = request(target_state_dir(args), "net", **net.to_json())
     if net.action is NetAction.STATUS:
         print("\n".join(reply["status"]))

@@ -40,6 +40,7 @@ class FaultHost(Protocol):
     def consumer_action(self, local_id: int, action: str) -> bool: ...  # False: nothing to do (not running)
     def send_control(self, topic: str, word: str) -> int: ...
     def active_controller(self) -> str | None: ...  # KRaft: the quorum leader's node; None in ZooKeeper mode
+    def group_coordinator(self, group: str) -> str: ...  # the broker node coordinating group ("": the run's) now
     def create_topic(self, topic: str, timeout_s: float) -> None: ...
     def alter_topic(self, topic: str, configs: Mapping[str, str]) -> None: ...
     def replicate(self, topic: str, replication_factor: int) -> str: ...
@@ -158,7 +159,8 @@ class FaultFiring:
         snap = host.fresh_snapshot() if target.kind in _SNAPSHOT_TARGETS else None
         states = host.node_states()
         active = host.active_controller() if target.kind == TargetKind.CONTROLLER else None
-        names = target.nodes(snap, previous_nodes, self.rng, states, active)
+        coordinator = host.group_coordinator(target.group) if target.kind == TargetKind.COORDINATOR else None
+        names = target.nodes(snap, previous_nodes, self.rng, states, active, coordinator)
         if not names:
             raise KafkalabError(f"{target.text} names no node right now")
         return names

@@ -12,7 +12,8 @@ at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20
      ``producer stalled`` | ``producer resumed`` | ``producer finished`` | ``brokers >= 3`` (live brokers)
 on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: the active controller) |
      ``controllers 2,3`` (KRaft voters by number) | ``random follower T/P`` |
-     ``followers T/P`` | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
+     ``followers T/P`` | ``coordinator`` / ``coordinator G`` (the broker coordinating the lab's consumer group,
+     or group G, when the fault fires) | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
      ``zookeeper`` | ``clients`` (a network source only) | ``producer`` | ``consumer 1`` (both also a network
      source: that process's links alone) | ``consumers`` |
      ``topic T`` | ``group G``
@@ -215,6 +216,7 @@ class TargetKind(StrEnum):
     CONTROLLERS = "controllers"
     RANDOM_FOLLOWER = "random-follower"
     FOLLOWERS = "followers"
+    COORDINATOR = "coordinator"  # the broker coordinating a consumer group (``group``; "" the lab's only one)
     SAME = "same"
     PAUSED = "paused"
     DOWN = "down"
@@ -252,13 +254,17 @@ class Target:
         return self.kind.category
 
     def nodes(self, snap: ClusterSnapshot | None, previous: Sequence[str], rng: random.Random,
-              states: Mapping[str, NodeState], active_controller: str | None = None) -> list[str]:
+              states: Mapping[str, NodeState], active_controller: str | None = None,
+              coordinator: str | None = None) -> list[str]:
         """The node names (``broker-N``, ``zookeeper``, ``controller-N``) this target means now; [] when nobody is.
 
         ``states``: node name -> state (paused, stopped, killed, ...), for ``paused`` and ``down``.
         ``active_controller``: in KRaft mode, the node of the quorum's leader (``controller`` means it there).
+        ``coordinator``: the node coordinating the target's group now (``coordinator`` means it).
         """
         k = self.kind
+        if k == TargetKind.COORDINATOR:
+            return [coordinator] if coordinator is not None else []
         if k == TargetKind.PAUSED:
             return [n for n, s in states.items() if s == NodeState.PAUSED]
         if k == TargetKind.DOWN:
@@ -309,8 +315,10 @@ def parse_target(text: str, brokers: int) -> Target:
         if any(not 1 <= c <= 3 for c in ids):
             raise ValueError(f"{s!r}: KRaft controllers are numbered 1..3")
         return Target(TargetKind.CONTROLLERS, brokers=ids, text=s)
-    if s in ("controller", "same", "zookeeper", "clients", "producer", "consumers", "paused", "down"):
+    if s in ("controller", "coordinator", "same", "zookeeper", "clients", "producer", "consumers", "paused", "down"):
         return Target(TargetKind(s), text=s)
+    if m := re.fullmatch(r"coordinator ([A-Za-z0-9._-]+)", s):
+        return Target(TargetKind.COORDINATOR, group=m[1], text=s)
     if m := re.fullmatch(r"consumer (\d+)", s):
         return Target(TargetKind.CONSUMER, local_id=int(m[1]), text=s)
     if m := re.fullmatch(rf"(?P<kind>leader|random follower|followers) {_TP}", s):
@@ -321,8 +329,8 @@ def parse_target(text: str, brokers: int) -> Target:
         return Target(TargetKind.GROUP, group=m[1], text=s)
     raise ValueError(
         f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', 'controllers 2,3', "
-        "'random follower T/P', 'followers T/P', 'same', 'paused', 'down', 'zookeeper', 'clients', 'producer', "
-        "'consumer N', 'consumers', 'topic T' or 'group G'"
+        "'random follower T/P', 'followers T/P', 'coordinator [G]', 'same', 'paused', 'down', 'zookeeper', "
+        "'clients', 'producer', 'consumer N', 'consumers', 'topic T' or 'group G'"
     )
 
 
@@ -428,8 +436,8 @@ _NET_FIELDS = {"to": NET_ACTIONS, "both_ways": (NetAction.CUT.value,),
                "ms": (NetAction.DELAY.value,), "jitter_ms": (NetAction.DELAY.value,), "rate": (NetAction.LIMIT.value,),
                "direction": (NetAction.HOLD.value, NetAction.DELAY.value, NetAction.LIMIT.value)}
 _NET_TARGETS = (TargetKind.BROKERS, TargetKind.LEADER, TargetKind.CONTROLLER, TargetKind.RANDOM_FOLLOWER,
-                TargetKind.FOLLOWERS, TargetKind.SAME, TargetKind.ZOOKEEPER, TargetKind.CLIENTS, TargetKind.PRODUCER,
-                TargetKind.CONSUMER, TargetKind.NONE)
+                TargetKind.FOLLOWERS, TargetKind.COORDINATOR, TargetKind.SAME, TargetKind.ZOOKEEPER, TargetKind.CLIENTS,
+                TargetKind.PRODUCER, TargetKind.CONSUMER, TargetKind.NONE)
 _CLIENT_SOURCES = (TargetKind.CLIENTS, TargetKind.PRODUCER, TargetKind.CONSUMER)  # sources only, never a `to`
 
 
@@ -461,9 +469,10 @@ def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: in
         if to.kind not in _NET_TARGETS or to.kind in (*_CLIENT_SOURCES, TargetKind.NONE):
             source_only = " (a client is only a source)" if to.kind in _CLIENT_SOURCES else ""
             raise ValueError(f"to: {to.text!r} is not a node a link goes to{source_only}: name brokers or zookeeper "
-                             "('broker 1', 'leader T/P', 'followers T/P', 'zookeeper')")
+                             "('broker 1', 'leader T/P', 'followers T/P', 'coordinator', 'zookeeper')")
         both = to.kind == TargetKind.BROKERS and target.kind == TargetKind.BROKERS
-        if both and set(to.brokers) & set(target.brokers):
+        if (both and set(to.brokers) & set(target.brokers)) or (
+                to.kind == target.kind == TargetKind.COORDINATOR and to.group == target.group):
             raise ValueError(f"to: {to.text} -> itself is no link: a node's connections to itself are not proxied")
     elif net in LINK_ACTIONS:
         raise ValueError(f"to: {net.value} acts on links: name their far end, e.g. to = \"leader T/P\" "

@@ -429,10 +429,27 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
         for key, local_id in (("at", fault.at.local_id), ("on", fault.target.local_id)):
             if local_id is not None and local_id not in ids:
                 raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)
+        for key, target in (("on", fault.target), ("to", fault.to)):
+            if target is not None and target.kind == TargetKind.COORDINATOR and (
+                    why := _coordinator_problem(target.group, consumers)):
+                raise r.fail("fault", i, key, why, array=True)
         if fault.target.kind == TargetKind.SAME and not any(x.target.category == TargetCategory.NODES for x in faults):
             raise r.fail("fault", i, "on", "'same' needs an earlier fault on a node", array=True)
         faults.append(fault)
     return tuple(faults)
+
+
+def _coordinator_problem(group: str, consumers: tuple[ConsumerPlan, ...]) -> str:
+    """Why ``coordinator [group]`` names no group of this lab's consumers ("" when it names one): the word is
+    resolved when the fault fires, from the group the run's consumers are in."""
+    groups = sorted({c.group for c in consumers})
+    if not groups:
+        return "coordinator is the broker coordinating the lab's consumer group: this lab has no [[consumer]]"
+    if group and group not in groups:
+        return f"group {group} is no consumer's consumer.group-id here (this lab's: {', '.join(groups)})"
+    if not group and len(groups) > 1:
+        return f"this lab's consumers are in groups {', '.join(groups)}: name one, e.g. 'coordinator {groups[0]}'"
+    return ""
 
 
 def _strings(r: _Reader, raw: dict[str, Any], key: str, table: str, index: int = 0, array: bool = False) -> list[str]:

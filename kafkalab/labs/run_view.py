@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, replication_plan
+from kafkalab.admin.coordinator import group_coordinator
 from kafkalab.clients import ClientState
 from kafkalab.clients.records import RecordTyper
 from kafkalab.cluster import NodeAction, NodeState
@@ -75,6 +76,20 @@ class RunControls:
                 raise KafkalabError(f"no active KRaft controller to act on: {quorum.error or 'no leader'}")
             self.run.sleep(self.run.deps.timing.tick_s)
         return cluster.node(quorum.leader).name
+
+    def group_coordinator(self, group: str) -> str:
+        """The broker coordinating ``group`` now ("": the group of the run's consumers), from the cluster's
+        metadata (:mod:`kafkalab.admin.coordinator`); KafkalabError when there is none to act on."""
+        if not group:
+            groups = sorted({c.group for c in self.run.lab.consumers})
+            if len(groups) != 1:
+                raise KafkalabError(f"'coordinator' needs a group: this run's consumers are in "
+                                    f"{', '.join(groups) or 'no group'}")
+            group = groups[0]
+        found = group_coordinator(self.run.admin.snapshot(offsets=False, internal=True), group)
+        if found.broker is None:
+            raise KafkalabError(f"group {group} has no coordinator right now: {found.describe()}")
+        return self.run.cluster.node(found.broker).name
 
     def create_topic(self, topic: str, timeout_s: float) -> None:
         self.run.create_topic(topic, timeout_s)
