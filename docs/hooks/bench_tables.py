@@ -120,7 +120,10 @@ def render_labs(name: str, data: Json) -> list[str]:
     labs: Json = data["labs"]
     goal = data.get("goal_s")
     failures = any(lab.get("failures") for lab in labs.values())
+    commits = any(lab.get("commits") for lab in labs.values())
     header = ["lab", "lesson shown", "median", "worst", f"under {bound(goal)} s" if goal else "under goal"]
+    if commits:
+        header.append("code")
     if failures:
         header.append("what did not hold in the failed runs")
     rows = []
@@ -128,6 +131,8 @@ def render_labs(name: str, data: Json) -> list[str]:
         shown = f"{lab['lesson_shown']} of {lab['runs']}"
         row = [lab_id, f"**{shown}**" if lab["lesson_shown"] == lab["runs"] else shown,
                f"{num(lab['median_s'])} s", f"{num(lab['worst_s'])} s", "yes" if lab["under_goal"] else "**no**"]
+        if commits:  # the commits the runs ran on (a catalog gathered over several sittings)
+            row.append(", ".join(f"`{c}`" for c in lab.get("commits", [])) or "not recorded")
         if failures:
             row.append(" / ".join(_failure(f) for f in lab.get("failures", [])))
         rows.append(row)
