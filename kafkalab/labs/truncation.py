@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from kafkalab.cluster.node import NodeState
-from kafkalab.labs.events import Event, FaultEvent, LeaderChange, NetEvent, NodeEvent
+from kafkalab.labs.events import Event, FaultEvent, LeaderChange, NetEvent, NodeEvent, PartitionEvent
 from kafkalab.labs.timeline import Timeline
 
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
@@ -155,7 +155,10 @@ def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = F
     head = f"{where}: {node} {what} at {at:.1f} s"
     led = _lost_leadership(events, t, at)
     them = "it" if n == 1 else "them"
+    alone = _alone_in_isr(events, t, led.t) if led is not None and acks in ("all", "-1") else None
     held = _held(acks, them) if led is not None else f"had {them} in its log only"
+    if alone is not None:  # acks=all waits for the ISR only: with the leader alone in it, its own word sufficed
+        held = f"had acknowledged {them} as leader, alone in its ISR from {alone.t:.1f} s (acks=all waits for the ISR)"
     if (cut := _cut_off(events, node, at)) is not None:
         iso, healed = cut
         how = _CUT_OFF.get(iso.action, "cut off")
@@ -165,7 +168,7 @@ def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = F
             f"{head}, {when} ({how} {window})"
     if (down := _went_down(events, node, at)) is not None:
         back = f"{head}, when it came back after it was {_DOWN[down.state]} at {down.t:.1f} s"
-        return f"{back}; it {held} before" if causes else back
+        return f"{back}; it {held}{'' if alone is not None else ' before'}" if causes else back
     if led is not None:
         lost = f"{head}, after it lost its leadership at {led.t:.1f} s"
         return f"{lost}; it {held}" if causes else lost
@@ -174,10 +177,42 @@ def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = F
 
 
 def summary(truncations: Sequence[Truncation], timeline: Timeline, acks: str, causes: bool = True) -> str:
-    """The findings for the verdict, one line per truncation that removed records (empty: none did)."""
+    """The findings for the verdict, one line per truncation that removed records (empty: none did), each after
+    the unclean election that made it, when the timeline shows one (not in an incident: that is its cause)."""
     shown = [t for t in truncations if t.records != 0]
     topic_named = len({t.topic for t in shown}) > 1
-    return "\n".join(describe(t, timeline, acks, topic_named, causes) for t in shown)
+    lines = []
+    for t in shown:
+        if causes and (unclean := unclean_election(t, timeline, topic_named)) is not None:
+            lines.append(unclean)
+        lines.append(describe(t, timeline, acks, topic_named, causes))
+    return "\n".join(lines)
+
+
+def unclean_election(t: Truncation, timeline: Timeline, topic_named: bool = False) -> str | None:
+    """The election that handed ``t``'s partition to a replica outside its ISR, in words, e.g. ``partition 0:
+    broker-3 elected uncleanly at 23.2 s (the ISR was broker-2 alone): it lacked offsets 917-3,846``; None when
+    the timeline shows none: the truncating broker lost its leadership to a broker that was not in the last ISR
+    seen before (the truncation's offsets are what the new leader's log lacked when it was elected)."""
+    at = t.ts - timeline.started_at
+    events = sorted(timeline.events(), key=lambda e: e.t)
+    led = _lost_leadership(events, t, at)
+    if led is None:
+        return None
+    mine = [e for e in events if isinstance(e, PartitionEvent) and e.topic == t.topic and e.partition == t.partition]
+    isr = next((e.isr for e in reversed(mine) if e.t < led.t), ())
+    # the next leader, from the loss on: a partition left offline (leader None) may be given one later
+    new = next((e.leader for e in mine if isinstance(e, LeaderChange) and led.t <= e.t <= at and e.leader is not None),
+               None)
+    if new is None or not isr or new in isr:
+        return None
+    elected = next(e for e in mine if isinstance(e, LeaderChange) and e.t >= led.t and e.leader == new)
+    where = f"{t.topic}/{t.partition}" if topic_named else f"partition {t.partition}"
+    names = ", ".join(f"broker-{b}" for b in isr) + (" alone" if len(isr) == 1 else "")
+    n = t.records
+    lacked = f"offset {t.to_offset:,} on" if n is None else (
+        f"offset {t.to_offset:,}" if n == 1 else f"offsets {t.to_offset:,}-{t.to_offset + n - 1:,}")
+    return f"{where}: broker-{new} elected uncleanly at {elected.t:.1f} s (the ISR was {names}): it lacked {lacked}"
 
 
 def _held(acks: str, them: str) -> str:
@@ -189,15 +224,34 @@ def _held(acks: str, them: str) -> str:
     return f"had taken {them} as leader, unacknowledged (acks=all waits for the followers)"
 
 
+def _alone_in_isr(events: list[Event], t: Truncation, until: float) -> PartitionEvent | None:
+    """When ``t``'s broker, leading its partition, was last left alone in the ISR before ``until`` (None: it
+    was not, as far as the timeline saw)."""
+    alone: PartitionEvent | None = None
+    for e in events:
+        if (isinstance(e, PartitionEvent) and e.t < until and e.topic == t.topic and e.partition == t.partition):
+            alone = (alone or e) if e.leader == t.broker and e.isr == (t.broker,) else None
+    return alone
+
+
 def _cut_off(events: list[Event], node: str, until: float) -> tuple[_Net, _Net | None] | None:
-    """The last network isolation (or cut) of ``node`` before ``until``, and the heal after it (None: not yet)."""
+    """The last network isolation (or cut) of ``node`` before ``until``, and the heal after it (None: not yet).
+    A cut counts when it cut ``node``'s own links (``cut NODE -> ...``), not only others' links to it."""
     found: tuple[_Net, _Net | None] | None = None
     for e, nodes in _nets(events, until):
-        if e.action in _CUT_OFF and node in nodes:
+        if e.action in _CUT_OFF and node in nodes and _cuts_from(e, node):
             found = (e, None)
         elif e.action == "heal" and found is not None and found[1] is None and (not nodes or node in nodes):
             found = (found[0], e)
     return found
+
+
+def _cuts_from(e: _Net, node: str) -> bool:
+    """Whether network change ``e`` cut ``node`` itself off: an isolation, or a cut rule from it; a lab's fault
+    line (an older timeline) or a rule list that does not say is taken as yes."""
+    if e.action != "cut" or not isinstance(e, NetEvent) or not e.rules:
+        return True
+    return any(rule.startswith(f"cut {node} -> ") for rule in e.rules)
 
 
 def _nets(events: list[Event], until: float) -> Iterator[tuple[_Net, tuple[str, ...]]]:
