@@ -55,7 +55,8 @@ def test_the_offsets_partition_is_kafkas_utils_abs_of_the_hash_modulo_the_partit
 def offsets_snapshot(leaders: dict[int, int | None], count: int = 50, reachable: bool = True) -> ClusterSnapshot:
     """A cluster of brokers 1..3 whose __consumer_offsets partition p is led by leaders.get(p, 1)."""
     parts = [PartitionState(OFFSETS_TOPIC, p, leaders.get(p, 1), (1, 2, 3), (1, 2, 3)) for p in range(count)]
-    parts += [PartitionState("orders", 0, 1, (1, 2, 3), (1, 2, 3)), PartitionState("orders", 1, 2, (2, 3, 1), (2, 3, 1))]
+    parts += [PartitionState("orders", 0, 1, (1, 2, 3), (1, 2, 3)),
+              PartitionState("orders", 1, 2, (2, 3, 1), (2, 3, 1))]
     return ClusterSnapshot(taken_at=0.0, reachable=reachable, controller=1, brokers=(1, 2, 3),
                            partitions=tuple(parts))
 
@@ -154,7 +155,9 @@ def test_a_cut_to_the_coordinator_is_resolved_when_it_fires_and_same_is_the_brok
         (NetAction.CUT, ("consumer-1", "broker-2")), (NetAction.HEAL, ("consumer-1", "broker-3"))]
     assert host.actions == [("broker-3", NodeAction.PAUSE), ("broker-3", NodeAction.RESUME)]
     assert host.asked == ["", "test-app", ""]  # asked at each firing, never for `same`
-    assert [e.detail for e in timeline.events(EventKind.FAULT)][0] == "cut consumer-1 -> broker-2: 1 rule"
+    lines = [e.detail for e in timeline.events(EventKind.FAULT)]
+    assert lines[0] == "cut consumer-1 -> broker-2: 1 rule"
+    assert lines[1].startswith("heal consumer-1 -> broker-3: ")  # the link it healed: the coordinator then
 
 
 def test_a_group_with_no_coordinator_now_fails_the_fault_not_the_run(tmp_path: Path) -> None:
