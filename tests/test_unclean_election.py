@@ -1,16 +1,26 @@
 """Lab 28 unclean-election's verdict: the unclean election named from the timeline (a leader from outside the
-last ISR seen) before the old leader's truncation, which says it acknowledged those records alone in its ISR;
-built from a ZooKeeper-mode run's timeline and broker-2's log lines (Kafka 3.9.2)."""
+last ISR seen) before the old leader's truncation, which says it took those records alone in its ISR; built
+from a ZooKeeper-mode run's timeline and broker-2's log lines (Kafka 3.9.2). In KRaft mode the controller's log
+decides: an unclean election is named, an eligible leader replica's (Kafka 4.4, KIP-966) is not."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from kafkalab.cluster import NodeState
 from kafkalab.labs.events import Event, IsrShrink, LeaderChange, NetEvent, NodeEvent
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.timeline import Timeline
-from kafkalab.labs.truncation import Truncation, read_truncations, summary, unclean_election
+from kafkalab.labs.truncation import (
+    Election,
+    Truncation,
+    find_truncations,
+    read_elections,
+    read_truncations,
+    summary,
+    unclean_election,
+)
 
 T0 = time.mktime((2026, 11, 26, 15, 46, 36, 0, 0, -1))
 
@@ -79,8 +89,8 @@ def test_the_unclean_election_and_the_lone_leaders_truncation_are_named() -> Non
         "partition 0: broker-3 elected uncleanly at 23.2 s (the ISR was broker-2 alone): it lacked offsets 917-3,846",
         # its followers were cut from it, not it from them: the kill is what took it away
         "partition 0: broker-2 truncated 2,930 records (offsets 917-3,846) at 34.3 s, when it came back after it "
-        "was killed at 19.0 s; it had acknowledged them as leader, alone in its ISR from 14.7 s (acks=all waits "
-        "for the ISR)"]
+        "was killed at 19.0 s; it had taken them as leader alone in its ISR from 14.7 s (acks=all: acknowledged, "
+        "unless min.insync.replicas refused them)"]
 
 
 def test_a_partition_left_without_a_leader_first_is_still_named_and_an_incident_is_not_told() -> None:
@@ -104,3 +114,46 @@ def test_the_lab_runs_in_both_modes_with_a_fix() -> None:
     assert lab.cluster.modes == ("zookeeper", "kraft") and lab.fix is not None
     assert [f.net_action is not None for f in lab.faults].count(True) == 2  # the cut, the heal
     assert not lab.producer.config.idempotent  # librdkafka's idempotent producer stops at the loss
+
+
+def controller_log(how: str) -> list[str]:
+    """The KRaft active controller's lines (as 3.9.2 and 4.4.0 write them): test-topic's partition 0 created,
+    then its new leader after broker-2's fencing."""
+    return [
+        f"{stamp(-5)} INFO [QuorumController id=101] Replayed PartitionRecord for new partition test-topic-0 with "
+        "topic ID 1s14kQejSX2uKihO0PYlWw and PartitionRegistration(replicas=[2, 3, 1]) "
+        "(org.apache.kafka.controller.ReplicationControlManager)",
+        f"{stamp(23.1)} INFO Setting new leader for topicId 1s14kQejSX2uKihO0PYlWw, partition 0 to 3 using {how}. "
+        "Previous partition: PartitionRegistration(replicas=[2, 3, 1]) "
+        "(org.apache.kafka.controller.PartitionChangeBuilder)",
+    ]
+
+
+def kraft_run(tmp_path: Path, how: str) -> list[Truncation]:
+    for node, lines in (("broker-2", BROKER_2_LOG), ("controller-1", controller_log(how))):
+        logs = tmp_path / "cluster" / node / "logs"
+        logs.mkdir(parents=True)
+        (logs / "server.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return find_truncations(tmp_path, T0, {"test-topic"})
+
+
+def test_the_kraft_controllers_word_is_read_with_the_topic_named_from_its_id() -> None:
+    assert read_elections(controller_log("an unclean election"), T0) == [
+        (round(T0 + 23.1, 3), "test-topic", 0, 3, Election.UNCLEAN)]
+    assert read_elections(controller_log("ELR"), T0, until=T0 + 20) == []
+
+
+def test_kraft_names_the_unclean_election_the_controller_logged(tmp_path: Path) -> None:
+    cut = kraft_run(tmp_path, "an unclean election")
+    assert [t.election for t in cut] == [Election.UNCLEAN] and cut[0].as_dict()["election"] == "unclean"
+    assert summary(cut, unclean_timeline(), "all").split("\n")[0].startswith(
+        "partition 0: broker-3 elected uncleanly at 23.2 s")
+
+
+def test_an_eligible_leader_replica_is_no_unclean_election_and_acknowledged_nothing_alone(tmp_path: Path) -> None:
+    """Kafka 4.4 with min.insync.replicas=2: the ISR shrank below it, the followers cut off became eligible leader
+    replicas, the high watermark stopped, and one of them was elected cleanly after the kill."""
+    cut = kraft_run(tmp_path, "ELR")
+    said = summary(cut, unclean_timeline(), "all")
+    assert "uncleanly" not in said and "alone in its ISR" not in said
+    assert "unacknowledged (acks=all waits for the followers)" in said

@@ -11,14 +11,23 @@ ZooKeeper and KRaft mode, 4.x) says so in three lines, the same words in both mo
 The ``UnifiedLog`` line is written only when the truncation removed something ("Truncating to N has no effect"
 otherwise); its log end offset when it became a follower ("from offset 5805") less the offset it truncated to
 is how many records it removed: a follower appends nothing before its first truncation.
+
+In KRaft mode the active controller says how it elected each new leader (3.9 and 4.x, INFO)::
+
+    [..] INFO Setting new leader for topicId 1s14kQejSX2uKihO0PYlWw, partition 0 to 3 using an unclean election ...
+
+("using ELR" on 4.x for an eligible leader replica, KIP-966), its topic named by an earlier ``Replayed
+PartitionRecord for new partition test-topic-0 with topic ID 1s14kQejSX2uKihO0PYlWw`` line. ZooKeeper mode says
+nothing of the kind: there a leader from outside the ISR the timeline saw is an unclean election.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 from kafkalab.cluster.node import NodeState
@@ -31,11 +40,22 @@ _FETCHER = re.compile(r"\[ReplicaFetcher replicaId=\d+, leaderId=(?P<leader>\d+)
                       r"Truncating partition (?P<tp>\S+) with")
 _TRUNCATED = re.compile(r"\[UnifiedLog partition=(?P<tp>[^,\]]+), dir=[^\]]*\] Truncating to offset (?P<to>\d+)")
 _BROKER_DIR = re.compile(r"broker-(\d+)")
+_NEW_PARTITION = re.compile(r"new partition (?P<tp>\S+) with topic ID (?P<id>[\w-]+)")
+_ELECTED = re.compile(r"Setting new leader for topicId (?P<id>[\w-]+), partition (?P<p>\d+) to (?P<leader>\d+) "
+                      r"using (?P<how>an unclean election|ELR|a clean election)")
 # a node's states that took it away from the cluster, in words (a stop is said from its start)
 _DOWN = {NodeState.KILLED: "killed", NodeState.STOPPING: "stopped", NodeState.STOPPED: "stopped",
          NodeState.PAUSED: "paused", NodeState.FAILED: "failed"}
 _CUT_OFF = {"isolate": "isolated", "cut": "cut off"}
 _Net = NetEvent | FaultEvent
+
+
+class Election(StrEnum):
+    """How the KRaft active controller elected a partition's new leader, as its log says."""
+
+    UNCLEAN = "an unclean election"
+    ELR = "ELR"  # an eligible leader replica (Kafka 4.x, KIP-966): clean, though outside the ISR
+    CLEAN = "a clean election"
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,7 @@ class Truncation:
     to_offset: int
     from_offset: int | None = None
     leader: int | None = None  # the leader it truncated to match, when the fetcher named it
+    election: Election | None = None  # how that leader was elected (KRaft's controller log; None: not said)
 
     @property
     def records(self) -> int | None:
@@ -61,16 +82,22 @@ class Truncation:
     def as_dict(self) -> dict[str, int | float | str | None]:
         return {"broker": self.broker, "topic": self.topic, "partition": self.partition, "ts": self.ts,
                 "to_offset": self.to_offset, "from_offset": self.from_offset, "leader": self.leader,
-                "records": self.records}
+                "records": self.records, "election": None if self.election is None else self.election.name.lower()}
+
+
+def _cluster_dir(run_dir: Path) -> Path:
+    """The run's ``cluster`` dir, or the kept cluster's state dir that ``cluster.txt`` names when it reused one."""
+    cluster_dir = run_dir / "cluster"
+    note = run_dir / "cluster.txt"
+    if not cluster_dir.is_dir() and note.is_file():
+        cluster_dir = Path(note.read_text(encoding="utf-8").strip().split(" in ", 1)[-1])
+    return cluster_dir
 
 
 def broker_logs(run_dir: Path) -> dict[int, Path]:
     """Broker id -> its ``server.log``: in the run's ``cluster`` dir, or in the kept cluster's state dir that
     ``cluster.txt`` names when the run reused one."""
-    cluster_dir = run_dir / "cluster"
-    note = run_dir / "cluster.txt"
-    if not cluster_dir.is_dir() and note.is_file():
-        cluster_dir = Path(note.read_text(encoding="utf-8").strip().split(" in ", 1)[-1])
+    cluster_dir = _cluster_dir(run_dir)
     out: dict[int, Path] = {}
     for log in sorted(cluster_dir.glob("broker-*/logs/server.log")):
         match = _BROKER_DIR.fullmatch(log.parent.parent.name)
@@ -113,8 +140,28 @@ def read_truncations(lines: Iterable[str], broker: int, since: float, topics: se
     return out
 
 
+def read_elections(lines: Iterable[str], since: float, until: float = float("inf")
+                   ) -> list[tuple[float, str, int, int, Election]]:
+    """The KRaft controller's elections in one node's log lines stamped from ``since`` to ``until``: (when, topic,
+    partition, new leader, how), the topic named from the partition records replayed before (any time)."""
+    names: dict[str, str] = {}  # topic id -> name
+    out = []
+    for line in lines:
+        if (m := _NEW_PARTITION.search(line)) is not None:
+            names[m.group("id")] = m.group("tp").rpartition("-")[0]
+            continue
+        if (m := _ELECTED.search(line)) is None or (stamp := _STAMP.match(line)) is None:
+            continue
+        ts = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        if since <= ts <= until and m.group("id") in names:
+            out.append((round(ts, 3), names[m.group("id")], int(m.group("p")), int(m.group("leader")),
+                        Election(m.group("how"))))
+    return out
+
+
 def find_truncations(run_dir: Path, since: float, topics: set[str], until: float = float("inf")) -> list[Truncation]:
-    """Every broker's truncations of ``topics`` from ``since`` to ``until``, in time order."""
+    """Every broker's truncations of ``topics`` from ``since`` to ``until``, in time order; in KRaft mode each
+    with how its partition's last leader before it was elected, from the controllers' logs."""
     out: list[Truncation] = []
     for broker, log in broker_logs(run_dir).items():
         try:
@@ -122,7 +169,23 @@ def find_truncations(run_dir: Path, since: float, topics: set[str], until: float
                 out += read_truncations(fh, broker, since, topics, until)
         except OSError:  # a log gone or unreadable: no finding from it, never a failed run
             continue
-    return sorted(out, key=lambda t: (t.ts, t.broker))
+    elections = []
+    # dedicated controllers have their own dirs; combined ones write in their broker's log
+    for log in sorted(_cluster_dir(run_dir).glob("*/logs/server.log")) if out else ():
+        try:
+            with open(log, encoding="utf-8", errors="replace") as fh:
+                elections += read_elections((line for line in fh if "new partition" in line or "Setting new" in line),
+                                            since, until)
+        except OSError:
+            continue
+    return sorted((_with_election(t, elections) for t in out), key=lambda t: (t.ts, t.broker))
+
+
+def _with_election(t: Truncation, elections: Sequence[tuple[float, str, int, int, Election]]) -> Truncation:
+    """``t`` with how its partition's last new leader (another broker) before it was elected, if logged."""
+    last = [how for ts, topic, partition, leader, how in sorted(elections)
+            if ts <= t.ts and (topic, partition) == (t.topic, t.partition) and leader != t.broker]
+    return replace(t, election=last[-1]) if last else t
 
 
 def run_began(timeline: Timeline) -> float:
@@ -155,10 +218,14 @@ def describe(t: Truncation, timeline: Timeline, acks: str, topic_named: bool = F
     head = f"{where}: {node} {what} at {at:.1f} s"
     led = _lost_leadership(events, t, at)
     them = "it" if n == 1 else "them"
-    alone = _alone_in_isr(events, t, led.t) if led is not None and acks in ("all", "-1") else None
+    # acks=all waits for the ISR only: a leader alone in it acknowledges on its own word, unless min.insync.replicas
+    # refuses (not known here); an election from the eligible leader replicas means it did refuse
+    alone = _alone_in_isr(events, t, led.t) if (
+        led is not None and acks in ("all", "-1") and t.election != Election.ELR) else None
     held = _held(acks, them) if led is not None else f"had {them} in its log only"
-    if alone is not None:  # acks=all waits for the ISR only: with the leader alone in it, its own word sufficed
-        held = f"had acknowledged {them} as leader, alone in its ISR from {alone.t:.1f} s (acks=all waits for the ISR)"
+    if alone is not None:
+        held = (f"had taken {them} as leader alone in its ISR from {alone.t:.1f} s (acks=all: acknowledged, "
+                "unless min.insync.replicas refused them)")
     if (cut := _cut_off(events, node, at)) is not None:
         iso, healed = cut
         how = _CUT_OFF.get(iso.action, "cut off")
@@ -193,7 +260,10 @@ def unclean_election(t: Truncation, timeline: Timeline, topic_named: bool = Fals
     """The election that handed ``t``'s partition to a replica outside its ISR, in words, e.g. ``partition 0:
     broker-3 elected uncleanly at 23.2 s (the ISR was broker-2 alone): it lacked offsets 917-3,846``; None when
     the timeline shows none: the truncating broker lost its leadership to a broker that was not in the last ISR
-    seen before (the truncation's offsets are what the new leader's log lacked when it was elected)."""
+    seen before (the truncation's offsets are what the new leader's log lacked when it was elected); in KRaft
+    mode only when the controller's log says so (Kafka 4.x may elect an eligible leader replica, cleanly)."""
+    if t.election is not None and t.election != Election.UNCLEAN:
+        return None
     at = t.ts - timeline.started_at
     events = sorted(timeline.events(), key=lambda e: e.t)
     led = _lost_leadership(events, t, at)
