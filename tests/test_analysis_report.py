@@ -34,6 +34,15 @@ def test_verdict_names_the_most_serious_lesson_first() -> None:
     assert verdict(no_audit).startswith("5 acknowledged records were never processed (give an audit log")
 
 
+def test_a_loss_under_acks_all_is_not_blamed_on_acks_0_or_1() -> None:
+    classes = dict.fromkeys(CLASSES, 0) | {"lost": 2930, "lost_by_brokers": 2930}
+    assert "(acks=0, or acks=1 losing its leader)" in verdict(classes, acks="1")
+    line = verdict(classes, acks="all")
+    assert line.startswith("2,930 acknowledged records never reached the log with acks=all: a leader alone in its ISR")
+    assert "acks=0" not in line and "min.insync.replicas=2" in line and "unclean" in line
+    assert verdict(classes, acks="all", causes=False) == "2,930 acknowledged records never reached the log"
+
+
 def test_a_duplicate_verdict_names_both_ways_a_retry_escapes_deduplication() -> None:
     line = verdict(dict.fromkeys(CLASSES, 0) | {"duplicated": 1})
     assert line.startswith("1 messages were written more than once")

@@ -194,6 +194,17 @@ def test_judge_names_the_truncation_and_counts_it(tmp_path: Path) -> None:
     assert [e.held for e in result.expectations if e.text.startswith("truncated")] == [True]
 
 
+def test_a_loss_under_acks_all_is_named_as_such_in_a_labs_verdict(tmp_path: Path) -> None:
+    lab = load_lab(LABS / "28-unclean-election.toml")
+    assert lab.producer.config.acks == "all"
+    timeline = zombie_timeline()
+    faults = FaultFiring(lab.faults, timeline, random.Random(1), [1])
+    lost = Report(run=None, totals={"acknowledged": 25000}, classes={"lost": 2930, "lost_by_brokers": 2930},
+                  per_partition=[], samples={}, verdict="generic", inputs=[], elapsed_s=0.0)
+    result = judge(RunResult(lab.id, tmp_path, Outcome.ERROR), lab, {}, {}, lost, faults, timeline)
+    assert result.verdict.startswith("2,930 acknowledged records never reached the log with acks=all")
+
+
 def test_truncated_is_a_metric_and_no_logs_is_none(tmp_path: Path) -> None:
     assert is_metric("truncated")
     lab = load_lab(LABS / "26-zombie-leader.toml")

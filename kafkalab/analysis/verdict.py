@@ -29,18 +29,23 @@ WHOLE_TOPIC_AGAIN = ("the whole topic ({n} records) was processed again by the s
 # nothing processed at all is no commit too early: the consumers never had the records to commit past
 NOTHING_PROCESSED = ("no consumer processed a single record: {n} acknowledged records were never read",
                      " (did the consumers ever get partitions? see the Groups tab)")
+# acks=all lost records only where the ISR let a leader answer alone (min.insync.replicas=1), then lost them
+ACKS_ALL_LOST = (" with acks=all: a leader alone in its ISR acknowledged them (min.insync.replicas=1), and a replica "
+                 "without them led after it (an unclean election): use min.insync.replicas=2 and keep "
+                 "unclean.leader.election.enable off")
 SHORT = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers"}
 CLEAN = "no anomaly: every acknowledged record was processed, once and in order"
 TYPED = "{n} records typed by hand (no message id): received, not part of the producer's audit"
 
 
 def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, typed: int = 0,
-            consumed: int | None = None, causes: bool = True) -> str:
+            consumed: int | None = None, causes: bool = True, acks: str | None = None) -> str:
     """E.g. ``1,204 acknowledged records never reached the log (acks=0, ...): use ...; also 3 duplicated``.
 
     Every acknowledged record redelivered is named as such: a replay of the whole topic; none processed at all
     (``consumed`` 0), as such. Records typed by hand (``typed``) are no anomaly: they are named last, for what
-    they are. ``causes=False``: what the run saw, not why (an incident's attendee finds the why).
+    they are. ``causes=False``: what the run saw, not why (an incident's attendee finds the why). ``acks``: the
+    producer's setting when known (a lab's run), so a loss under acks=all is not blamed on acks=0 or 1.
     """
     typed_note = f"; {TYPED.format(n=f'{typed:,}')}" if typed else ""
     findings = [lesson for lesson in LESSONS if classes.get(lesson[0])]
@@ -49,6 +54,8 @@ def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, 
     if not findings:
         return CLEAN + typed_note
     name, seen, why = findings[0]
+    if name == "lost_by_brokers" and acks in ("all", "-1"):
+        why = ACKS_ALL_LOST
     if name == "redelivered" and acknowledged and classes[name] == acknowledged:
         seen, why = WHOLE_TOPIC_AGAIN
     if consumed == 0 and acknowledged and name in ("missed_by_consumers", "lost"):

@@ -35,10 +35,13 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
         values |= metrics.group_metrics(logs)
     result.metrics = {k: round(v, 3) for k, v in sorted(values.items())}
     result.report = report
-    # an incident's verdict says what the run saw, not why: naming the cause is the attendee's part
-    result.verdict = report.verdict if lab.incident is None else verdict(
-        report.classes, report.totals.get("acknowledged"), report.totals.get("typed", 0),
-        report.totals.get("consumed_rows"), causes=False)
+    result.verdict = report.verdict
+    # an incident's verdict says what the run saw, not why: naming the cause is the attendee's part; a loss under
+    # acks=all is not the report's generic "acks=0 or 1" (the analysis does not know the producer's settings)
+    if lab.incident is not None or (report.classes.get("lost_by_brokers") and lab.producer.config.acks == "all"):
+        result.verdict = verdict(report.classes, report.totals.get("acknowledged"), report.totals.get("typed", 0),
+                                 report.totals.get("consumed_rows"), causes=lab.incident is None,
+                                 acks=lab.producer.config.acks)
     if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
         result.verdict += "\n" + metrics.rebalance_summary(values)
     groups = {c.local_id: c.group for c in lab.consumers}
