@@ -44,4 +44,5 @@ def test_the_verdict_names_the_new_active_controller(tmp_path: Path) -> None:
     report = Report(run=None, totals={}, classes={}, per_partition=[], samples={}, verdict=said, inputs=[],
                     elapsed_s=0.0)
     result = judge(RunResult(lab.id, tmp_path, Outcome.ERROR), lab, {}, {}, report, faults, timeline)
-    assert result.verdict.split("\n") == [said, "active controller 102 -> 101 at 22.8 s (epoch 2)"]
+    assert result.verdict.split("\n") == [said, "active controller 102 -> 101 at 22.8 s (epoch 2): no active "
+                                                 "controller for at most 8.2 s (102 isolated at 14.6 s)"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafkalab.analysis.report import Report
 from kafkalab.cluster import NodeState
-from kafkalab.labs.events import ControllerChange, FaultEvent, NodeEvent, QuorumLeaderChange
+from kafkalab.labs.events import ControllerChange, FaultEvent, NetEvent, NodeEvent, QuorumLeaderChange
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.judge import judge
 from kafkalab.labs.loader import load_lab
@@ -100,3 +100,22 @@ def test_judge_adds_the_line_under_the_analysis_verdict(tmp_path: Path) -> None:
                              "most 5.1 s")
     without = judge(RunResult(lab.id, tmp_path, Outcome.ERROR), lab, {}, {}, report(said), faults)
     assert without.verdict == said  # no timeline given: the analysis' verdict alone, as before
+
+
+def test_an_isolated_controller_counts_from_its_isolation_until_healed() -> None:
+    """lab controller-cut: the active controller isolated, a new one seen later; a heal before the change ends it."""
+    timeline = Timeline("controller-cut")
+    timeline.started_at = T0
+    isolate = NetEvent(source="lab", action="isolate", nodes=("controller-1",), rules=("cut controller-1 -> x",),
+                       detail="network isolate controller-1")
+    timeline.add(isolate, ts=T0 + 9.2)
+    at(timeline, 17.5, change(101, 103, 11))
+    assert controller_summary(timeline) == (
+        "active controller 101 -> 103 at 17.5 s (epoch 11): no active controller for at most 8.3 s "
+        "(101 isolated at 9.2 s)")
+    healed = Timeline("healed first")
+    healed.started_at = T0
+    healed.add(isolate, ts=T0 + 2.0)
+    healed.add(NetEvent(source="lab", action="heal", nodes=(), rules=(), detail="network heal"), ts=T0 + 4.0)
+    at(healed, 30.0, change(101, 103, 12))
+    assert controller_summary(healed) == "active controller 101 -> 103 at 30.0 s (epoch 12)"

@@ -8,9 +8,18 @@ from pathlib import Path
 
 from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
+from kafkalab.cluster.netwiring import NetAction
 from kafkalab.cluster.node import NodeState
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
-from kafkalab.labs.events import ClientRecord, Event, EventKind, NodeEvent, ProducerResumed, QuorumLeaderChange
+from kafkalab.labs.events import (
+    ClientRecord,
+    Event,
+    EventKind,
+    NetEvent,
+    NodeEvent,
+    ProducerResumed,
+    QuorumLeaderChange,
+)
 from kafkalab.labs.results import Phase
 from kafkalab.labs.timeline import Timeline
 
@@ -183,32 +192,44 @@ def voter_node(node_id: int) -> str:
 
 def controller_summary(timeline: Timeline) -> str:
     """KRaft's active controller changes, for the verdict: from -> to, when, and how long the quorum was left
-    without a leader when the timeline shows the old one going down (its kill, stop or pause) before the new
-    one was seen: an upper bound, the new leader being seen by a poll (DescribeQuorum), not as elected.
+    without a leader when the timeline shows the old one going down (its kill, stop or pause, or its network
+    isolation) before the new one was seen: an upper bound, the new leader being seen by a poll (DescribeQuorum),
+    not as elected.
     Empty without a change (and in ZooKeeper mode, whose controller changes are brokers')."""
     events = sorted(timeline.events(), key=lambda e: e.t)
     parts = []
     for change in (e for e in events if isinstance(e, QuorumLeaderChange)):
         epoch = f" (epoch {change.epoch})" if change.epoch is not None else ""
         part = f"{_node(change.previous)} -> {change.controller} at {change.t:.1f} s{epoch}"
-        gone = _went_down(events, voter_node(change.previous), change.t) if change.previous is not None else None
+        gone = _went_away(events, voter_node(change.previous), change.t) if change.previous is not None else None
         if gone is not None:
-            part += (f": no active controller for at most {change.t - gone.t:.1f} s "
-                     f"({change.previous} {gone.state.value} at {gone.t:.1f} s)")
+            since, how = gone
+            part += (f": no active controller for at most {change.t - since:.1f} s "
+                     f"({change.previous} {how} at {since:.1f} s)")
         parts.append(part)
     if not parts:
         return ""
     return ("active controller " if len(parts) == 1 else "active controller changes: ") + "; ".join(parts)
 
 
-def _went_down(events: list[Event], name: str, until: float) -> NodeEvent | None:
-    """The first of node ``name``'s last run of down states (`stopping` then `stopped`: the stopping) up to
-    ``until``; None if it was up then."""
-    first: NodeEvent | None = None
+def _went_away(events: list[Event], name: str, until: float) -> tuple[float, str] | None:
+    """When and how node ``name`` was last lost to the quorum up to ``until``: the first of its last run of down
+    states (`stopping` then `stopped`: the stopping), or its network isolation not healed by then; None if it
+    was up and reachable then."""
+    down: NodeEvent | None = None
+    isolated: NetEvent | None = None
     for e in events:
-        if isinstance(e, NodeEvent) and e.source == name and e.t <= until:
-            first = (first or e) if e.state in DOWN else None
-    return first
+        if e.t > until:
+            break
+        if isinstance(e, NodeEvent) and e.source == name:
+            down = (down or e) if e.state in DOWN else None
+        elif isinstance(e, NetEvent) and e.action == NetAction.ISOLATE and name in e.nodes:
+            isolated = isolated or e
+        elif isinstance(e, NetEvent) and e.action == NetAction.HEAL and (not e.nodes or name in e.nodes):
+            isolated = None
+    if down is not None and (isolated is None or down.t <= isolated.t):
+        return down.t, down.state.value
+    return (isolated.t, "isolated") if isolated is not None else None
 
 
 def _node(node_id: int | None) -> str:
