@@ -5,11 +5,10 @@ decides: an unclean election is named, an eligible leader replica's (Kafka 4.4, 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from kafkalab.cluster import NodeState
-from kafkalab.labs.events import Event, IsrShrink, LeaderChange, NetEvent, NodeEvent
+from kafkalab.labs.events import IsrShrink, LeaderChange, NetEvent, NodeEvent
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.timeline import Timeline
 from kafkalab.labs.truncation import (
@@ -21,14 +20,7 @@ from kafkalab.labs.truncation import (
     summary,
     unclean_election,
 )
-
-T0 = time.mktime((2026, 11, 26, 15, 46, 36, 0, 0, -1))
-
-
-def stamp(t: float) -> str:
-    whole = time.localtime(T0 + t)
-    return f"[{time.strftime('%Y-%m-%d %H:%M:%S', whole)},{round((t % 1) * 1000):03d}]"
-
+from tests.test_truncation import T0, at, stamp
 
 # broker-2, the killed leader, started again: a follower of broker-3 from its log end 3,847, cut back to 917
 BROKER_2_LOG = [
@@ -41,10 +33,6 @@ BROKER_2_LOG = [
     f"{stamp(34.3)} INFO [UnifiedLog partition=test-topic-0, dir=/x/broker-2/data] Truncating to offset 917 "
     "(kafka.log.UnifiedLog)",
 ]
-
-
-def at(timeline: Timeline, t: float, event: Event) -> None:
-    timeline.add(event, ts=T0 + t)
 
 
 def shrink(t: float, leader: int, isr: tuple[int, ...], removed: tuple[int, ...]) -> tuple[float, IsrShrink]:
