@@ -213,6 +213,8 @@ def test_g_again_in_a_lab_console_reuses_the_kept_cluster_and_the_run_reads_only
             await until(lambda: all(app.pane(n.name).query_one(LogTail).line_count for n in first.nodes), 10,
                         "every node pane's log tail showing its log")
             pids = {n.name: n.pid for n in first.nodes}
+            # g comes back once the screen shows the run ended (the footer trades x for g), as a user sees it
+            await until(lambda: not app.run_frame.live, 30, "the first run's end on screen")
             await pilot.press("g")
             await until(lambda: "reusing the running cluster" in said, 30, "the reuse said on screen")
             await until(lambda: session.result is not None, 240, "the second run's result")
