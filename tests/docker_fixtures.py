@@ -46,7 +46,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
 @pytest.fixture(scope="session")
 def docker_cluster(distribution: kafka_install.Distribution, docker_client: docker.DockerClient) -> Iterator[Cluster]:
     """ZooKeeper + 3 brokers in containers, shared by the docker tests; each test uses its own topic."""
-    c = Cluster(make_spec("docker", net_proxies=False), distribution, backend=DockerBackend(DOCKER_IMAGE))  # none
+    c = Cluster(make_spec("docker"), distribution, backend=DockerBackend(DOCKER_IMAGE))  # through the proxies
     c.start(timeout=240)
     try:
         yield c
@@ -58,7 +58,7 @@ def docker_cluster(distribution: kafka_install.Distribution, docker_client: dock
 def docker_kraft_cluster(distribution: kafka_install.Distribution,
                          docker_client: docker.DockerClient) -> Iterator[Cluster]:
     """KRaft mode in containers: 3 dedicated controllers + 3 brokers, shared by the docker KRaft tests."""
-    spec = make_spec("docker-kraft", mode="kraft", controllers=3, net_proxies=False)  # docker has no proxies
+    spec = make_spec("docker-kraft", mode="kraft", controllers=3)
     c = Cluster(spec, distribution, backend=DockerBackend(DOCKER_IMAGE))
     c.start(timeout=300)
     try:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from kafkalab import KAFKA_VERSION, kafka_install
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster, NodeState
 from kafkalab.cluster.configs import QUORUM_WATCH_DIR
-from kafkalab.cluster.control_socket import read_cluster_file
+from kafkalab.cluster.control_socket import ControlServer, read_cluster_file
 from kafkalab.cluster.docker_backend import (
     LABEL_NODE,
     LABEL_STATE_DIR,
@@ -38,6 +40,8 @@ from kafkalab.cluster.supervision import is_driven
 from kafkalab.errors import KafkalabError
 from tests import test_cluster_engine as engine_tests  # the engine's failover tests, run here in containers
 from tests import test_kraft_cluster as kraft_mode  # its controller failover, too
+from tests import test_net_cluster as net_tests  # network faults, run here on containers
+from tests import test_net_kraft_cluster as net_kraft_tests
 from tests.conftest import TEST_STATE_ROOT
 from tests.docker_fixtures import DOCKER_IMAGE
 from tests.helpers import wait_until
@@ -332,3 +336,46 @@ def test_kraft_a_controller_container_pauses_resumes_and_restarts(
     assert follower.state == NodeState.RUNNING
     wait_until(lambda: (s := answered(cluster)) and (r := s.replica(follower_id))
                and r.lag is not None and r.lag < 50, 90, interval=0.5, what=f"{follower.name} caught up")
+
+
+# ---- network faults on docker -------------------------------------------------------------------------
+@contextlib.contextmanager
+def served(cluster: Cluster, topic: str) -> Iterator[Path]:
+    """The cluster's control socket served (for `kafkalab net ...`) and ``topic`` made as the net tests make it."""
+    Admin(cluster.bootstrap, timeout_s=5).create_topic(topic, 6, 3, {"min.insync.replicas": "1"}, timeout_s=60)
+    server = ControlServer(cluster, threading.Event())
+    try:
+        yield cluster.state_dir
+    finally:
+        server.close()
+
+
+def containers_seen_by_the_proxy(cluster: Cluster, client: docker.DockerClient) -> None:
+    """Every node registered with the proxy under its container's JVM (a host pid), none hidden from it."""
+    assert cluster.net is not None and not cluster.net.problems, cluster.net and cluster.net.problems
+    pids = {c.labels[LABEL_NODE]: c.attrs["State"]["Pid"] for c in client.containers.list(
+        filters={"label": f"{LABEL_STATE_DIR}={cluster.state_dir}"})}
+    assert cluster.net.status().nodes == pids
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_an_isolated_broker_container_drops_out_of_every_isr_and_heals(
+        docker_cluster: Cluster, docker_client: docker.DockerClient, capsys: pytest.CaptureFixture[str]) -> None:
+    """The proxy tells the containers apart as it does local JVMs: by the process owning the connecting socket,
+    a container's JVM being a process of this host, on its network, run as this user."""
+    containers_seen_by_the_proxy(docker_cluster, docker_client)
+    with served(docker_cluster, "docker-net") as owner:
+        net_tests.test_an_isolated_leader_drops_out_of_every_isr_but_still_answers_its_clients(
+            docker_cluster, owner, "docker-net", capsys)
+
+
+@pytest.mark.docker
+@pytest.mark.cluster
+def test_kraft_an_isolated_broker_container_is_fenced_and_heals(
+        docker_kraft_cluster: Cluster, docker_client: docker.DockerClient,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    containers_seen_by_the_proxy(docker_kraft_cluster, docker_client)
+    with served(docker_kraft_cluster, "docker-net-kraft") as owner:
+        net_kraft_tests.test_an_isolated_broker_is_fenced_and_loses_its_leaderships_but_still_answers_a_client(
+            docker_kraft_cluster, owner, "docker-net-kraft", capsys)

@@ -1,6 +1,7 @@
 """The network-fault proxies are on by default where a local cluster starts (cluster up, console, run, fix);
---no-net-proxies and a lab's `net_proxies = false` leave them out; the docker backend has none and refuses
---net-proxies in one line; an attached console reaches the owner's proxy through the control socket. No cluster."""
+--no-net-proxies and a lab's `net_proxies = false` leave them out; the docker backend has them where the proxy can
+see into the containers, and says why not elsewhere; an attached console reaches the owner's proxy through the
+control socket. No cluster."""
 
 from __future__ import annotations
 
@@ -11,15 +12,19 @@ from typing import Any
 
 import pytest
 
-from kafkalab.cli import build_parser, main
+from kafkalab.cli import build_parser
 from kafkalab.cli.cluster_cmds import spec_from_args
 from kafkalab.cli.common import net_proxies_argv, with_net_proxies
 from kafkalab.cli.console_cmd import console_args
+from kafkalab.cluster import Cluster
 from kafkalab.cluster.control_socket import SPEC_FILE, ControlServer, read_cluster_file
+from kafkalab.cluster.docker_backend import DockerBackend
 from kafkalab.cluster.netwiring import NetAction, NetRequest
+from kafkalab.cluster.process import LocalBackend, NodeProcess
 from kafkalab.cluster.remote import RemoteNet
-from kafkalab.cluster.spec import NO_NET_PROXIES_ON_DOCKER, ClusterSpec
+from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka_install import Distribution
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.run import PortChoice, cluster_spec
 
@@ -43,12 +48,53 @@ def test_cluster_up_has_proxies_unless_left_out(tmp_path: Path) -> None:
     assert not off.net_proxies and off.client_bootstrap == off.bootstrap
 
 
-def test_docker_has_none_and_refuses_them_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_docker_has_them_by_default_too(tmp_path: Path) -> None:
     docker = spec_from_args(parsed("cluster", "up", "--state-dir", str(tmp_path), "--backend", "docker"))
-    assert not docker.net_proxies
-    assert main(["cluster", "up", "--state-dir", str(tmp_path), "--backend", "docker", "--net-proxies"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == f"kafkalab: error: {NO_NET_PROXIES_ON_DOCKER}" and "\n" not in err
+    assert docker.net_proxies and docker.client_bootstrap != docker.bootstrap
+
+
+class FakeEngine:
+    """What DockerBackend asks of the engine here: its info's security options."""
+
+    def __init__(self, security: list[str]) -> None:
+        self.security = security
+
+    def info(self) -> dict[str, Any]:
+        return {"SecurityOptions": self.security}
+
+
+@pytest.mark.parametrize(("host", "security", "why"), [
+    ("unix:///var/run/docker.sock", ["name=seccomp,profile=builtin", "name=cgroupns"], None),
+    ("unix:///run/user/1000/docker.sock", ["name=seccomp,profile=builtin", "name=rootless"],
+     "a rootless engine runs the containers in its own network namespace"),
+    ("tcp://10.1.2.3:2376", [], "the engine at tcp://10.1.2.3:2376 is not on this machine"),
+])
+def test_docker_says_when_the_proxy_cannot_see_into_its_containers(
+        monkeypatch: pytest.MonkeyPatch, host: str, security: list[str], why: str | None) -> None:
+    monkeypatch.setenv("DOCKER_HOST", host)
+    backend = DockerBackend.__new__(DockerBackend)  # the engine is faked: only its answers are claimed here
+    backend._client = FakeEngine(security)  # type: ignore[assignment]
+    assert backend.net_proxies_refused() == why
+
+
+class RefusingBackend(LocalBackend):
+    name = "docker"
+
+    def net_proxies_refused(self) -> str | None:
+        return "a rootless engine runs the containers in its own network namespace"
+
+    def launch(self, node_name: str, argv: list[str], stdout_path: Path) -> NodeProcess:
+        raise AssertionError(f"{node_name} launched although the proxies were refused")
+
+
+def test_a_cluster_refuses_proxies_its_backend_cannot_serve_before_anything_starts(tmp_path: Path) -> None:
+    spec = ClusterSpec(state_dir=tmp_path / "state", brokers=1)
+    with pytest.raises(KafkalabError) as refused:
+        Cluster(spec, Distribution(tmp_path, "maven"), RefusingBackend()).start()
+    said = str(refused.value)
+    assert "(a rootless engine runs the containers in its own network namespace)" in said
+    assert said.endswith("add --no-net-proxies, or use --backend local") and "\n" not in said
+    assert not (tmp_path / "state" / "broker-1").exists()
 
 
 def test_free_ports_pick_free_proxy_ports_too(tmp_path: Path) -> None:

@@ -555,7 +555,7 @@ def render_net_cost(name: str, data: Json) -> list[str]:
 
 # ---- dispatch -------------------------------------------------------------------------------------
 FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
-    (re.compile(r"labs-platforms"), render_platforms),
+    (re.compile(r"labs-platforms(-.+)?"), render_platforms),
     (re.compile(r"labs(-.+)?"), render_labs),
     (re.compile(r"fix(-.+)?"), render_fix),
     (re.compile(r"cluster"), render_cluster),

@@ -153,12 +153,14 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     add_backend_args(p)
 
 
-def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
+def spec_from_args(args: argparse.Namespace, net_proxies: bool | None = None) -> ClusterSpec:
+    """``net_proxies``: overrides the flags (None: as they say)."""
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise KafkalabError(f"--brokers {args.brokers} is out of range: give 1..{MAX_BROKERS}")
     spec = ClusterSpec(
         state_dir=target_state_dir(args), brokers=args.brokers, free_ports=args.free_ports,
-        overrides=parse_settings(args.set), net_proxies=net_proxies_asked(args), **mode_fields(args),
+        overrides=parse_settings(args.set), net_proxies=net_proxies_asked(args) if net_proxies is None else net_proxies,
+        **mode_fields(args),
     )
     if args.free_ports:  # every node on a free port, as in `run` and `console`, not only where a default is taken
         pick_free_ports(spec)
@@ -233,9 +235,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise KafkalabError(f"a cluster already runs in {spec.state_dir}: `kafkalab cluster status`, or `cluster down`")
     if args.detach and not args.daemon:
         return _detach(args, spec)
+    backend = backend_from_args(args)
+    refused = backend.net_proxies_refused()
+    if refused and spec.net_proxies and net_proxies_asked(args) is None:  # the default gives way; asked, start says why
+        print(f"network-fault proxies left out: {refused}", flush=True)
+        spec = spec_from_args(args, net_proxies=False)
     down = threading.Event()
     _stop_on_signals(down)
-    cluster = Cluster(spec, found, backend_from_args(args))
+    cluster = Cluster(spec, found, backend)
     cluster.start(progress=lambda m: print(m, flush=True))  # a failed start ends what it started, says why
     try:
         write_cluster_file(cluster)

@@ -15,7 +15,7 @@ from typing import TypedDict
 
 from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS
 from kafkalab.cluster.control_socket import read_cluster_file
-from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES, NO_NET_PROXIES_ON_DOCKER
+from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
@@ -47,7 +47,7 @@ def add_net_proxies_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--net-proxies", action=argparse.BooleanOptionalAction, default=None,
                         help="every link through kafkalab's network-fault proxy, for `kafkalab net ...` and the "
                              "console's i/H keys (default: on; --no-net-proxies leaves them out, for comparison; "
-                             "off with --backend docker)")
+                             "off on a Docker engine the proxy cannot see into, such as a rootless one)")
 
 
 def add_version_arg(parser: argparse.ArgumentParser) -> None:
@@ -93,13 +93,8 @@ def on_platform(lab: Lab, args: argparse.Namespace) -> Lab:
 
 
 def net_proxies_asked(args: argparse.Namespace) -> bool | None:
-    """--net-proxies (True), --no-net-proxies (False), neither (None: the default). The docker backend has none:
-    off there unless asked, and asked is refused in one line."""
+    """--net-proxies (True), --no-net-proxies (False), neither (None: the default)."""
     asked: bool | None = getattr(args, "net_proxies", None)
-    if getattr(args, "backend", "local") != "local":
-        if asked:
-            raise KafkalabError(NO_NET_PROXIES_ON_DOCKER)
-        return False
     return asked
 
 

@@ -16,7 +16,7 @@ from kafkalab.cluster.node import TICK_S, Node, NodeInfo, NodeKind, NodeState, e
 from kafkalab.cluster.ports import resolve_and_claim_ports
 from kafkalab.cluster.process import Backend, LocalBackend, node_marker, supervised_prefix
 from kafkalab.cluster.quorum import QuorumState, QuorumWatch, quorum_watch_argv
-from kafkalab.cluster.spec import JVM_FLAGS, NO_NET_PROXIES_ON_DOCKER, ClusterSpec
+from kafkalab.cluster.spec import JVM_FLAGS, ClusterSpec
 from kafkalab.cluster.supervision import StateDirLock, write_pid_file
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install import BROKER_MAIN, ZOOKEEPER_MAIN, Distribution, java_binary
@@ -63,8 +63,10 @@ class Cluster:
         """
         timeout = timeout or (240.0 if self.spec.kraft else 120.0)
         check_mode(self.spec, self.dist)
-        if self.spec.net_proxies and self.backend.name != "local":  # refused before anything starts
-            raise KafkalabError(NO_NET_PROXIES_ON_DOCKER)
+        refused = self.backend.net_proxies_refused() if self.spec.net_proxies else None
+        if refused:  # before anything starts
+            raise KafkalabError(f"the network-fault proxies cannot tell the {self.backend.name} backend's nodes apart "
+                                f"({refused}): add --no-net-proxies, or use --backend local")
         self._lock.acquire()
         try:
             self.reaped = self.backend.reap(self.spec.state_dir)

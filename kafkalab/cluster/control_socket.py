@@ -104,7 +104,8 @@ class ControlServer:
     def _net(self) -> ClusterNet:
         if self.cluster.net is None:
             raise KafkalabError(f"the cluster in {self.cluster.state_dir} runs without network-fault proxies "
-                                "(started with --no-net-proxies, or on docker): start it again without that flag")
+                                "(started with --no-net-proxies, or on a Docker engine the proxy cannot see into): "
+                                "start it again without that flag, or with --backend local")
         return self.cluster.net
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -265,6 +266,27 @@ class DockerBackend:
             except APIError as exc:
                 _ignore_gone(exc)
         return ended + reap_marked_processes(state_dir)  # the quorum helper (KRaft), a host JVM
+
+    def net_proxies_refused(self) -> str | None:
+        """A rootful engine on this Linux host, running the containers as this user on the host network, leaves
+        their JVMs visible to the proxy: host pids, this network namespace, this user's open files. Not a
+        remote engine, a rootless one (its own network namespace and user ids) or Docker Desktop (a VM)."""
+        address = engine_address()
+        if sys.platform != "linux":
+            why = "Docker Desktop runs the containers in a virtual machine"
+        elif not address.startswith("unix://"):
+            why = f"the engine at {address} is not on this machine"
+        elif any("rootless" in str(o) for o in self._engine_info().get("SecurityOptions") or []):
+            why = "a rootless engine runs the containers in its own network namespace"
+        else:
+            return None
+        return why
+
+    def _engine_info(self) -> dict[str, Any]:
+        try:
+            return dict(self._client.info())
+        except (DockerException, RequestException):
+            return {}  # the engine answered a ping a moment ago: the launch says what is wrong
 
     def close(self) -> None:
         self._client.close()

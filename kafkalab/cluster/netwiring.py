@@ -47,7 +47,7 @@ from kafkalab.netfaults import (
     describe,
 )
 from kafkalab.netfaults.config import MAX_SOCKET_PATH, SOCKET_NAME
-from kafkalab.netfaults.sources import SourceKind
+from kafkalab.netfaults.sources import SourceKind, sockets_visible
 
 NETFAULTS_DIR = "netfaults"
 ZOOKEEPER = "zookeeper"
@@ -251,6 +251,9 @@ class ClusterNet:
             self._pids[node] = pid
             self._down.discard(node)
             self._quietly(lambda c: registered_and_up(c, node, pid))
+            if not sockets_visible(pid):  # a container's JVM this user cannot read: its links look like a client's
+                self.problems.append(f"{node}'s sockets (pid {pid}) are not visible to the proxy: rules naming it "
+                                     "as a source do not reach its connections")
 
     def client_started(self, name: str, pid: int) -> None:
         """A run's client process started (again): its connections are ``name``'s (``producer``, ``consumer-K``),

@@ -61,6 +61,13 @@ class Backend(Protocol):
     def reap(self, state_dir: Path) -> list[str]:
         """End leftover nodes of ``state_dir`` from a crashed run; return what was ended."""
 
+    def net_proxies_refused(self) -> str | None:
+        """Why the network-fault proxy could not tell this backend's nodes apart (a clause), or None when it can.
+
+        The proxy knows a connection's source by the process owning the connecting socket
+        (:mod:`kafkalab.netfaults.sources`): the nodes' processes must be on this host, in its network
+        namespace, and readable by this user."""
+
     def close(self) -> None: ...
 
 
@@ -135,6 +142,9 @@ class LocalBackend:
 
     def reap(self, state_dir: Path) -> list[str]:
         return reap_marked_processes(state_dir)
+
+    def net_proxies_refused(self) -> str | None:
+        return None  # its own children: always visible to the proxy
 
     def close(self) -> None:
         pass

@@ -74,12 +74,9 @@ JVM_FLAGS = (
     "-XX:+ExplicitGCInvokesConcurrent -XX:TieredStopAtLevel=1 -XX:CICompilerCount=2 "
     "-XX:ReservedCodeCacheSize=64m -Xss512k -Djava.awt.headless=true"
 )
-# Every local cluster puts the network-fault proxies in its links unless told not to (`--no-net-proxies`,
+# Every cluster (local or docker) puts the network-fault proxies in its links unless told not to (`--no-net-proxies`,
 # `[cluster] net_proxies = false`): an instructor can cut a link live in any lab. The one place this default lives.
 NET_PROXIES_DEFAULT = True
-NO_NET_PROXIES_ON_DOCKER = ("the docker backend runs without network-fault proxies: a container's processes are "
-                            "not kafkalab's own, so the proxy cannot tell which node opened a connection; drop "
-                            "--net-proxies, or use --backend local")
 NET_PORT_OFFSETS = (10, 11, 12, 13)  # a broker's proxy ports beside its own, unless --free-ports picks them
 CONTROLLER_NET_OFFSETS = (20, 21)  # a controller's listeners behind its proxy port (9093 -> 9113, 9114)
 ZK_PROXY_OFFSET = 10

@@ -43,7 +43,8 @@ class ClusterSource(Source):
         self.platform = platform
         if not owned:  # another process owns the cluster (and its proxy): it was started without one
             self.net_why_not = (f"the cluster in {cluster.spec.state_dir} runs without network-fault proxies "
-                                "(its owner was started with --no-net-proxies, or on docker)")
+                                "(its owner was started with --no-net-proxies, or on a Docker engine the proxy "
+                                "cannot see into)")
         self.workload = Workload(cluster.spec.state_dir / "workload")
         self.title = title
         self.owned = owned

@@ -77,6 +77,20 @@ class SourceTable:
         return owner(self.snapshot().items(), peer, local)
 
 
+def sockets_visible(pid: int) -> bool:
+    """Whether this user can look into ``pid``'s sockets, as :func:`owner` does (a container's JVM run by another
+    user, or in another namespace, cannot be looked into)."""
+    try:
+        if PROC_TCP[0].exists():
+            with os.scandir(f"/proc/{pid}/fd") as fds:
+                next(fds, None)
+        else:
+            psutil.Process(pid).net_connections(kind="tcp")
+    except (OSError, psutil.Error):
+        return False
+    return True
+
+
 def owner(candidates: Iterable[tuple[str, int]], peer: Address, local: Address) -> str:
     pairs = list(candidates)
     if PROC_TCP[0].exists():
