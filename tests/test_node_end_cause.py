@@ -57,6 +57,9 @@ class StandInBackend:
     def reap(self, state_dir: Path) -> list[str]:
         return []
 
+    def net_proxies_refused(self) -> str | None:
+        return None
+
     def close(self) -> None: ...
 
 
