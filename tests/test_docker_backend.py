@@ -115,6 +115,14 @@ def launch_probe(backend: DockerBackend, state_dir: Path, name: str, script: str
 
 
 @pytest.mark.docker
+def test_status_says_whether_network_faults_work_on_this_engine(docker_client: docker.DockerClient) -> None:
+    """The suite's engine is rootful and on this machine: the proxy can see into its containers."""
+    status = json.loads(kafkalab("docker", "status", "--json").stdout)
+    assert (status["net_faults"], status["net_faults_why_not"]) == (True, None), status
+    assert "network faults: yes, through kafkalab's proxies" in kafkalab("docker", "status").stdout
+
+
+@pytest.mark.docker
 def test_missing_image_is_one_line_naming_the_fix(docker_client: docker.DockerClient) -> None:
     with pytest.raises(KafkalabError, match=r"image kafkalab/no-such-image:0 not found .*kafkalab docker build-image"):
         DockerBackend("kafkalab/no-such-image:0")

@@ -7,6 +7,7 @@ import json
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kafkalab.cluster.docker_image import DEFAULT_IMAGE
@@ -69,22 +70,32 @@ def cmd_build_image(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from kafkalab.cluster.docker_backend import LABEL_NODE, LABEL_STATE_DIR, connect_engine, engine_address
+    from kafkalab.cluster.docker_backend import (
+        LABEL_NODE,
+        LABEL_STATE_DIR,
+        connect_engine,
+        engine_address,
+        net_proxies_refused_by,
+    )
     from kafkalab.cluster.docker_image import image_present
 
     client = connect_engine(timeout=10)
     version = client.version().get("Version", "?")
     has_image = image_present(client, args.image)
     containers = client.containers.list(all=True, filters={"label": LABEL_STATE_DIR})
+    refused = net_proxies_refused_by(client)
     rows = [{"name": c.name, "state_dir": c.labels.get(LABEL_STATE_DIR), "node": c.labels.get(LABEL_NODE),
              "status": c.status} for c in containers]
     if args.json:
         print(json.dumps({"engine": engine_address(), "version": version, "image": args.image,
-                          "image_present": has_image, "containers": rows}, indent=2))
+                          "image_present": has_image, "net_faults": refused is None, "net_faults_why_not": refused,
+                          "containers": rows}, indent=2))
         return 0
     console.print(f"Docker engine {version} at {engine_address()}")
     console.print(f"image {args.image}: " + ("present" if has_image else
                                              "[yellow]missing[/] (`kafkalab docker build-image`)"))
+    console.print("network faults: " + ("yes, through kafkalab's proxies (`kafkalab net ...`)" if refused is None
+                                        else f"[yellow]no[/]: {escape(refused)}"), highlight=False)
     if rows:
         table = Table(title="kafkalab containers", title_justify="left")
         for col in ("container", "node", "status", "state dir"):

@@ -218,6 +218,26 @@ class NotStarted:
         return 0.0, 0
 
 
+def net_proxies_refused_by(client: docker.DockerClient) -> str | None:
+    """Why the network-fault proxy could not see into this engine's containers, or None.
+
+    A rootful engine on this Linux host, running the containers as this user on the host network, leaves their
+    JVMs visible to the proxy: host pids, this network namespace, this user's open files. Not a remote engine,
+    a rootless one (its own network namespace and user ids) or Docker Desktop (a VM)."""
+    address = engine_address()
+    if sys.platform != "linux":
+        return "Docker Desktop runs the containers in a virtual machine"
+    if not address.startswith("unix://"):
+        return f"the engine at {address} is not on this machine"
+    try:
+        security = client.info().get("SecurityOptions") or []
+    except (DockerException, RequestException):
+        security = []  # the engine answered a ping a moment ago: a launch says what is wrong
+    if any("rootless" in str(option) for option in security):
+        return "a rootless engine runs the containers in its own network namespace"
+    return None
+
+
 class DockerBackend:
     """Runs each node's command line in a container of ``image`` (a Java 17 runtime with `java` on PATH)."""
 
@@ -268,25 +288,7 @@ class DockerBackend:
         return ended + reap_marked_processes(state_dir)  # the quorum helper (KRaft), a host JVM
 
     def net_proxies_refused(self) -> str | None:
-        """A rootful engine on this Linux host, running the containers as this user on the host network, leaves
-        their JVMs visible to the proxy: host pids, this network namespace, this user's open files. Not a
-        remote engine, a rootless one (its own network namespace and user ids) or Docker Desktop (a VM)."""
-        address = engine_address()
-        if sys.platform != "linux":
-            why = "Docker Desktop runs the containers in a virtual machine"
-        elif not address.startswith("unix://"):
-            why = f"the engine at {address} is not on this machine"
-        elif any("rootless" in str(o) for o in self._engine_info().get("SecurityOptions") or []):
-            why = "a rootless engine runs the containers in its own network namespace"
-        else:
-            return None
-        return why
-
-    def _engine_info(self) -> dict[str, Any]:
-        try:
-            return dict(self._client.info())
-        except (DockerException, RequestException):
-            return {}  # the engine answered a ping a moment ago: the launch says what is wrong
+        return net_proxies_refused_by(self._client)
 
     def close(self) -> None:
         self._client.close()
