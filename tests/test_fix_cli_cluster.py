@@ -28,7 +28,14 @@ def fix(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], d
     assert len(written) == 1, done.stdout + done.stderr
     grade = json.loads(written[0].read_text())
     assert json.loads(out.read_text()) == grade  # --json writes the same grade
+    ended = [r for r in grade["rows"] if r["text"].endswith("ran to its end")]
+    assert not ended, f"a graded run ended early: {run_errors(runs)}\n{done.stdout}{done.stderr}"
     return done, grade
+
+
+def run_errors(runs: Path) -> list[str]:
+    """What each graded run's result.json says ended it (so a failure here names the cause)."""
+    return [json.loads(p.read_text()).get("error", "") for p in sorted(runs.rglob("result.json"))]
 
 
 def test_the_fix_passes(tmp_path: Path) -> None:
