@@ -121,7 +121,7 @@ def fix_runs(lab: Lab) -> int:
 
 
 def own_median(lab_id: str) -> float | None:
-    path = RESULTS / "labs-final.json"
+    path = RESULTS / "labs-catalog.json"  # the whole catalog on the current lab files
     if not path.exists():
         return None
     entry = json.loads(path.read_text()).get("labs", {}).get(lab_id, {})
