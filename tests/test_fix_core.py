@@ -76,7 +76,7 @@ def test_fix_table_parses(tmp_path: Path) -> None:
     assert lab.fix is not None
     assert lab.fix.runs == 3 and lab.fix.seed == 40 and lab.fix.drop_faults == (2,)
     assert [e.text for e in lab.fix.expectations] == ["lost == 0", "producer.acked > 0"]
-    assert [c.text for c in lab.fix.solution] == ["producer.acks=all", "topic.test-topic.min.insync.replicas=2"]
+    assert [c.text for c in lab.fix.solution] == ["producer.acks=all", "topic test-topic min.insync.replicas=2"]
     assert [h.cost for h in lab.fix.hints] == [10, 25]
 
 

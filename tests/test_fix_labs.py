@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.labs.fix import ChangeKind, FixExercise
+from kafkalab.labs.fix import ChangeKind, FixExercise, change_from_text
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.loader import catalog, load_lab
 from kafkalab.labs.model import Lab
@@ -34,6 +34,15 @@ def test_solution_and_wrong_fixes_are_allowed_and_make_a_valid_graded_lab(lab: L
         assert attempt.lab.expectations == fix.expectations
         assert len(attempt.lab.faults) == len(lab.faults) - len(fix.drop_faults)
         assert len(attempt.seeds) == fix.runs >= 2  # a fix that holds once by luck is not a fix
+
+
+@pytest.mark.parametrize("lab", FIX_LABS, ids=lambda lab: lab.id)
+def test_every_change_as_shown_can_be_typed_back_at_the_prompt(lab: Lab) -> None:
+    """The console shows a change (the solution once given up, the changes kept, the grade card's) as its text:
+    typed at the `e` prompt, that text is the same change."""
+    fix = fix_of(lab)
+    for change in (*fix.solution, *(c for wrong in fix.wrong for c in wrong)):
+        assert change_from_text(lab.cluster.brokers, change.text) == [change], change.text
 
 
 @pytest.mark.parametrize("lab", FIX_LABS, ids=lambda lab: lab.id)

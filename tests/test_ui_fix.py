@@ -207,8 +207,8 @@ async def test_an_allowed_change_is_listed_and_runs_with_the_demonstration(tmp_p
         await until(pilot, lambda: "YOUR CHANGES  producer.acks=all" in lab_facts(app))
         await pilot.press("t")
         await type_line(pilot, "test-topic rf=3")
-        await until(pilot, lambda: "topic.test-topic.replication_factor=3" in lab_facts(app))
-        assert "YOUR CHANGES  producer.acks=all, topic.test-topic.replication_factor=3" in lab_facts(app)
+        await until(pilot, lambda: "topic test-topic replication_factor=3" in lab_facts(app))
+        assert "YOUR CHANGES  producer.acks=all, topic test-topic replication_factor=3" in lab_facts(app)
         lab = source.session.lab  # what g runs: the demonstration with the changes
         assert lab.producer.settings["producer.acks"] == "all" and lab.topics[0].replication_factor == 3
         assert [e.text for e in lab.expectations] == ["producer.acked < 10"]

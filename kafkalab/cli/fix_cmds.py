@@ -422,10 +422,8 @@ def _as_option(change: Change) -> str:
         case ChangeKind.BROKER:
             return f"--broker-config {change.name.removeprefix('broker.')}={change.value}"
         case ChangeKind.TOPIC:
-            for key, short in (("replication_factor", "rf"), ("min.insync.replicas", "min.isr")):
-                if change.name.endswith(f".{key}"):
-                    topic = change.name.removeprefix("topic.").removesuffix(f".{key}")
-                    return f"--topic \"{topic} {short}={change.value}\""
-            return change.text
+            short = {"replication_factor": "rf", "min.insync.replicas": "min.isr"}.get(change.topic_key,
+                                                                                     change.topic_key)
+            return f"--topic \"{change.topic} {short}={change.value}\""
         case ChangeKind.ACTION:
             return f"--action \"{change.value}\""

@@ -54,11 +54,23 @@ class Change:
     name: str
     value: str
     fault: Fault | None = None  # an action's fault
+    topic: str = ""  # a topic change's topic (a topic's name may hold dots, as its settings' names do)
+
+    @property
+    def topic_key(self) -> str:
+        """A topic change's setting: ``replication_factor`` or a topic config's name."""
+        return self.name.removeprefix(f"topic.{self.topic}.")
 
     @property
     def text(self) -> str:
-        if self.kind == ChangeKind.ACTION:
-            return f"action: {self.value}"
+        """The change as the console's prompt (e) takes it: what is shown can be typed back."""
+        match self.kind:
+            case ChangeKind.ACTION:
+                return f"action {self.value}"
+            case ChangeKind.TOPIC:
+                return f"topic {self.topic} {self.topic_key}={self.value}"
+            case ChangeKind.BROKER:
+                return f"broker {self.name.removeprefix('broker.')}={self.value}"
         return f"{self.name}={self.value}"
 
 
@@ -88,7 +100,7 @@ def topic_changes(text: str) -> list[Change]:
         key = _TOPIC_KEYS.get(key, key)
         if key in ("replication_factor", "min.insync.replicas") and not value.isdigit():
             raise KafkalabError(f"--topic {text!r}: {key} must be a whole number, not {value!r}")
-        out.append(Change(ChangeKind.TOPIC, f"topic.{topic}.{key}", value))
+        out.append(Change(ChangeKind.TOPIC, f"topic.{topic}.{key}", value, topic=topic))
     return out
 
 

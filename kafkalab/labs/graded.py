@@ -42,12 +42,10 @@ def _with_override(cluster: ClusterPlan, name: str, value: str) -> ClusterPlan:
 
 
 def _with_topic_setting(lab: Lab, change: Change) -> Lab:
-    rest = change.name.removeprefix("topic.")
     topics = {t.name: t for t in lab.topics}
-    topic = next((t for t in sorted(topics, key=len, reverse=True) if rest.startswith(t + ".")), None)
-    if topic is None:
+    topic, key = change.topic, change.topic_key
+    if topic not in topics:
         raise KafkalabError(f"{change.text}: this lab has no such topic: its topics are {', '.join(topics)}")
-    key = rest.removeprefix(topic + ".")
     plan: TopicPlan = topics[topic]
     if key == "replication_factor":
         if not 1 <= int(change.value) <= lab.cluster.brokers:
