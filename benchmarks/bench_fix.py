@@ -30,9 +30,9 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, cluster_lock, lab_hash, on_platforms, result_key, write_results
+from benchmarks.benchutil import RESULTS, cluster_lock, fix_labs, lab_hash, on_platforms, result_key, write_results
 from kafkalab.analysis import WarmSession
-from kafkalab.labs import Lab, LabSession, catalog, load_lab
+from kafkalab.labs import Lab, LabSession
 from kafkalab.labs.fix import Change
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import Grade
@@ -146,12 +146,7 @@ def main() -> int:
         only = [Direction(d) for d in args.only.split(",")]
     except ValueError:
         parser.error(f"--only {args.only}: give shipped, solution and/or wrong, comma-separated")
-    labs = [lab for lab in (load_lab(p) for p in catalog()) if lab.fix is not None]
-    if args.labs:
-        wanted = args.labs.split(",")
-        if unknown := sorted(set(wanted) - {lab.id for lab in labs}):
-            parser.error(f"--labs: {', '.join(unknown)} has no [fix] table (or no such lab)")
-        labs = [lab for lab in labs if lab.id in wanted]
+    labs = fix_labs(args.labs, parser.error)
     if args.platforms:
         labs = on_platforms(labs, args.platforms)
     console = Console(stderr=True)

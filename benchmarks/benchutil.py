@@ -9,10 +9,10 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import psutil
 
@@ -94,3 +94,18 @@ def on_platforms(labs: list[Lab], wanted: str) -> list[Lab]:
 def lab_hash(lab: Lab) -> str:
     """The lab file's hash: results of an earlier version of the file are not counted with this one's."""
     return hashlib.sha256(lab.source.read_bytes()).hexdigest()[:16] if lab.source else ""
+
+
+def fix_labs(wanted: str, refuse: Callable[[str], NoReturn]) -> list[Lab]:
+    """The catalog's labs with a [fix], only those ``wanted`` names (comma-separated ids) when given;
+    ``refuse`` (argparse's error) for an id that is not one of them."""
+    from kafkalab.labs import catalog, load_lab
+
+    labs = [lab for lab in (load_lab(p) for p in catalog()) if lab.fix is not None]
+    if not wanted:
+        return labs
+    ids = wanted.split(",")
+    if unknown := sorted(set(ids) - {lab.id for lab in labs}):
+        refuse(f"--labs: {', '.join(unknown)} has no [fix] table (or no such lab)")
+    return [lab for lab in labs if lab.id in ids]
+

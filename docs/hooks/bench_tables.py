@@ -442,6 +442,27 @@ def render_fix(name: str, data: Json) -> list[str]:
     return table(header, rows) + source_line(name, data, extra)
 
 
+def render_fix_speed(name: str, data: Json) -> list[str]:
+    """labs -> {first_run_s, own_run_s, check_s, graded_runs, per_run_s, within_own_run_plus_15s, solution_passed,
+    problem}: a graded check in the console on the kept cluster, per graded run, against the lab's own run."""
+    over = data["goal_over_own_run_s"]
+    rows = []
+    for lab_id, lab in data["labs"].items():
+        within = lab["within_own_run_plus_15s"]
+        rows.append([lab_id, f"{num(lab['first_run_s'])} s" if lab["first_run_s"] is not None else "—",
+                     f"{num(lab['own_run_s'])} s" if lab["own_run_s"] is not None else "—",
+                     f"{num(lab['per_run_s'])} s" if lab["per_run_s"] is not None else "—",
+                     "yes" if within else "—" if within is None else "**no**",
+                     {True: "PASS", False: "**FAIL**", None: "—"}[lab["solution_passed"]],
+                     lab["problem"] or "; ".join(lab["fresh_cluster_notes"]) or "—"])
+    header = ["lab", "first g (cluster start)", "own run (g, kept cluster)", "check per graded run (f to card)",
+              f"<= own run + {bound(over)} s", "solution graded", "notes"]
+    median, goal = data["median_per_run_s"], data["goal_median_per_run_s"]
+    extra = (f"median check per graded run {num(median)} s against a goal of {bound(goal)} s: {met(median, goal)}"
+             if median is not None else "no check finished")
+    return table(header, rows) + source_line(name, data, extra)
+
+
 # ---- interrupts.json -------------------------------------------------------------------------------
 def render_interrupts(name: str, data: Json) -> list[str]:
     """phases -> {exit_s, exit_codes, result_json, out_json, report_json_written, left_at_exit, left_after_3s}:
@@ -558,6 +579,7 @@ FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"labs-platforms(-.+)?"), render_platforms),
     (re.compile(r"labs(-.+)?"), render_labs),
     (re.compile(r"fix(-.+)?"), render_fix),
+    (re.compile(r"fix_speed(_.+)?"), render_fix_speed),
     (re.compile(r"cluster"), render_cluster),
     (re.compile(r"clients"), render_clients),
     (re.compile(r"analysis-cluster"), render_analysis_cluster),
