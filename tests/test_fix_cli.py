@@ -250,6 +250,7 @@ def test_fix_run_that_could_not_go_on_fails_and_says_why(tmp_path: Path, capsys:
     text = capsys.readouterr().out
     assert "run 1 ended early: broker 2 did not start: see its log" in text
     assert "FAIL" in next(line for line in text.splitlines() if "run 1 ran to its end" in line)
+    assert "NOT GRADED: graded run 1 ended early: broker 2 did not start: see its log; check again" in text
 
 
 def test_fix_stops_cleanly_on_ctrl_c(tmp_path: Path, capsys: pytest.CaptureFixture[str],

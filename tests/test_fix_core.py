@@ -155,6 +155,18 @@ def test_grade_passes_only_when_every_run_held(tmp_path: Path) -> None:
     assert not missed.passed and not next(r for r in missed.rows if r.text == ACTIONS_ROW).passed
 
 
+def test_a_run_that_ended_early_leaves_the_fix_not_graded_and_says_why(tmp_path: Path) -> None:
+    """A run the cluster or the machine ended is no verdict on the fix: the grade says so, and why."""
+    lab = load_lab(lab_file(tmp_path))
+    attempt = FixAttempt(lab, parse_changes(3, ["producer.acks=all"]), "ann")
+    broken = RunResult("demo", tmp_path, Outcome.ERROR, seed=41, error="broker 2 did not start")
+    grade = attempt.grade([result(tmp_path, 0, 40), broken, result(tmp_path, 0, 42)])
+    assert not grade.passed and grade.score == 0
+    assert grade.verdict == "NOT GRADED: graded run 2 ended early: broker 2 did not start; check again"
+    assert "run 2 ran to its end" in [r.text for r in grade.rows if not r.passed]
+    assert read_grade(tmp_path / "grade.json").ended_early == grade.ended_early  # kept in grade.json
+
+
 def test_wrong_fix_gets_the_rule_that_says_why(tmp_path: Path) -> None:
     lab = load_lab(lab_file(tmp_path))
     assert lab.fix is not None

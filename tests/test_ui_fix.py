@@ -267,6 +267,14 @@ async def test_the_grade_card_has_a_row_per_check_the_rules_and_the_score() -> N
         text = screen(app)
         assert "FIXED: every check held in all 2" in text and "score 90 / 100" in text
         assert "FAIL" not in text
+        early = ["graded run 2 ended early: broker 2 did not start"]  # no verdict on the fix: said, and why
+        feed.run_frame = replace(sample_run(), grade=replace(GRADE, ended_early=early))
+        await settle(pilot)
+        text = screen(app)
+        col = next(line.index("NOT GRADED") for line in text.splitlines() if "NOT GRADED" in line) - 2
+        words = " ".join(" ".join(line[col:] for line in text.splitlines()).split())  # the card's column, unwrapped
+        assert "NOT GRADED: graded run 2 ended early:" in words and "did not start; check again" in words, text
+        assert "your fix was not judged" in words and "NOT FIXED YET" not in text
 
 
 @in_tmp

@@ -66,6 +66,7 @@ class Grade:
     duration_s: float = 0.0  # of the graded runs
     time_on_task_s: float | None = None  # from the task shown to the grade (the console)
     given_up: bool = False
+    ended_early: list[str] = field(default_factory=list)  # "run 2: why": graded runs that could not be judged
     mode: str = ""
     kafka_version: str = ""
     finished_at: float = field(default_factory=time.time)
@@ -77,6 +78,10 @@ class Grade:
         if self.passed:
             runs = "the graded run" if len(self.runs) == 1 else f"all {len(self.runs)} graded runs"
             return f"FIXED: every check held in {runs} under the same faults"
+        if self.ended_early:  # the cluster or the machine failed the run, not the attendee's fix: say so
+            return (f"NOT GRADED: {self.ended_early[0]}"
+                    + (f" (and {len(self.ended_early) - 1} more)" if len(self.ended_early) > 1 else "")
+                    + "; check again")
         failing = [r.text for r in self.rows if not r.passed]
         return f"NOT FIXED YET: {', '.join(failing[:3])} did not hold"
 
@@ -112,6 +117,7 @@ def grade(fix: FixExercise, lab_id: str, changes: Sequence[Change], results: Seq
     errors = [r for r in results if r.outcome in (Outcome.ERROR, Outcome.STOPPED)]
     for r in errors:
         rows.append(GradeRow(f"run {results.index(r) + 1} ran to its end", False, None, None, 0, 1))
+    ended_early = [f"graded run {results.index(r) + 1} ended early: {r.error or r.outcome}" for r in errors]
     passed = bool(results) and all(row.passed for row in rows) and not given_up
     hint_cost = sum(h.cost for h in fix.hints[:hints_taken])
     score = max(0, fix.max_score - hint_cost) if passed else 0
@@ -119,7 +125,7 @@ def grade(fix: FixExercise, lab_id: str, changes: Sequence[Change], results: Seq
         lab_id=lab_id, who=who, changes=[c.text for c in changes], rows=rows,
         rules=fix.rules_for(changes, passed), hints_taken=hints_taken, hint_cost=hint_cost, score=score,
         passed=passed, runs=[str(r.run_dir) for r in results], seeds=[r.seed for r in results],
-        duration_s=round(sum(r.duration_s for r in results), 1), given_up=given_up,
+        duration_s=round(sum(r.duration_s for r in results), 1), given_up=given_up, ended_early=ended_early,
     )
 
 

@@ -72,7 +72,7 @@ def grade_card(grade: Grade) -> Group:
     """A graded check: its verdict, a row per check (PASS/FAIL, the value seen against the value wanted, in how
     many runs it held), the rules that name what mattered, the score."""
     style = "bold black on green" if grade.passed else "bold white on grey37" if grade.given_up else \
-        "bold white on red"
+        "bold black on yellow" if grade.ended_early else "bold white on red"
     verdict = Text(f"\n  {grade.verdict}  \n", style=style, justify="center")
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False, header_style="bold",
                   expand=False)
@@ -94,7 +94,9 @@ def grade_card(grade: Grade) -> Group:
                                                   style="bold green" if grade.passed else "bold")
     if grade.hint_cost:
         score.append(f"  (hints taken: {grade.hints_taken}, -{grade.hint_cost} points)", style="dim")
-    if not grade.passed and not grade.given_up:
+    if grade.ended_early and not grade.given_up:
+        score.append("  your fix was not judged: f checks it again", style="dim")
+    elif not grade.passed and not grade.given_up:
         score.append("  change something (e), then f checks again; G gives up", style="dim")
     return Group(verdict, table, what, score)
 
