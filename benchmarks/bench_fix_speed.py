@@ -37,6 +37,7 @@ from kafkalab.analysis.warmup import IDLE_ROUNDS
 from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.lab_source import LabSource
 from kafkalab.labs import Lab, LabSession
+from kafkalab.labs.fix import prompt_lines
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.results import ResultsPane
 
@@ -131,8 +132,8 @@ async def one_lab(lab: Lab, spark: WarmSession, root: Path) -> LabSpeed:
                 setattr(speed, attr, await until(pilot, partial(run_shown, app, session, before), "the verdict"))
                 say(f"{lab.id}: {attr.removesuffix('_s').replace('_', ' ')} {getattr(speed, attr):.1f}s")
             assert lab.fix is not None
-            for change in lab.fix.solution:
-                source.add_change(change.text)  # what the `e` prompt does with the typed line
+            for line in prompt_lines(lab.fix.solution):
+                source.add_change(line)  # what the `e` prompt does with a typed line
             notes: list[str] = []
 
             def note(event: object) -> None:

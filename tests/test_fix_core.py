@@ -101,6 +101,8 @@ def test_changes_parse_and_refuse_in_one_line() -> None:
     assert action.fault.replication_factor == 3 and action.fault.action == "replicate"
     assert change_from_text(3, "broker unclean.leader.election.enable=true")[0].name == \
         "broker.unclean.leader.election.enable"
+    together = change_from_text(3, "producer.acks=all  producer.idempotent=true")  # only valid together
+    assert [c.text for c in together] == ["producer.acks=all", "producer.idempotent=true"]
     for bad in (lambda: parse_changes(3, ["acks=all"]), lambda: topic_changes("test-topic rf=three"),
                 lambda: action_change("soon -> replicate topic t rf=3", 3),
                 lambda: action_change("brokers >= 3 -> kill topic t", 3)):

@@ -4,9 +4,12 @@ is explained by a rule (a wrong fix graded FAIL must say why)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from kafkalab.labs.fix import ChangeKind, FixExercise, change_from_text
+from kafkalab.feeds.exercise import Exercise
+from kafkalab.labs.fix import ChangeKind, FixExercise, change_from_text, prompt_lines
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.loader import catalog, load_lab
 from kafkalab.labs.model import Lab
@@ -43,6 +46,15 @@ def test_every_change_as_shown_can_be_typed_back_at_the_prompt(lab: Lab) -> None
     fix = fix_of(lab)
     for change in (*fix.solution, *(c for wrong in fix.wrong for c in wrong)):
         assert change_from_text(lab.cluster.brokers, change.text) == [change], change.text
+
+
+@pytest.mark.parametrize("lab", FIX_LABS, ids=lambda lab: lab.id)
+def test_the_solution_typed_at_the_prompt_is_kept(lab: Lab, tmp_path: Path) -> None:
+    """Settings valid only together (idempotence needs acks=all) go in on one line; the console keeps them."""
+    exercise = Exercise(lab, tmp_path / "progress.json")
+    for line in prompt_lines(fix_of(lab).solution):
+        exercise.add(exercise.parse(line))
+    assert exercise.changes == list(fix_of(lab).solution)
 
 
 @pytest.mark.parametrize("lab", FIX_LABS, ids=lambda lab: lab.id)

@@ -218,8 +218,10 @@ def parse_changes(brokers_count: int, settings: Iterable[str] = (), topics: Iter
 
 
 def change_from_text(brokers: int, text: str) -> list[Change]:
-    """One line as the console's prompt takes it: ``producer.acks=all``, ``topic test-topic rf=3``,
-    ``broker unclean.leader.election.enable=true`` or ``action brokers >= 3 -> replicate topic T rf=3``."""
+    """One line as the console's prompt takes it: ``producer.acks=all`` (or several settings, space-separated:
+    settings that only make sense together, such as idempotence and acks=all, are kept together),
+    ``topic test-topic rf=3``, ``broker unclean.leader.election.enable=true`` or
+    ``action brokers >= 3 -> replicate topic T rf=3``."""
     word, _, rest = text.strip().partition(" ")
     if word == "topic":
         return topic_changes(rest)
@@ -227,7 +229,14 @@ def change_from_text(brokers: int, text: str) -> list[Change]:
         return [broker_change(rest)]
     if word == "action":
         return [action_change(rest, brokers)]
-    return [setting_change(text)]
+    return [setting_change(setting) for setting in text.split()]
+
+
+def prompt_lines(changes: Sequence[Change]) -> list[str]:
+    """``changes`` as lines for the console's prompt (e): the settings on one line (some are valid only
+    together), every other change on its own line."""
+    settings = [c.text for c in changes if c.kind == ChangeKind.SETTING]
+    return ([" ".join(settings)] if settings else []) + [c.text for c in changes if c.kind != ChangeKind.SETTING]
 
 
 @dataclass(frozen=True)

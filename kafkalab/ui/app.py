@@ -104,7 +104,7 @@ def toast_kind(notification: Notification) -> ToastKind:
 HELP_GROUPS = ("app.", "broker.", "net.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.",
                "results.", "group.", "replay.")
 CHANGE_PROMPT = ("Your change for the next runs, one of:\n"
-                 "  producer.acks=all  (a producer.* or consumer.* setting)\n"
+                 "  producer.acks=all  (producer.* or consumer.* settings, space-separated)\n"
                  "  topic test-topic rf=3 min.isr=2\n  broker unclean.leader.election.enable=true\n"
                  "  action brokers >= 3 -> replicate topic test-topic rf=3")
 TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
