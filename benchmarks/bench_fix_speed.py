@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import tempfile
@@ -31,9 +32,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import cluster_lock, fix_labs, lab_hash, write_results
+from benchmarks.benchutil import RESULTS, cluster_lock, fix_labs, lab_hash, write_results
 from kafkalab.analysis import WarmSession
 from kafkalab.analysis.warmup import IDLE_ROUNDS
+from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.lab_source import LabSource
 from kafkalab.labs import Lab, LabSession
@@ -150,12 +152,27 @@ async def one_lab(lab: Lab, spark: WarmSession, root: Path) -> LabSpeed:
             speed.graded_runs, speed.passed = len(grade.seeds), grade.passed
             speed.fresh_cluster_notes = tuple(n for n in notes if "fresh" in n)
             await pilot.press("ctrl+q")
-    except (TimeoutError, AssertionError) as exc:
+    except (TimeoutError, AssertionError, KafkalabError) as exc:  # said in the results; the next lab goes on
         speed.problem = str(exc) or type(exc).__name__
         say(f"{lab.id}: {speed.problem}; on screen:\n{screen_text(app)}")
     finally:
         source.close()
     return speed
+
+
+def kept_speeds(name: str) -> dict[str, LabSpeed]:
+    """An earlier sitting's labs whose lab file has not changed since."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return {}
+    current = {lab.id: lab_hash(lab) for lab in fix_labs("", lambda why: sys.exit(why))}
+    out = {}
+    for lab_id, d in json.loads(path.read_text())["labs"].items():
+        if current.get(lab_id) == d["lab_sha"]:
+            out[lab_id] = LabSpeed(lab_id, d["lab_sha"], d["first_run_s"], d["own_run_s"], d["check_s"],
+                                   d["graded_runs"], d["solution_passed"], tuple(d["fresh_cluster_notes"]),
+                                   d["problem"])
+    return out
 
 
 def warm_spark() -> WarmSession:
@@ -170,9 +187,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labs", default="", help="comma-separated lab ids (default: every lab with a [fix])")
     parser.add_argument("--name", default="fix_speed", help="results file benchmarks/results/NAME.json")
+    parser.add_argument("--append", action="store_true", help="keep NAME.json's other labs (of the same lab file)")
     args = parser.parse_args()
     labs = fix_labs(args.labs, parser.error)
-    speeds: dict[str, LabSpeed] = {}
+    speeds: dict[str, LabSpeed] = kept_speeds(args.name) if args.append else {}
     try:
         with tempfile.TemporaryDirectory(prefix="kafkalab-bench-fix-speed-") as tmp:
             for i, lab in enumerate(labs, start=1):
