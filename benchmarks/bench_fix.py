@@ -8,7 +8,9 @@ Each graded run takes the machine-wide cluster lock (/tmp/kafkalab-cluster.lock)
 clusters on the machine get their turn between runs: do not wrap this script in `flock` (it would wait on itself).
 ``--runs N`` grades each attempt over N seeded runs (default: the lab's own ``[fix] runs``). Results go to
 benchmarks/results/NAME.json: per lab and attempt, how many gradings came out as wanted, the median seconds
-per graded run, and the lab's own median run time from labs-final.json for comparison.
+per graded run, and the lab's own median run time from labs-catalog.json for comparison. A grading whose run
+ended early (a broker that would not start) judged nothing: it is kept apart as ``not_graded``, with its reason,
+and the attempt is graded again (at most MAX_NOT_GRADED times).
 """
 
 from __future__ import annotations
@@ -74,13 +76,14 @@ class Tally:
     failing_rows: list[list[str]] = field(default_factory=list)  # per grading: rows that did not hold
     rules: list[str] = field(default_factory=list)  # of the last grading
     not_as_wanted: list[str] = field(default_factory=list)
+    not_graded: list[str] = field(default_factory=list)  # gradings a run ended early (the machine's, not the fix's)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "changes": self.changes, "wants": self.wants, "gradings": self.gradings, "as_wanted": self.as_wanted,
             "median_run_s": round(statistics.median(self.run_s), 1) if self.run_s else None,
             "run_s": [round(s, 1) for s in self.run_s], "failing_rows": self.failing_rows, "rules": self.rules,
-            "not_as_wanted": self.not_as_wanted,
+            "not_as_wanted": self.not_as_wanted, "not_graded": self.not_graded,
         }
 
 
@@ -94,6 +97,9 @@ def attempts_of(lab: Lab, only: Sequence[Direction]) -> list[Attempt]:
     if Direction.WRONG in only:
         out += [Attempt(lab, Direction.WRONG, w, i) for i, w in enumerate(lab.fix.wrong, start=1)]
     return out
+
+
+MAX_NOT_GRADED = 3  # per attempt: more runs ended early than this says the machine is not fit to measure on
 
 
 def graded(attempt: Attempt, runs: int | None, root: Path, spark: Any, console: Console) -> tuple[Grade, list[float]]:
@@ -161,15 +167,22 @@ def main() -> int:
             if entry.get("lab_sha") != lab_hash(lab):
                 entry = {"attempts": {}}
             tallies = {k: Tally(**{f: v[f] for f in ("changes", "wants", "gradings", "as_wanted", "failing_rows",
-                                                     "rules", "not_as_wanted")}, run_s=list(v["run_s"]))
+                                                     "rules", "not_as_wanted")}, run_s=list(v["run_s"]),
+                                not_graded=list(v.get("not_graded", [])))
                        for k, v in entry["attempts"].items()}
             for attempt in attempts_of(lab, only):
                 tally = tallies.setdefault(attempt.key, Tally([c.text for c in attempt.changes],
                                                               "PASS" if attempt.direction.wants_pass else "FAIL"))
-                for i in range(args.repeat):
+                done = 0
+                while done < args.repeat:
                     console.print(f"[bold]{key}[/] {attempt.key} ({', '.join(tally.changes) or 'no change'}), "
-                                  f"grading {i + 1}/{args.repeat}", highlight=False)
+                                  f"grading {done + 1}/{args.repeat}", highlight=False)
                     grade, times = graded(attempt, args.runs, root, spark, console)
+                    if grade.ended_early and len(tally.not_graded) < MAX_NOT_GRADED:
+                        tally.not_graded.append("; ".join(grade.ended_early))  # no verdict on the fix: again
+                        console.print(f"  -> NOT GRADED ({grade.verdict}): graded again", highlight=False)
+                        continue
+                    done += 1
                     tally.gradings += 1
                     tally.run_s += times
                     failing = [f"{r.text} (seen {r.seen_text}, {r.runs_held}/{r.runs} runs held)"

@@ -422,7 +422,7 @@ def render_report_latency(name: str, data: Json) -> list[str]:
 # ---- fix*.json ------------------------------------------------------------------------------------
 def render_fix(name: str, data: Json) -> list[str]:
     """labs -> attempts (shipped / solution / wrong N) -> {changes, wants, gradings, as_wanted, median_run_s,
-    failing_rows}: whether each fix exercise grades the way it must, both ways."""
+    failing_rows, not_graded}: whether each fix exercise grades the way it must, both ways."""
     rows = []
     gradings = as_wanted = 0
     for lab_id, lab in data["labs"].items():
@@ -431,9 +431,11 @@ def render_fix(name: str, data: Json) -> list[str]:
             gradings += a["gradings"]
             as_wanted += a["as_wanted"]
             ok = f"{a['as_wanted']} of {a['gradings']}"
+            ok = f"**{ok}**" if a["as_wanted"] == a["gradings"] else ok
+            if early := a.get("not_graded"):  # a run ended early: no verdict on the fix, graded again
+                ok += f" (+{len(early)} not graded: {early[0]})"
             seen: list[str] = next((r for r in a.get("failing_rows", []) if r), [])
-            rows.append([lab_id, key, ", ".join(f"`{c}`" for c in a["changes"]) or "(none)", a["wants"],
-                         f"**{ok}**" if a["as_wanted"] == a["gradings"] else ok,
+            rows.append([lab_id, key, ", ".join(f"`{c}`" for c in a["changes"]) or "(none)", a["wants"], ok,
                          f"{num(a['median_run_s'])} s" if a.get("median_run_s") is not None else "—",
                          f"{num(own)} s" if own is not None else "—", "; ".join(seen) or "—"])
     header = ["lab", "attempt", "changes", "must grade", "graded so", "median graded run", "lab's own run",
