@@ -99,6 +99,7 @@ def attempts_of(lab: Lab, only: Sequence[Direction]) -> list[Attempt]:
     return out
 
 
+NOT_GRADED_DIR = Path(tempfile.gettempdir()) / "kafkalab-bench-fix-not-graded"
 MAX_NOT_GRADED = 3  # per attempt: more runs ended early than this says the machine is not fit to measure on
 
 
@@ -119,6 +120,14 @@ def graded(attempt: Attempt, runs: int | None, root: Path, spark: Any, console: 
         console.print(f"    seed {seed}: {result.outcome} in {times[-1]:.0f}s"
                       + (f" ({'; '.join(result.failures)[:300]})" if result.failures else ""), highlight=False)
     return fix_attempt.grade(results), times
+
+
+def keep_runs(grade: Grade) -> Path:
+    """A not-graded grading's run dirs (the brokers' logs say why a run ended early), copied out of the
+    benchmark's temporary folder, which goes at its end."""
+    for run in map(Path, grade.runs):
+        shutil.copytree(run, NOT_GRADED_DIR / run.name, dirs_exist_ok=True)
+    return NOT_GRADED_DIR
 
 
 def fix_runs(lab: Lab) -> int:
@@ -180,7 +189,9 @@ def main() -> int:
                     grade, times = graded(attempt, args.runs, root, spark, console)
                     if grade.ended_early and len(tally.not_graded) < MAX_NOT_GRADED:
                         tally.not_graded.append("; ".join(grade.ended_early))  # no verdict on the fix: again
-                        console.print(f"  -> NOT GRADED ({grade.verdict}): graded again", highlight=False)
+                        kept = keep_runs(grade)
+                        console.print(f"  -> NOT GRADED ({grade.verdict}): graded again; its runs kept in {kept}",
+                                      highlight=False)
                         continue
                     done += 1
                     tally.gradings += 1
