@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import Exercise
 from kafkalab.labs.fix import ChangeKind, FixExercise, change_from_text, prompt_lines
 from kafkalab.labs.fix_attempt import FixAttempt
@@ -55,6 +56,15 @@ def test_the_solution_typed_at_the_prompt_is_kept(lab: Lab, tmp_path: Path) -> N
     for line in prompt_lines(fix_of(lab).solution):
         exercise.add(exercise.parse(line))
     assert exercise.changes == list(fix_of(lab).solution)
+
+
+def test_a_setting_that_needs_another_is_refused_saying_both_go_on_one_line(tmp_path: Path) -> None:
+    lab = next(lab for lab in FIX_LABS if lab.id == "idempotence-off")
+    exercise = Exercise(lab, tmp_path / "progress.json")
+    with pytest.raises(KafkalabError, match=r"needs producer\.acks=all .* settings that only work together go on "
+                                            r"one line") as err:
+        exercise.add(exercise.parse("producer.idempotent=true"))
+    assert "\n" not in str(err.value) and exercise.changes == []
 
 
 @pytest.mark.parametrize("lab", FIX_LABS, ids=lambda lab: lab.id)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from kafkalab.clients.options import OptionsError
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import ExerciseView, HintOffer, IncidentView
 from kafkalab.labs import progress
@@ -69,7 +70,11 @@ class Exercise:
             kept = [c for c in self.changes
                     if c.kind == ChangeKind.ACTION or all(c.name != n.name for n in new)]
             kept += [n for n in new if n not in kept]
-            apply_changes(self.shipped, kept)  # a bad value (rf=9 on 3 brokers) is refused here, not at the run
+            try:
+                apply_changes(self.shipped, kept)  # a bad value (rf=9 on 3 brokers) is refused here, not at the run
+            except OptionsError as exc:  # the clients' settings do not go together (yet)
+                raise KafkalabError(f"{exc}; settings that only work together go on one line, "
+                                    "e.g. producer.idempotent=true producer.max-inflight=5") from None
             self.changes = kept
             return list(kept)
 
