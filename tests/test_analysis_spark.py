@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import sys
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -135,6 +137,31 @@ def test_warm_session_warms_up_with_the_rows_and_shapes_asked_for(spark, monkeyp
     warm = WarmSession("local[2]", warmup_rows=1234, warmup_shapes=(True,), warmup_rounds=3)
     assert warm.start(go_on=lambda: False).get(timeout=300) is spark
     assert seen == [(spark, 1234, (True,), 3, False)]
+
+
+def test_stop_cuts_a_warm_up_short_instead_of_waiting_for_its_rounds(spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A console quit while Spark still warms up: the warm-up's job is cancelled, not waited for (a quit on a
+    busy machine waited minutes), and that is no failure to start."""
+    from kafkalab.analysis import spark_session, warmup
+    from kafkalab.analysis.job import ANALYSIS_JOB_GROUP
+
+    running = threading.Event()
+
+    def slow_warm_up(session, *_args) -> None:  # a pass that would take two minutes
+        session.sparkContext.setJobGroup(ANALYSIS_JOB_GROUP, "warm-up", interruptOnCancel=True)
+        running.set()
+        session.sparkContext.parallelize(range(2), 2).foreach(lambda _: time.sleep(120))
+
+    monkeypatch.setattr(warmup, "warm_up", slow_warm_up)
+    monkeypatch.setattr(spark_session, "start_session", lambda *_args: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)  # the process's one session stays for the other tests
+    warm = WarmSession("local[2]").start()
+    assert running.wait(120)
+    time.sleep(2)  # its tasks are sleeping
+    began = time.monotonic()
+    warm.stop()
+    assert time.monotonic() - began < 30
+    assert warm.ready  # ended, and no error recorded
 
 
 def test_warm_up_runs_rounds_after_the_first_only_while_allowed(spark, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ analysis, so the report comes in about the time of the job itself.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -119,6 +120,9 @@ def spark_run(session: SparkSession) -> SparkRun:
                     cores=cores if isinstance(cores, int) else cores.get())
 
 
+WARM_UP_CANCEL_POLL_S = 0.2
+
+
 class WarmSession:
     """A SparkSession starting in a background thread; :meth:`get` waits for it.
 
@@ -145,6 +149,8 @@ class WarmSession:
         self._extra_conf = extra_conf
         self._ready = threading.Event()
         self._session: SparkSession | None = None
+        self._warming: SparkSession | None = None  # the session while its warm-up runs
+        self._stopping = threading.Event()
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -163,10 +169,8 @@ class WarmSession:
     def _run(self) -> None:
         try:
             session = start_session(self.master, self._extra_conf, self.log_path)
-            if self._warmup and is_local(self.master):
-                from kafkalab.analysis.warmup import warm_up
-
-                warm_up(session, self._warmup_rows, self._warmup_shapes, self._warmup_rounds, self._go_on)
+            if self._warmup and is_local(self.master) and not self._stopping.is_set():
+                self._warm(session)
             self._session = session
         except BaseException as exc:  # reported to whoever calls get()
             self._error = exc
@@ -199,11 +203,31 @@ class WarmSession:
 
             cancel_analysis(self._session)
 
+    def _warm(self, session: SparkSession) -> None:
+        from kafkalab.analysis.warmup import warm_up
+
+        self._warming = session
+        try:
+            warm_up(session, self._warmup_rows, self._warmup_shapes, self._warmup_rounds,
+                    lambda: self._go_on() and not self._stopping.is_set())
+        except Exception:
+            if not self._stopping.is_set():
+                raise  # a warm-up cut short by stop() is no failure to start
+        finally:
+            self._warming = None
+
     def stop(self) -> None:
-        """Stop the session once it is up (waits for a start in progress)."""
+        """Stop the session once it is up. A start in progress is waited for, but not a warm-up: its job is
+        cancelled (a console quit while Spark warmed on a busy machine waited minutes for the rounds to end)."""
         if self._thread is None:
             return
-        self._ready.wait()
+        self._stopping.set()
+        while not self._ready.wait(WARM_UP_CANCEL_POLL_S):
+            if (warming := self._warming) is not None:
+                from kafkalab.analysis.job import cancel_analysis
+
+                with contextlib.suppress(Exception):  # the job may end by itself as it is cancelled
+                    cancel_analysis(warming)  # again each poll: the next pass may have begun meanwhile
         if self._session is not None:
             self._session.stop()
             self._session = None
