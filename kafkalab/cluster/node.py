@@ -25,6 +25,10 @@ STOP_BOUND_S = 30.0
 TICK_S = 0.1  # how often the cluster's monitor ticks the nodes
 START_RETRIES = 10
 _NODE_EXISTS = re.compile(r"NodeExists|node already exists", re.IGNORECASE)
+# a broker whose ZooKeeper session was lost while it started (ZooKeeper slow to answer on a busy machine) exits
+# with "fatal exception during startup"; a new start gets a new session
+_SESSION_LOST = re.compile(r"SessionExpiredException|KeeperErrorCode = ConnectionLoss")
+SESSION_LOST_RETRIES = 3
 _PROBLEM = re.compile(r"\] (ERROR|FATAL) |^Error|Exception in thread|OutOfMemoryError")
 
 
@@ -317,13 +321,22 @@ class Node:
             self.reason = self._relaunch_reason  # kept until the relaunch
         else:
             problem = self.last_problem()
-            # the NodeExists exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception")
-            old_session = _NODE_EXISTS.search(read_tail(self.log_path, self._log_offset)[1])
-            if self.state == NodeState.STARTING and old_session and self._attempts < START_RETRIES:
+            # the exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception during startup")
+            this_start = read_tail(self.log_path, self._log_offset)[1]
+            if self.state == NodeState.STARTING and (retry := self._start_retry(this_start)):
                 self._schedule_start(time.monotonic() + 1.0, keep_attempts=True)
-                self.reason = f"its old ZooKeeper session is still alive: retrying (try {self._attempts + 1})"
+                self.reason = f"{retry}: retrying (try {self._attempts + 1})"
                 return
             self._end(EndCause.CRASHED, problem or f"exited with code {code}")
+
+    def _start_retry(self, this_start: str) -> str:
+        """Why a start that failed is worth another ("" when it is not): the old session still held, or this
+        start's session lost on a busy machine (a few tries: a ZooKeeper that never answers is a failure)."""
+        if _NODE_EXISTS.search(this_start) and self._attempts < START_RETRIES:
+            return "its old ZooKeeper session is still alive"
+        if _SESSION_LOST.search(this_start) and self._attempts < SESSION_LOST_RETRIES:
+            return "its ZooKeeper session was lost while it started (a busy machine)"
+        return ""
 
     def _schedule_start(self, not_before: float, keep_attempts: bool = False) -> None:
         if not keep_attempts:
