@@ -97,7 +97,7 @@ def run_shown(app: LabConsole, session: LabSession, before: object) -> bool:
     """A run started after ``before`` (the result there was) has ended and its verdict is on screen."""
     result = session.result
     return not session.running and result is not None and result is not before \
-        and verdict_on_screen(app, result.verdict)
+        and (bool(result.error) or verdict_on_screen(app, result.verdict))  # an error ends the wait: said below
 
 
 def card_shown(app: LabConsole) -> bool:
@@ -132,6 +132,8 @@ async def one_lab(lab: Lab, spark: WarmSession, root: Path) -> LabSpeed:
                 app.action_show_tab("results")  # where the attendee watches the verdict come
                 await pilot.press("g")
                 setattr(speed, attr, await until(pilot, partial(run_shown, app, session, before), "the verdict"))
+                if session.result is not None and session.result.error:
+                    raise KafkalabError(f"{attr.removesuffix('_s').replace('_', ' ')}: {session.result.error}")
                 say(f"{lab.id}: {attr.removesuffix('_s').replace('_', ' ')} {getattr(speed, attr):.1f}s")
             assert lab.fix is not None
             for line in prompt_lines(lab.fix.solution):
