@@ -107,10 +107,14 @@ def card_shown(app: LabConsole) -> bool:
 
 
 def screen_text(app: LabConsole) -> str:
-    """The verdict pane's text, for a step that never got there."""
+    """The verdict pane's text, for a step that never got there (a dialog open over it: its name)."""
+    from textual.css.query import NoMatches
     from textual.widgets import Static
 
-    return str(app.query_one("#verdict", Static).render())
+    try:
+        return str(app.query_one("#verdict", Static).render())
+    except NoMatches:
+        return f"(a dialog is open: {type(app.screen).__name__})"
 
 
 def verdict_on_screen(app: LabConsole, text: str) -> bool:
