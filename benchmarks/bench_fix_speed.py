@@ -54,6 +54,7 @@ class LabSpeed:
     lab_sha: str
     first_run_s: float | None = None  # g with the cluster's start
     own_run_s: float | None = None  # g on the kept cluster
+    fixed_run_s: float | None = None  # g with the solution's changes, on the kept cluster (--fixed-run)
     check_s: float | None = None  # f to the grade card, every graded run
     graded_runs: int = 0
     passed: bool | None = None  # the solution's grade
@@ -74,6 +75,7 @@ class LabSpeed:
         def r(x: float | None) -> float | None:
             return round(x, 1) if x is not None else None
         return {"lab_sha": self.lab_sha, "first_run_s": r(self.first_run_s), "own_run_s": r(self.own_run_s),
+                "fixed_run_s": r(self.fixed_run_s),
                 "check_s": r(self.check_s), "graded_runs": self.graded_runs, "per_run_s": r(self.per_run_s),
                 "within_own_run_plus_15s": self.within_own_run, "solution_passed": self.passed,
                 "fresh_cluster_notes": list(self.fresh_cluster_notes), "problem": self.problem}
@@ -123,7 +125,19 @@ def verdict_on_screen(app: LabConsole, text: str) -> bool:
     return bool(text) and text[:30] in str(app.query_one("#verdict", Static).render())
 
 
-async def one_lab(lab: Lab, spark: WarmSession, root: Path) -> LabSpeed:
+async def timed_g(app: LabConsole, pilot: Any, session: LabSession, what: str) -> float:
+    """g, then seconds until the run's verdict is on screen; KafkalabError if the run ended in an error."""
+    before = session.result
+    app.action_show_tab("results")  # where the attendee watches the verdict come
+    await pilot.press("g")
+    took = await until(pilot, partial(run_shown, app, session, before), "the verdict")
+    if session.result is not None and session.result.error:
+        raise KafkalabError(f"{what}: {session.result.error}")
+    say(f"{session.lab.id}: {what} {took:.1f}s")
+    return took
+
+
+async def one_lab(lab: Lab, spark: WarmSession, root: Path, fixed_run: bool = False) -> LabSpeed:
     speed = LabSpeed(lab.id, lab_hash(lab))
     session = LabSession(lab, root / lab.id, spark=spark, free_ports=True, keep_cluster=True)
     exercise = Exercise(lab, root / lab.id / "progress.json")
@@ -131,17 +145,13 @@ async def one_lab(lab: Lab, spark: WarmSession, root: Path) -> LabSpeed:
     app = LabConsole(source, list(range(1, lab.cluster.brokers + 1)), poll_s=None)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
-            for attr in ("first_run_s", "own_run_s"):
-                before = session.result
-                app.action_show_tab("results")  # where the attendee watches the verdict come
-                await pilot.press("g")
-                setattr(speed, attr, await until(pilot, partial(run_shown, app, session, before), "the verdict"))
-                if session.result is not None and session.result.error:
-                    raise KafkalabError(f"{attr.removesuffix('_s').replace('_', ' ')}: {session.result.error}")
-                say(f"{lab.id}: {attr.removesuffix('_s').replace('_', ' ')} {getattr(speed, attr):.1f}s")
+            speed.first_run_s = await timed_g(app, pilot, session, "first run")
+            speed.own_run_s = await timed_g(app, pilot, session, "own run")
             assert lab.fix is not None
             for line in prompt_lines(lab.fix.solution):
                 source.add_change(line)  # what the `e` prompt does with a typed line
+            if fixed_run:  # the demonstration with the fix: a fix may change how long a run takes
+                speed.fixed_run_s = await timed_g(app, pilot, session, "run with the fix")
             notes: list[str] = []
 
             def note(event: object) -> None:
@@ -175,9 +185,9 @@ def kept_speeds(name: str) -> dict[str, LabSpeed]:
     out = {}
     for lab_id, d in json.loads(path.read_text())["labs"].items():
         if current.get(lab_id) == d["lab_sha"]:
-            out[lab_id] = LabSpeed(lab_id, d["lab_sha"], d["first_run_s"], d["own_run_s"], d["check_s"],
-                                   d["graded_runs"], d["solution_passed"], tuple(d["fresh_cluster_notes"]),
-                                   d["problem"])
+            out[lab_id] = LabSpeed(lab_id, d["lab_sha"], d["first_run_s"], d["own_run_s"], d.get("fixed_run_s"),
+                                   d["check_s"], d["graded_runs"], d["solution_passed"],
+                                   tuple(d["fresh_cluster_notes"]), d["problem"])
     return out
 
 
@@ -194,6 +204,8 @@ def main() -> int:
     parser.add_argument("--labs", default="", help="comma-separated lab ids (default: every lab with a [fix])")
     parser.add_argument("--name", default="fix_speed", help="results file benchmarks/results/NAME.json")
     parser.add_argument("--append", action="store_true", help="keep NAME.json's other labs (of the same lab file)")
+    parser.add_argument("--fixed-run", action="store_true", help="also time g with the solution's changes (the "
+                        "demonstration, fixed) before the check")
     args = parser.parse_args()
     labs = fix_labs(args.labs, parser.error)
     speeds: dict[str, LabSpeed] = kept_speeds(args.name) if args.append else {}
@@ -202,7 +214,7 @@ def main() -> int:
             for i, lab in enumerate(labs, start=1):
                 spark = warm_spark()  # each console its own, as `kafkalab console` has; the console stops it
                 with cluster_lock():
-                    speed = asyncio.run(one_lab(lab, spark, Path(tmp)))
+                    speed = asyncio.run(one_lab(lab, spark, Path(tmp), args.fixed_run))
                 speeds[lab.id] = speed
                 print(f"[{i}/{len(labs)}] {lab.id}: {speed.as_dict()}", flush=True)
     finally:  # an interrupted benchmark still records the labs it finished

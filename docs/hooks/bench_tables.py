@@ -453,11 +453,13 @@ def render_fix_speed(name: str, data: Json) -> list[str]:
         within = lab["within_own_run_plus_15s"]
         rows.append([lab_id, f"{num(lab['first_run_s'])} s" if lab["first_run_s"] is not None else "—",
                      f"{num(lab['own_run_s'])} s" if lab["own_run_s"] is not None else "—",
+                     f"{num(lab['fixed_run_s'])} s" if lab.get("fixed_run_s") is not None else "—",
                      f"{num(lab['per_run_s'])} s" if lab["per_run_s"] is not None else "—",
                      "yes" if within else "—" if within is None else "**no**",
                      {True: "PASS", False: "**FAIL**", None: "—"}[lab["solution_passed"]],
                      lab["problem"] or "; ".join(lab["fresh_cluster_notes"]) or "—"])
-    header = ["lab", "first g (cluster start)", "own run (g, kept cluster)", "check per graded run (f to card)",
+    header = ["lab", "first g (cluster start)", "own run (g, kept cluster)", "g with the fix",
+              "check per graded run (f to card)",
               f"<= own run + {bound(over)} s", "solution graded", "notes"]
     median, goal = data["median_per_run_s"], data["goal_median_per_run_s"]
     extra = (f"median check per graded run {num(median)} s against a goal of {bound(goal)} s: {met(median, goal)}"
