@@ -66,7 +66,7 @@ class Grade:
     duration_s: float = 0.0  # of the graded runs
     time_on_task_s: float | None = None  # from the task shown to the grade (the console)
     given_up: bool = False
-    ended_early: list[str] = field(default_factory=list)  # "run 2: why": graded runs that could not be judged
+    ended_early: list[str] = field(default_factory=list)  # "graded run 2 ended early: why": nothing judged there
     mode: str = ""
     kafka_version: str = ""
     finished_at: float = field(default_factory=time.time)
@@ -114,10 +114,11 @@ def grade(fix: FixExercise, lab_id: str, changes: Sequence[Change], results: Seq
     """The grade of ``results``, the graded runs of ``changes``: a row per expectation of the fix (held in
     every run), a row for the lab's faults and one for the attendee's actions, then the score."""
     rows = [_row(text, [_held(r, text) for r in results]) for text in _texts(results, fix)]
-    errors = [r for r in results if r.outcome in (Outcome.ERROR, Outcome.STOPPED)]
-    for r in errors:
-        rows.append(GradeRow(f"run {results.index(r) + 1} ran to its end", False, None, None, 0, 1))
-    ended_early = [f"graded run {results.index(r) + 1} ended early: {r.error or r.outcome}" for r in errors]
+    ended_early = []
+    for n, r in enumerate(results, start=1):
+        if r.outcome in (Outcome.ERROR, Outcome.STOPPED):
+            rows.append(GradeRow(f"run {n} ran to its end", False, None, None, 0, 1))
+            ended_early.append(f"graded run {n} ended early: {r.error or r.outcome}")
     passed = bool(results) and all(row.passed for row in rows) and not given_up
     hint_cost = sum(h.cost for h in fix.hints[:hints_taken])
     score = max(0, fix.max_score - hint_cost) if passed else 0
