@@ -147,23 +147,31 @@ PLATFORMS = (("zookeeper", "3.9.2", "ZooKeeper 3.9.2"), ("kraft", "3.9.2", "KRaf
 
 
 def render_platforms(name: str, data: Json) -> list[str]:
-    """labs-platforms: every lesson on the platforms measured, one column per platform ("not run": not measured in
-    this file, or not a platform the lab declares)."""
+    """labs-platforms: every lesson on the platforms measured, one column per platform. An entry of no runs is
+    declared and "to run"; a cell with no entry is "not run" (not measured in this file), or "—" in a file of
+    every declared platform (``every_declared_platform``: the lab does not run there)."""
     cells: dict[str, dict[tuple[str, str], str]] = {}
     failed: list[str] = []
+    measured = [lab for lab in data["labs"].values() if lab["runs"]]
     for key, lab in data["labs"].items():
         shown = f"{lab['lesson_shown']} of {lab['runs']}"
         shown = f"**{shown}**" if lab["lesson_shown"] == lab["runs"] else shown
-        cells.setdefault(lab["lab_id"], {})[(lab["mode"], lab["kafka_version"])] = f"{shown}, {num(lab['median_s'])} s"
+        cell = f"{shown}, {num(lab['median_s'])} s" if lab["runs"] else "to run"
+        cells.setdefault(lab["lab_id"], {})[(lab["mode"], lab["kafka_version"])] = cell
         failed += [f"`{key}`: {_failure(f)}" for f in lab.get("failures", [])]
-    rows = [[lab_id, *(by.get((mode, version), "not run") for mode, version, _ in PLATFORMS)]
+    absent = "—" if data.get("every_declared_platform") else "not run"
+    rows = [[lab_id, *(by.get((mode, version), absent) for mode, version, _ in PLATFORMS)]
             for lab_id, by in cells.items()]
-    runs = sum(lab["runs"] for lab in data["labs"].values())
-    shown_total = sum(lab["lesson_shown"] for lab in data["labs"].values())
+    runs = sum(lab["runs"] for lab in measured)
+    shown_total = sum(lab["lesson_shown"] for lab in measured)
     out = table(["lesson", *(title for _, _, title in PLATFORMS)], rows)
     out += [""] + [f"- failed: {f}" for f in failed] if failed else []
-    return out + source_line(name, data, f"{plural(len(cells), 'lesson')}, **{runs} runs, {shown_total} shown**; "
-                                         "each cell: lesson shown, median run")
+    extra = f"{plural(len(cells), 'lesson')}, **{runs} runs, {shown_total} shown**; each cell: lesson shown, median run"
+    if data.get("every_declared_platform"):
+        full = sum(1 for lab in measured if lab["runs"] >= 10 and lab["lesson_shown"] == lab["runs"])
+        extra += (f"; **{full} of {len(data['labs'])} lesson-platform pairs 10 of 10**, "
+                  f"{len(data['labs']) - len(measured)} to run; — : not a platform the lab declares")
+    return out + source_line(name, data, extra)
 
 
 # ---- cluster.json ---------------------------------------------------------------------------------
