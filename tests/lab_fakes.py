@@ -38,6 +38,8 @@ class FakeNode(ActionNode):
     def act(self, action: NodeAction) -> None:
         self.world.actions.append((str(action), self.name, self.world.progress()))
         self.state = NODE_MOVES[action]
+        if action == "stop" and self.name.startswith("broker-"):
+            self.world.stale[int(self.name.split("-")[1])] = self.world.metadata_lag
         for listener in self.world.cluster_listeners:
             listener(self, self.state, str(action))
 
@@ -106,19 +108,22 @@ class FakeAdmin:
     def snapshot(self, offsets: bool = True, internal: bool = False, wait_s: float | None = None) -> ClusterSnapshot:
         cluster = self.world.cluster
         assert cluster is not None
-        live = cluster.running_brokers()
+        listed = cluster.running_brokers()
+        live = listed + sorted(b for b, left in self.world.stale.items() if left > 0)  # as the brokers' metadata
+        self.world.stale = {b: left - 1 for b, left in self.world.stale.items()}
         parts = []
         for topic, (count, rf) in self.created.items():
             for p in range(count):
                 replicas = tuple(1 + (p + i) % cluster.spec.brokers for i in range(rf))
-                isr = tuple(b for b in replicas if b in live)
+                isr = tuple(b for b in replicas if b in listed)
                 parts.append(PartitionState(topic, p, isr[0] if isr else None, replicas, isr))
-        return ClusterSnapshot(time.time(), True, controller=live[0] if live else None, brokers=tuple(live),
+        return ClusterSnapshot(time.time(), True, controller=listed[0] if listed else None, brokers=tuple(live),
                                partitions=tuple(parts))
 
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str], timeout_s: float,
                      brokers_up: int = 0) -> None:
         self.world.brokers_up = brokers_up
+        self.world.listed_at_create = self.snapshot(offsets=False).brokers
         if name in self.world.deleting:  # as ZooKeeper-mode Kafka: refused once, while the deletion ends
             self.world.deleting.discard(name)
             raise KafkalabError(f"cannot create topic {name}: Topic '{name}' is marked for deletion.")
@@ -276,6 +281,9 @@ class World:
         self.actions: list[tuple[str, str, float]] = []  # (action, node, producer progress then)
         self.altered: list[tuple[str, dict[str, str]]] = []
         self.brokers_up = -1  # what the last topic creation was told of the running brokers
+        self.metadata_lag = 0  # snapshots in which a stopped broker is still listed live, as ZooKeeper mode's lag
+        self.stale: dict[int, int] = {}  # stopped broker -> snapshots it is still listed in
+        self.listed_at_create: tuple[int, ...] = ()  # the live brokers the metadata listed at the last creation
         self.topics: dict[str, tuple[int, int]] = {}  # what the fake cluster holds, across admin clients
         self.deleted_topics: list[str] = []
         self.deleted_groups: list[str] = []

@@ -409,6 +409,19 @@ def test_a_fault_expected_to_fail_fires_when_it_fails_and_fails_when_it_succeeds
     assert result.outcome == Outcome.FAILED and world.actions == []
 
 
+def test_in_zookeeper_mode_topics_wait_until_the_stopped_brokers_left_the_metadata(tmp_path: Path) -> None:
+    """The brokers' metadata lists a stopped broker until the controller tells them; a topic created before
+    then may place a partition on it, offline until it returns (rf1-before-growth's run that never started)."""
+    world = World()
+    world.metadata_lag = 5
+    execute(tmp_path, lab_of(tmp_path, """
+        [cluster]
+        brokers = 3
+        stopped = [2, 3]
+    """), world)
+    assert world.listed_at_create == (1,)
+
+
 def test_in_kraft_the_brokers_the_cluster_grows_by_are_never_started(tmp_path: Path) -> None:
     """A started then stopped KRaft broker stays registered (fenced) and takes new topics' followers; one
     never started is not part of the cluster yet, as the lesson needs. ZooKeeper mode stops them after the start."""

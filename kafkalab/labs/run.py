@@ -15,7 +15,7 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -287,6 +287,8 @@ class LabRun:
             cluster.node(b).stop()
         for b in stopped_after_start:
             self.wait_node(f"broker-{b}", (NodeState.STOPPED, NodeState.KILLED), 60)
+        if stopped_after_start:
+            self._wait_left_metadata(admin, stopped_after_start, 60)
         for t in lab.topics:
             if t.create:
                 self._check_abort()
@@ -350,6 +352,22 @@ class LabRun:
         self.say(f"creating topic {name}: {plan.partitions} partitions, replication factor {plan.replication_factor}")
         up = sum(b.state == NodeState.RUNNING for b in self.cluster.brokers) if self.cluster is not None else 0
         self.admin.create_topic(name, plan.partitions, plan.replication_factor, plan.configs, timeout_s, brokers_up=up)
+
+    def _wait_left_metadata(self, admin: Admin, gone: Sequence[int], timeout: float) -> None:
+        """Until the live brokers' metadata no longer lists the brokers just stopped. It lags ZooKeeper (the
+        controller tells the brokers, later still when the stopped one was the controller), and a topic created
+        before then may place a partition on a stopped broker: offline until it returns."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snap = admin.snapshot(offsets=False)
+            listed = sorted(set(snap.brokers) & set(gone)) if snap.reachable else list(gone)
+            if snap.brokers and not listed:
+                return
+            if time.monotonic() > deadline:
+                raise KafkalabError(f"brokers {', '.join(map(str, listed))} still listed as live {timeout:.0f}s "
+                                    "after they stopped; see their logs in the run folder")
+            self._check_abort()
+            self.sleep(self.deps.timing.tick_s)
 
     def wait_node(self, name: str, states: tuple[NodeState, ...], timeout: float) -> None:
         assert self.cluster is not None
