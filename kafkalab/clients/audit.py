@@ -25,40 +25,45 @@ def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.
                 progress: Progress | None = None) -> tuple[Path, int]:
     """Read ``topic`` in full into ``log_dir/audit.csv``; returns (path, records)."""
     partitions = check_topic(bootstrap, topic)
-    consumer = _RdConsumer(consumer_conf({
+    conf = consumer_conf({
         "bootstrap.servers": bootstrap, "group.id": "kafkalab-audit", "enable.auto.commit": False,
         "enable.auto.offset.store": False, "isolation.level": "read_uncommitted",
         "enable.partition.eof": True,
-    }))
+    })
+    ends = end_offsets(lambda: _RdConsumer(conf), topic, partitions)
+    consumer = _RdConsumer(conf)
     try:
-        ends: dict[int, int] = {}
-        for p in range(partitions):
-            low, high = _watermarks(consumer, topic, p)
-            if high > low:
-                ends[p] = high
-        expected = sum(ends.values())
         log = PayloadLog(log_dir / f"{AUDIT_CONSUMER}.csv", CONSUMER_COLUMNS, truncate=True)
-        read = _read_all(consumer, topic, ends, log, expected, timeout, progress)
+        read = _read_all(consumer, topic, ends, log, sum(ends.values()), timeout, progress)
         return log.close(complete=True), read
     finally:
         consumer.close()
 
 
-def _watermarks(consumer: _RdConsumer, topic: str, partition: int, grace: float = 30.0) -> tuple[int, int]:
-    """A partition's low and high watermarks, asked again for ``grace`` seconds: a broker just back may answer
-    from metadata that lacks the topic (seen as _UNKNOWN_PARTITION a moment after a restart)."""
+def end_offsets(new_client: Callable[[], _RdConsumer], topic: str, partitions: int,
+                grace: float = 30.0) -> dict[int, int]:
+    """The end offset of each partition that holds records, asked again for ``grace`` seconds, each time
+    through a new client: one whose first metadata came from a broker just back can hold the topic without
+    the partition (_UNKNOWN_PARTITION), and kept saying so for 25 s while the cluster named its leader."""
     deadline = time.monotonic() + grace
     while True:
+        client, asking = new_client(), 0
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
-            return low, high
+            ends: dict[int, int] = {}
+            for asking in range(partitions):
+                low, high = client.get_watermark_offsets(TopicPartition(topic, asking), timeout=15)
+                if high > low:
+                    ends[asking] = high
+            return ends
         except KafkaException as exc:
             if time.monotonic() > deadline:
                 raise KafkalabError(
-                    f"cannot read partition {partition} of {topic} ({exc.args[0].name()}): "
+                    f"cannot read partition {asking} of {topic} ({exc.args[0].name()}): "
                     "bring its brokers back and audit again"
                 ) from None
-            time.sleep(0.5)
+        finally:
+            client.close()
+        time.sleep(0.5)
 
 
 def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: PayloadLog, expected: int,
