@@ -24,7 +24,7 @@ lab: setup
 
 test: setup
 	$(BIN)/ruff check kafkalab tests benchmarks docs/hooks
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the variable hides Material's end-of-life banner
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts; the variable hides Material's end-of-life banner
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	KAFKALAB=$(BIN)/kafkalab bash scripts/with-docker-engine.sh $(BIN)/python -m pytest -q -p no:cacheprovider

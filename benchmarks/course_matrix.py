@@ -38,14 +38,15 @@ def matrix(sources: list[str]) -> dict[str, dict[str, Any]]:
     labs: dict[str, dict[str, Any]] = {}
     for lab in on_platforms([load_lab(p) for p in catalog()], "all"):
         key, sha = result_key(lab), lab_hash(lab)
+        # named from the lab itself: the older sittings' files lack the id, mode and version
+        named = {"title": lab.title, "lab_id": lab.id, "mode": lab.cluster.mode,
+                 "kafka_version": lab.cluster.kafka_version, "lab_sha": sha}
         current = [(src, e) for src, e in found.get(key, []) if e.get("lab_sha") == sha]
         if current:
             source, entry = max(current, key=lambda pair: pair[1]["runs"])
-            labs[key] = {**entry, "source": source}
+            labs[key] = {**entry, **named, "source": source}
         else:
-            labs[key] = {"title": lab.title, "lab_id": lab.id, "mode": lab.cluster.mode,
-                         "kafka_version": lab.cluster.kafka_version, "lab_sha": sha, "runs": 0, "lesson_shown": 0,
-                         "failures": []}
+            labs[key] = {**named, "runs": 0, "lesson_shown": 0, "failures": []}
     return labs
 
 
