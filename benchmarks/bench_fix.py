@@ -38,6 +38,8 @@ from kafkalab.labs import Lab, LabSession
 from kafkalab.labs.fix import Change
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import Grade
+from kafkalab.labs.grade_consistency import contradictions
+from kafkalab.labs.graded_check import GradedCheck
 from kafkalab.labs.results import RunResult
 from kafkalab.labs.run import PortChoice
 
@@ -104,22 +106,28 @@ MAX_NOT_GRADED = 3  # per attempt: more runs ended early than this says the mach
 
 
 def graded(attempt: Attempt, runs: int | None, root: Path, spark: Any, console: Console) -> tuple[Grade, list[float]]:
+    """One grading, through the loop the console and `kafkalab fix` share; its grade checked against its runs."""
     fix_attempt = FixAttempt(attempt.lab, attempt.changes, "bench_fix", runs=runs)
-    results: list[RunResult] = []
     times: list[float] = []
-    for seed in fix_attempt.seeds:
+
+    def run_one(lab: Lab, seed: int) -> RunResult:
         with cluster_lock():
-            chosen = PortChoice.picked(fix_attempt.lab)
-            session = LabSession(fix_attempt.lab, root, seed=seed, spark=spark, zk_port=chosen.zk_port,
+            chosen = PortChoice.picked(lab)
+            session = LabSession(lab, root, seed=seed, spark=spark, zk_port=chosen.zk_port,
                                  broker_ports=list(chosen.broker_ports),
                                  controller_ports=list(chosen.controller_ports))
             started = time.monotonic()
             result = session.run()
             times.append(time.monotonic() - started)
-        results.append(result)
         console.print(f"    seed {seed}: {result.outcome} in {times[-1]:.0f}s"
                       + (f" ({'; '.join(result.failures)[:300]})" if result.failures else ""), highlight=False)
-    return fix_attempt.grade(results), times
+        return result
+
+    status = GradedCheck(fix_attempt, run_one, lambda _status: None).run()
+    assert status.grade is not None, status.reason
+    if problems := contradictions(status.grade):  # a grade that is no promise is the worst defect: stop here
+        raise SystemExit(f"the grade contradicts its runs: {'; '.join(problems)}")
+    return status.grade, times
 
 
 def keep_runs(grade: Grade) -> Path:
@@ -187,7 +195,7 @@ def main() -> int:
                     console.print(f"[bold]{key}[/] {attempt.key} ({', '.join(tally.changes) or 'no change'}), "
                                   f"grading {done + 1}/{args.repeat}", highlight=False)
                     grade, times = graded(attempt, args.runs, root, spark, console)
-                    if grade.ended_early and len(tally.not_graded) < MAX_NOT_GRADED:
+                    if not grade.graded and len(tally.not_graded) < MAX_NOT_GRADED:
                         tally.not_graded.append("; ".join(grade.ended_early))  # no verdict on the fix: again
                         kept = keep_runs(grade)
                         console.print(f"  -> NOT GRADED ({grade.verdict}): graded again; its runs kept in {kept}",

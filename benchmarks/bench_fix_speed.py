@@ -104,8 +104,8 @@ def run_shown(app: LabConsole, session: LabSession, before: object) -> bool:
 
 def card_shown(app: LabConsole) -> bool:
     """The graded check's card is in the results pane (a rich Group: its text is not the pane's string)."""
-    grade = app.run_frame.grade
-    return grade is not None and app.query_one(ResultsPane).shown_grade is grade
+    check = app.run_frame.check
+    return check.grade is not None and app.query_one(ResultsPane).shown_check == check
 
 
 def screen_text(app: LabConsole) -> str:
@@ -162,7 +162,7 @@ async def one_lab(lab: Lab, spark: WarmSession, root: Path, fixed_run: bool = Fa
             session.add_listener(note)
             await pilot.press("f")
             speed.check_s = await until(pilot, partial(card_shown, app), "the grade card")
-            grade = app.run_frame.grade
+            grade = app.run_frame.check.grade
             assert grade is not None
             say(f"{lab.id}: check {speed.check_s:.1f}s for {len(grade.seeds)} graded runs: {grade.verdict}")
             speed.graded_runs, speed.passed = len(grade.seeds), grade.passed

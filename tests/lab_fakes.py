@@ -15,7 +15,7 @@ from typing import Any
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientEvent, ClientState, ConsumerStats, EventCallback, ProducerStats
-from kafkalab.cluster import ClusterSpec, NodeInfo, NodeState
+from kafkalab.cluster import ClusterSpec, EndCause, NodeInfo, NodeKind, NodeState
 from kafkalab.cluster.node import ActionNode, NodeAction
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.errors import KafkalabError
@@ -33,11 +33,19 @@ class FakeNode(ActionNode):
 
     def __init__(self, world: World, name: str, node_dir: Path) -> None:
         self.world, self.name, self.node_dir = world, name, node_dir
+        self.broker_id = int(name.split("-")[1]) if name.startswith("broker-") else None
+        self.kind = NodeKind.BROKER if self.broker_id is not None else NodeKind.ZOOKEEPER
         self.state = NodeState.STOPPED
+        self.cause: EndCause | None = EndCause.NOT_STARTED
 
-    def act(self, action: NodeAction) -> None:
+    def stop(self, cause: EndCause = EndCause.STOPPED) -> None:
+        self.act(NodeAction.STOP, cause)
+
+    def act(self, action: NodeAction, cause: EndCause | None = None) -> None:
+        """``cause``: a stop's, as the real node's (else the one its state implies; none while it runs)."""
         self.world.actions.append((str(action), self.name, self.world.progress()))
         self.state = NODE_MOVES[action]
+        self.cause = cause or {NodeState.STOPPED: EndCause.STOPPED, NodeState.KILLED: EndCause.KILLED}.get(self.state)
         if action == "stop" and self.name.startswith("broker-"):
             self.world.stale[int(self.name.split("-")[1])] = self.world.metadata_lag
         for listener in self.world.cluster_listeners:
@@ -71,7 +79,7 @@ class FakeCluster:
         for node in self.nodes:
             if node.name in {f"broker-{b}" for b in held_back}:
                 continue
-            node.state = NodeState.RUNNING
+            node.state, node.cause = NodeState.RUNNING, None
             for listener in self.world.cluster_listeners:
                 listener(node, node.state, "ready")
         progress("fake cluster up")

@@ -22,8 +22,7 @@ from kafkalab.cli.lab_cmds import print_result
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.process import marked_processes
 from kafkalab.labs import catalog, load_lab
-from kafkalab.labs.fix import FixExercise
-from kafkalab.labs.grade import Grade, GradeRow
+from kafkalab.labs.grade import Grade, GradeOutcome, GradeRow
 from kafkalab.labs.results import ExpectationResult, Outcome, RunResult
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS
 from tests.conftest import TEST_STATE_ROOT
@@ -101,7 +100,8 @@ def a_grade(who: str, lab: str, passed: bool) -> Grade:
     row = GradeRow("acknowledged records lost by the brokers == 0", passed, 0 if passed else 1_234_567, 0,
                    2 if passed else 0, 2)
     return Grade(lab_id=lab, who=who, changes=["producer.acks=all"], rows=[row], rules=[], hints_taken=1,
-                 hint_cost=10, score=90 if passed else 0, passed=passed, runs=["r1", "r2"], seeds=[1, 2],
+                 hint_cost=10, score=90 if passed else 0,
+                 outcome=GradeOutcome.FIXED if passed else GradeOutcome.NOT_FIXED, runs=["r1", "r2"], seeds=[1, 2],
                  duration_s=4000.0, time_on_task_s=12_345.0, given_up=False, finished_at=1_700_000_000.0)
 
 
@@ -121,9 +121,7 @@ def test_grades_fits(tmp_path: Path, width: int) -> None:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_grade_card_fits(width: int) -> None:
     console = Console(width=width, record=True, force_terminal=False)
-    fix = FixExercise(task="", allow=("producer.*",), expectations=(), solution=())
-    print_grade(console, a_grade("Ada Augusta King, Countess of Lovelace", "orders-stall-during-maintenance", False),
-                fix)
+    print_grade(console, a_grade("Ada Augusta King, Countess of Lovelace", "orders-stall-during-maintenance", False))
     out = console.export_text()
     assert_fits(out, width)
     assert {"FAIL", "1234567", "0/2 runs"} <= cells(out), out

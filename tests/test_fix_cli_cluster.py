@@ -28,8 +28,10 @@ def fix(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], d
     assert len(written) == 1, done.stdout + done.stderr
     grade = json.loads(written[0].read_text())
     assert json.loads(out.read_text()) == grade  # --json writes the same grade
-    ended = [r for r in grade["rows"] if r["text"].endswith("ran to its end")]
-    assert not ended, f"a graded run ended early: {run_errors(runs)}\n{done.stdout}{done.stderr}"
+    assert grade["outcome"] != "not graded", f"a graded run ended early: {run_errors(runs)}\n{done.stdout}{done.stderr}"
+    check = subprocess.run([KAFKALAB, "grades", "--check", str(runs)], capture_output=True, text=True, timeout=60,
+                           env=env)
+    assert check.returncode == 0, check.stdout + check.stderr  # the grade is what its runs' files say
     return done, grade
 
 

@@ -9,14 +9,16 @@ its reference solution fixes it.
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from kafkalab.labs import load_lab
-from kafkalab.labs.fix import ChangeKind
+from kafkalab.labs.fix import Change, ChangeKind
 from kafkalab.labs.fix_attempt import FixAttempt
+from kafkalab.labs.grade_consistency import contradictions
 from kafkalab.labs.graded import graded_lab
 from kafkalab.labs.loader import find_lab
 from kafkalab.labs.model import Lab
@@ -134,8 +136,43 @@ def test_shortest_incident_shipped_fails_and_its_solution_passes(tmp_path: Path)
                              ports=PortChoice.picked(attempt.lab)).run()
         grades[name] = attempt.grade([result])
         assert (result.run_dir / "grade.json").is_file()
+        assert contradictions(grades[name]) == []
         assert leftovers(runs) == []
     assert not grades["shipped"].passed
     assert "missed_by_consumers == 0" in [r.text for r in grades["shipped"].rows if not r.passed]
+    waited = next(r for r in grades["shipped"].rows if r.text == "consumer.1.assign_wait_s < 10")
+    assert not waited.passed and waited.seen_text == "never"  # never assigned: once PASS -1
     assert grades["solution"].passed, [r for r in grades["solution"].rows if not r.passed]
     assert grades["solution"].rules  # the rule naming offsets.topic.replication.factor=1
+
+
+@pytest.mark.parametrize("lab_id", sorted(CAUSE_WORDS))
+def test_the_right_choice_is_not_given_away_by_its_length(lab_id: str) -> None:
+    """The right root cause was the longest and most detailed of five: the choices read alike, whichever is
+    right."""
+    lab = incident(lab_id)
+    assert lab.incident is not None
+    others = [len(c) for c in lab.incident.choices]
+    right = others.pop(lab.incident.answer)
+    assert right <= max(others), f"{lab_id}: the right choice is the longest ({right} characters; others {others})"
+    assert right <= 1.3 * statistics.median(others), f"{lab_id}: the right choice is much longer ({right}; {others})"
+
+
+def solution_words(change: Change) -> tuple[str, ...]:
+    """How a change of the reference solution would read in a text that gives it away."""
+    if change.kind == ChangeKind.ACTION:
+        return ("reassign", "replicate")
+    name = change.topic_key if change.kind == ChangeKind.TOPIC else change.name.split(".", 1)[1]
+    return (f"{name}={change.value}",)
+
+
+@pytest.mark.parametrize("lab_id", sorted(CAUSE_WORDS))
+def test_the_explanation_names_the_cause_and_the_cure_is_apart(lab_id: str) -> None:
+    """A right answer shows the explanation: it must explain the cause, never hand over the fix, which is shown
+    (the cure) only once the lab is fixed or given up."""
+    lab = incident(lab_id)
+    assert lab.incident is not None and lab.fix is not None
+    assert lab.incident.cure.strip(), f"{lab_id}: no cure to show once it is fixed or given up"
+    said = lab.incident.explanation.lower()
+    for word in ("cure", "the fix", "set `", *(w for c in lab.fix.solution for w in solution_words(c))):
+        assert word not in said, f"{lab_id}: its explanation says {word!r}, which gives the fix away"

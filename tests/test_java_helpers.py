@@ -65,6 +65,6 @@ def test_fetch_compiles_every_helper(dist: Distribution, tmp_path: Path) -> None
     said: list[str] = []
     java_helpers.compile_helpers(dist, said.append)
     names = sorted(p.name.split("-")[0] for p in (tmp_path / "cache" / "java-helpers").iterdir())
-    assert names == ["FormatStorage", "QuorumWatch", "Reassign"]
+    assert names == ["ConfigDefs", "FormatStorage", "QuorumWatch", "Reassign"]
     assert said == [f"Java helpers ready for Kafka {dist.version()} (FormatStorage.java, QuorumWatch.java, "
-                    "Reassign.java)"]
+                    "Reassign.java, ConfigDefs.java)"]

@@ -21,6 +21,7 @@ from kafkalab.labs import catalog, load_lab
 from kafkalab.labs.events import ClientRecord, EventKind, LeaderChange, NodeEvent
 from kafkalab.labs.expectations import make_expectation, parse_check
 from kafkalab.labs.faults import TargetCategory, TargetKind, TriggerKind, parse_target, parse_trigger
+from kafkalab.labs.measured import Unmeasured
 from kafkalab.labs.metrics import timeline_metrics
 from kafkalab.labs.timeline import FIRST_ACK_STALL_S, STALL_AFTER_S, ClusterWatch, Timeline
 
@@ -189,10 +190,12 @@ def test_timeline_metrics_count_changes_and_assign_wait() -> None:
     tl.add(LeaderChange(source="o/0", topic="__consumer_offsets", partition=0, leader=2, isr=(2,), previous=1))
     tl.say(EventKind.CONSUMER_LAUNCH, "consumer-1", "")
     tl.add(ClientRecord(kind=EventKind.CONSUMER_ASSIGNED, source="consumer-1", partitions=(0, 1)))
-    values = timeline_metrics(tl, {"t"}, [1, 2])
+    tl.say(EventKind.CONSUMER_LAUNCH, "consumer-3", "")
+    values = timeline_metrics(tl, {"t"}, [1, 2, 3])
     assert values["timeline.leader_changes"] == 1
-    assert 0 <= values["consumer.1.assign_wait_s"] < 1
-    assert values["consumer.2.assign_wait_s"] == -1
+    assert 0 <= values["consumer.1.assign_wait_s"] < 1  # type: ignore[operator]
+    assert values["consumer.2.assign_wait_s"] == Unmeasured.NOT_OBSERVED  # never launched: nothing seen
+    assert values["consumer.3.assign_wait_s"] == Unmeasured.NEVER  # launched, never assigned: a value of its own
 
 
 def test_fatal_error_is_the_latest_instances_and_only_librdkafkas_fatal_one() -> None:

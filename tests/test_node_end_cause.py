@@ -89,6 +89,16 @@ def test_a_kill_shows_killed_and_a_stop_stopped(tmp_path: Path) -> None:
     assert node.reason == "stopped (controlled shutdown)"
 
 
+def test_a_stop_by_the_audit_is_said_to_be_the_audits_and_shows_stopped(tmp_path: Path) -> None:
+    """The audit brought the node back to read it, then stopped it again: grey, and typed as the audit's."""
+    node, _ = running_broker(tmp_path)
+    node.stop(cause=EndCause.AUDIT)
+    assert (node.state, node.info().cause) == (NodeState.STOPPING, EndCause.AUDIT)
+    node.tick()
+    assert (node.state, node.info().cause) == (NodeState.STOPPED, EndCause.AUDIT)
+    assert node.reason == "brought back for the audit, then stopped again (controlled shutdown)"
+
+
 def test_a_stop_past_its_bound_shows_killed_and_an_end_by_kafkalab_stopped(tmp_path: Path) -> None:
     node, backend = running_broker(tmp_path)
     backend.launched[-1].exit_on_term = None  # it ignores SIGTERM

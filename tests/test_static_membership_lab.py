@@ -10,6 +10,7 @@ from kafkalab.analysis.report import Report
 from kafkalab.labs import find_lab, load_lab
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.judge import judge
+from kafkalab.labs.measured import Unmeasured
 from kafkalab.labs.metrics import assign_wait_summary
 from kafkalab.labs.results import Outcome, RunResult
 from kafkalab.labs.timeline import Timeline
@@ -39,7 +40,7 @@ def test_the_lab_runs_on_kafka_4_only_with_one_session_for_both_protocols() -> N
 
 def test_the_summary_says_each_wait_and_a_refusal() -> None:
     values = {"consumer.6.assign_wait_s": 0.53, "consumer.5.assign_wait_s": 8.18,
-              "consumer.8.assign_wait_s": -1.0, "consumer.8.fatal_error": 1.0, "consumer.4.assign_wait_s": -1.0}
+              "consumer.8.assign_wait_s": Unmeasured.NEVER, "consumer.8.fatal_error": 1.0, "consumer.4.assign_wait_s": Unmeasured.NEVER}
     assert assign_wait_summary(values, {6: "classic-static", 5: "classic-plain", 8: "kip848-static",
                                         4: "kip848-static"}) == (
         "wait for partitions from start: consumer-6 (classic-static) 0.5 s; consumer-5 (classic-plain) 8.2 s; "
@@ -51,7 +52,7 @@ def test_judge_adds_the_waits_of_the_consumers_the_expectations_name(tmp_path: P
     lab = load_lab(find_lab("static-membership-kip848"))
     faults = FaultFiring(lab.faults, Timeline(lab.id), random.Random(1), [1])
     after = {"consumer.5.assign_wait_s": 8.18, "consumer.6.assign_wait_s": 0.53, "consumer.7.assign_wait_s": 8.5,
-             "consumer.8.assign_wait_s": -1.0, "consumer.8.fatal_error": 1.0, "consumer.9.assign_wait_s": 0.24,
+             "consumer.8.assign_wait_s": Unmeasured.NEVER, "consumer.8.fatal_error": 1.0, "consumer.9.assign_wait_s": 0.24,
              "consumer.1.assign_wait_s": 2.1}
     result = judge(RunResult(lab.id, tmp_path, Outcome.ERROR), lab, {}, after, report(), faults)
     first, second = result.verdict.split("\n")

@@ -187,8 +187,9 @@ def _literal(node: ast.expr | None) -> Any:
         return None
 
 
-def read_options(root: Path) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """(name, default, help) of every ``producer.*`` and ``consumer.*`` option, in the source's order."""
+def read_options(root: Path) -> tuple[list[tuple[str, str, str, str]], list[str]]:
+    """(name, Kafka's name, default, help) of every ``producer.*`` and ``consumer.*`` option, in the source's
+    order."""
     path = root / "kafkalab" / "clients" / "options.py"
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -202,7 +203,8 @@ def read_options(root: Path) -> tuple[list[tuple[str, str, str]], list[str]]:
         if not args or not isinstance(args[0], str) or not args[0].startswith(("producer.", "consumer.")):
             continue
         helptext = args[3] if node.func.id == "Option" and len(args) > 3 else args[2] if len(args) > 2 else None
-        rows.append((args[0], "" if args[1] is None else str(args[1]), str(helptext or "")))
+        kafka = next((_literal(k.value) for k in node.keywords if k.arg == "kafka"), None)
+        rows.append((args[0], str(kafka or ""), "" if args[1] is None else str(args[1]), str(helptext or "")))
     rows.sort(key=lambda r: (not r[0].startswith("producer."),))  # stable: producer first, source order kept
     if not rows:
         return [], [f"{path.relative_to(root)}: no producer.*/consumer.* Option(...) found: the options table "
@@ -212,7 +214,7 @@ def read_options(root: Path) -> tuple[list[tuple[str, str, str]], list[str]]:
 
 def render_options(root: Path) -> tuple[str, list[str]]:
     rows, problems = read_options(root)
-    out = ["| option | default | meaning |", "|---|---|---|"]
-    out += [f"| `{name}` | {f'`{default}`' if default else '(none)'} | {text.replace('|', chr(92) + '|')} |"
-            for name, default, text in rows]
+    out = ["| option | Kafka's name | default | meaning |", "|---|---|---|---|"]
+    out += [f"| `{name}` | {f'`{kafka}`' if kafka else ''} | {f'`{default}`' if default else '(none)'} | "
+            f"{text.replace('|', chr(92) + '|')} |" for name, kafka, default, text in rows]
     return "\n".join([*out, ""]), problems

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
+from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.clients.audit import audit_topic
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.control_words import CONTROL_WORDS, send_control
-from kafkalab.clients.options import BOOTSTRAP, DEFAULT_BOOTSTRAP, option_table, parse_defines
+from kafkalab.clients.options import BOOTSTRAP, DEFAULT_BOOTSTRAP, parse_defines, role_options
 from kafkalab.clients.producer import Producer
 from kafkalab.clients.seed_export import export_seed_format
 from kafkalab.clients.stats import ClientEvent, ClientState
@@ -84,10 +85,14 @@ def _bootstrap(settings: dict[str, str]) -> str:
 
 
 def _print_options(role: str) -> int:
-    table = Table("option", "default", "meaning", title=f"{role} options (-D name=value)")
-    for row in option_table(role):
-        table.add_row(*row)
-    Console().print(table)
+    """kafkalab's name of each option with Kafka's below it, whole at any width: the meaning wraps instead."""
+    rows = [(escape(o.name) + (f"\n  [dim]{escape(o.kafka)}[/]" if o.kafka else ""),
+             # a list default one item a line: the broker list would widen the table past 80 columns
+             escape(o.default or "-").replace(",", ",\n"), escape(o.help)) for o in role_options(role)]
+    console = Console()
+    console.print(f"[bold]{role} options[/] (-D name=value): kafkalab's name, Kafka's below it; either works, "
+                  f"Kafka's alone or as {role}.NAME", highlight=False)
+    print_fitted(console, [Column("option"), Column("default"), Column("meaning", Fit.WRAP)], rows)
     return 0
 
 

@@ -127,8 +127,8 @@ def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPa
     from kafkalab.feeds.lab_source import LabSource
     from kafkalab.labs.loader import catalog, find_lab, load_lab
     from kafkalab.labs.run import PortChoice
-    from kafkalab.labs.run_deps import lab_distribution
     from kafkalab.labs.session import LabSession
+    from kafkalab.labs.settings_check import checked_distribution
 
     ref = args.lab
     if ref is None:
@@ -137,7 +137,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPa
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
     lab = with_net_proxies(on_platform(load_lab(find_lab(ref)), args), args)
-    lab_distribution(lab.cluster.kafka_version)  # its Kafka fetched, or one line saying how
+    checked_distribution(lab)  # its Kafka fetched, or one line saying how; the lab's settings valid on it
     spark = None if args.no_spark_warmup else WarmSession(warmup_rounds=IDLE_ROUNDS,
                                                           log_path=args.runs_dir / "spark.log")
     # --free-ports: every node on a free port picked now, as `run --free-ports` does; else the usual ports, free

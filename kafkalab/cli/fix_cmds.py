@@ -13,7 +13,7 @@ import csv
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -29,14 +29,27 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs import progress
 from kafkalab.labs.fix import Change, ChangeKind, FixExercise, Incident, parse_changes
 from kafkalab.labs.fix_attempt import FixAttempt
-from kafkalab.labs.grade import GRADE_FILE, Grade, read_grade, set_name, who_am_i
+from kafkalab.labs.grade import (
+    GRADE_FILE,
+    AttemptHistory,
+    Grade,
+    GradeOutcome,
+    cap,
+    read_grade,
+    set_name,
+    who_am_i,
+)
+from kafkalab.labs.grade_consistency import contradictions
 from kafkalab.labs.graded import apply_changes, fix_of
+from kafkalab.labs.graded_check import CheckStatus, GradedCheck
 from kafkalab.labs.loader import find_lab, load_lab
+from kafkalab.labs.measured import num
 from kafkalab.labs.model import Lab, platform_name
-from kafkalab.labs.results import RunResult, num
+from kafkalab.labs.results import RunResult
+from kafkalab.labs.reveal import Revealed, revealed
 from kafkalab.labs.run import PortChoice
-from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun
+from kafkalab.labs.settings_check import check_changes, checked_distribution
 
 MAX_RUNS = 10  # as a lab's own [fix] runs may ask
 
@@ -77,9 +90,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     grades = subparsers.add_parser(
         "grades", help="collect a room's grade.json files into a class table",
         description="Every grade.json under the folders (any layout), one row per attendee and lab: the best "
-                    "attempt, and how many there were.")
+                    "attempt, how many tries were graded, how many judged nothing (not graded: never a try), "
+                    "whether they gave up, and the hints they took.")
     grades.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="folders to search, recursively")
     grades.add_argument("--csv", action="store_true", help="write CSV to stdout instead of the table")
+    grades.add_argument("--check", action="store_true",
+                        help="check every grade against its runs' result, timeline and report (exit 1 on any "
+                             "contradiction) instead of the table")
     grades.add_argument("--set-name", metavar="NAME", default=None,
                         help="store NAME as who you are in kafkalab's config (used by `kafkalab fix`) and exit")
     grades.set_defaults(func=cmd_grades)
@@ -100,9 +117,12 @@ def add_change_args(parser: argparse.ArgumentParser, actions: bool = False) -> N
 
 
 def changes_of(args: argparse.Namespace, lab: Lab) -> list[Change]:
-    """The changes the options give; KafkalabError (one line) on the first bad one."""
-    return parse_changes(lab.cluster.brokers, args.settings, args.topics, args.brokers,
-                         getattr(args, "actions", ()))
+    """The changes the options give; KafkalabError (one line) on the first bad one, a broker or topic setting
+    that the lab's Kafka would not take included."""
+    changes = parse_changes(lab.cluster.brokers, args.settings, args.topics, args.brokers,
+                            getattr(args, "actions", ()))
+    check_changes(lab, changes)
+    return changes
 
 
 def changed_lab(args: argparse.Namespace, lab: Lab) -> tuple[Lab, list[Change]]:
@@ -139,46 +159,61 @@ def attempt_of(args: argparse.Namespace) -> FixAttempt:
         changes = given
     if args.runs is not None and not 1 <= args.runs <= MAX_RUNS:
         raise KafkalabError(f"--runs {args.runs}: give 1..{MAX_RUNS}")
-    hints = progress.load(lab.id).hints_taken if args.hints is None else args.hints
+    history = progress.load(lab.id).history() if own_attempt(args) else AttemptHistory()
+    hints = history.hints_taken if args.hints is None else args.hints
     if not 0 <= hints <= len(fix.hints):
         raise KafkalabError(f"--hints {hints}: lab {lab.id} has {len(fix.hints)} hints: give 0..{len(fix.hints)}")
-    attempt = FixAttempt(lab, changes, who_am_i(args.who), hints_taken=hints, runs=args.runs, first_seed=args.seed)
-    lab_distribution(attempt.lab.cluster.kafka_version)  # its Kafka fetched
+    attempt = FixAttempt(lab, changes, who_am_i(args.who), history=replace(history, hints_taken=hints),
+                         solution=args.solution, runs=args.runs, first_seed=args.seed)
+    checked_distribution(attempt.lab)  # its Kafka fetched, and the lab's own settings valid on it
     return attempt
+
+
+def own_attempt(args: argparse.Namespace) -> bool:
+    """The attendee's own fix (counted in their progress), not one of the lab's own changes graded."""
+    return not (args.solution or args.shipped or args.wrong is not None)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
     attempt = attempt_of(args)
-    own = not (args.solution or args.shipped or args.wrong is not None)
     console = Console()
     what = ", ".join(c.text for c in attempt.changes) or "no change (the lab as shipped)"
     console.print(f"[bold]grading[/] {attempt.lab_id} for {attempt.who}: {what}; {len(attempt.seeds)} run(s), "
                   f"seeds {', '.join(map(str, attempt.seeds))}", highlight=False)
-    results: list[RunResult] = []
-    for i, seed in enumerate(attempt.seeds, start=1):
-        console.print(f"[bold]graded run {i} of {len(attempt.seeds)}[/] (seed {seed})", highlight=False)
-        ports = PortChoice.picked(attempt.lab) if args.free_ports else None
-        runner = HeadlessRun(attempt.lab, args.runs_dir, console, seed=seed, ports=ports)
-        try:
-            result = runner.run()
-        except KeyboardInterrupt:
-            console.print("stopped: no grade; the runs' files so far are kept", highlight=False)
-            return 130
-        results.append(result)
-        console.print(f"run {i}: {result.outcome}, files: {result.run_dir} ({result.duration_s:.0f}s)",
+
+    def run_one(lab: Lab, seed: int) -> RunResult:
+        ports = PortChoice.picked(lab) if args.free_ports else None
+        result = HeadlessRun(lab, args.runs_dir, console, seed=seed, ports=ports).run()
+        console.print(f"run with seed {seed}: {result.outcome}, files: {result.run_dir} ({result.duration_s:.0f}s)",
                       highlight=False)
         if result.error:  # a run that could not go on (a broker your change kept from starting...): say why
-            console.print(f"[red]run {i} ended early:[/] {result.error}", highlight=False)
-    g = attempt.grade(results)
-    print_grade(console, g, attempt.fix)
+            console.print(f"[red]ended early:[/] {result.error}", highlight=False)
+        return result
+
+    def say(status: CheckStatus) -> None:
+        if status.running:
+            console.print(f"[bold]{status.text}[/] (seed {attempt.seeds[status.run - 1]})", highlight=False)
+
+    check = GradedCheck(attempt, run_one, say)
+    try:
+        status = check.run()
+    except KeyboardInterrupt:
+        console.print("stopped: no grade; the runs' files so far are kept", highlight=False)
+        return 130
+    g = status.grade
+    if g is None:  # no run dir to hold a grade: why, and what to do
+        console.print(f"[bold yellow]NOT GRADED:[/] {status.reason}. Nothing was judged; check again.",
+                      highlight=False)
+        return 1
+    print_grade(console, g)
     console.print(f"grade written: {Path(g.runs[-1]) / GRADE_FILE}", highlight=False)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(_json(g), encoding="utf-8")
         console.print(f"grade as JSON: {args.json}", highlight=False)
-    if own:
+    if own_attempt(args):
         _record(attempt, g)
-    return 0 if g.passed else 1
+    return 0 if g.all_held else 1  # --solution: the reference solution shown to pass (never scored)
 
 
 def _json(g: Grade) -> str:
@@ -192,40 +227,66 @@ def _record(attempt: FixAttempt, g: Grade) -> None:
     progress.save(attempt.lab_id, p)
 
 
-def print_grade(console: Console, g: Grade, fix: FixExercise) -> None:
-    """The grade card: a row per check (PASS/FAIL, seen, wanted, runs it held in), the rules, score, verdict."""
-    rows = [["[green]PASS[/]" if row.passed else "[red]FAIL[/]", escape(row.text), escape(row.seen_text),
-             escape(row.wanted_text), f"{row.runs_held}/{row.runs} runs"] for row in g.rows]
-    print_fitted(console, [Column(""), Column("check", Fit.WRAP), Column("seen", justify="right"),
-                           Column("wanted", Fit.WRAP), Column("held in", justify="right")], rows,
-                 title=f"{escape(g.lab_id)}: grade of {escape(g.who)}")
+def print_grade(console: Console, g: Grade) -> None:
+    """The grade card: a row per check (PASS/FAIL, seen, wanted, runs it held in), the rules, score, verdict;
+    a NOT GRADED one only why and what to do."""
+    style = "green" if g.passed else "yellow" if not g.graded else "red"
+    if g.graded:
+        rows = [["[green]PASS[/]" if row.passed else "[red]FAIL[/]", escape(row.text), escape(row.seen_text),
+                 escape(row.wanted_text), f"{row.runs_held}/{row.runs} runs"] for row in g.rows]
+        print_fitted(console, [Column(""), Column("check", Fit.WRAP), Column("seen", justify="right"),
+                               Column("wanted", Fit.WRAP), Column("held in", justify="right")], rows,
+                     title=f"{escape(g.lab_id)}: grade of {escape(g.who)}")
     if g.changes:
         console.print(f"changes: {', '.join(g.changes)}", highlight=False)
     for says in g.rules:
         console.print(f"- {says}", highlight=False)
-    cost = f" ({g.hints_taken} hint(s) taken: -{g.hint_cost})" if g.hints_taken else ""
-    console.print(f"score: {g.score}/{fix.max_score}{cost}", highlight=False)
-    style = "green" if g.passed else "red"
-    console.print(f"[bold {style}]{g.verdict}[/]", highlight=False)
+    if g.graded:
+        console.print(f"score: {g.score_text}{score_notes(g)}", highlight=False)
+    console.print(f"[bold {style}]{escape(g.verdict)}[/]", highlight=False)
+    if g.todo:
+        console.print(g.todo, highlight=False)
+
+
+def score_notes(g: Grade) -> str:
+    """What took points off a score, or capped it, in words (the card and the console's card say the same)."""
+    notes = []
+    if g.hints_taken:
+        notes.append(f"{g.hints_taken} hint(s) taken: -{g.hint_cost}")
+    if g.capped:
+        notes.append(f"given up before this fix: capped at {cap(g.max_score)}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 # ---- kafkalab grades -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ClassRow:
-    """One attendee's best attempt at one lab, and how many they made."""
+    """One attendee's attempts at one lab: the best graded one, how many were tries (graded: fixed or not),
+    how many judged nothing (not graded: never tries), whether they gave up, the most hints taken."""
 
     best: Grade
-    attempts: int
+    tries: int
+    not_graded: int
+    given_up: bool
+    hints: int
     path: Path
 
     @property
     def solved(self) -> str:
-        return "given up" if self.best.given_up else "PASS" if self.best.passed else "FAIL"
+        if self.best.passed:
+            return "PASS after giving up" if self.best.given_up else "PASS"
+        if self.best.outcome == GradeOutcome.SOLUTION:
+            return "given up"
+        return "not graded" if not self.best.graded else "FAIL"
+
+    @property
+    def score(self) -> str:
+        return "-" if self.best.score is None else str(self.best.score)
 
 
-def _rank(g: Grade) -> tuple[bool, int, bool, float]:
-    # a pass beats anything, a higher score a lower, giving up (the solution seen) a plain fail; then the first
-    return g.passed, g.score, g.given_up, -g.finished_at
+def _rank(g: Grade) -> tuple[bool, int, bool, bool, float]:
+    # a pass beats anything, a higher score a lower, any judged attempt one that judged nothing; then the last
+    return g.passed, g.score or 0, g.graded, g.outcome == GradeOutcome.NOT_FIXED, g.finished_at
 
 
 def find_grades(dirs: Iterable[Path]) -> tuple[list[tuple[Path, Grade]], int]:
@@ -260,8 +321,12 @@ def class_rows(grades: Sequence[tuple[Path, Grade]]) -> list[ClassRow]:
         by.setdefault((g.who, g.lab_id), []).append((path, g))
     rows = []
     for key in sorted(by):
+        attempts = [g for _p, g in by[key]]
         path, best = max(by[key], key=lambda pg: _rank(pg[1]))
-        rows.append(ClassRow(best, len(by[key]), path))
+        rows.append(ClassRow(
+            best, tries=sum(g.outcome in (GradeOutcome.FIXED, GradeOutcome.NOT_FIXED) for g in attempts),
+            not_graded=sum(not g.graded for g in attempts), given_up=any(g.given_up for g in attempts),
+            hints=max(g.hints_taken for g in attempts), path=path))
     return rows
 
 
@@ -277,8 +342,8 @@ def time_text(g: Grade) -> str:
     return runs if g.time_on_task_s is None else f"{runs}, {duration(g.time_on_task_s)} on task"
 
 
-CSV_HEADER = ("who", "lab", "solved", "hints_taken", "runs_s", "time_on_task_s", "score", "attempts",
-              "finished_at", "grade_file")
+CSV_HEADER = ("who", "lab", "solved", "score", "tries", "not_graded", "given_up", "hints_taken", "runs_s",
+              "time_on_task_s", "finished_at", "grade_file")
 
 
 def cmd_grades(args: argparse.Namespace) -> int:
@@ -295,28 +360,45 @@ def cmd_grades(args: argparse.Namespace) -> int:
     if not grades:
         raise KafkalabError(f"no {GRADE_FILE} in {', '.join(map(str, args.dirs))}: `kafkalab fix` writes one in "
                             "its last run's folder")
+    if args.check:
+        return check_grades(grades)
     rows = class_rows(grades)
     if args.csv:
         out = csv.writer(sys.stdout, lineterminator="\n")
         out.writerow(CSV_HEADER)
         for r in rows:
             g = r.best
-            out.writerow((g.who, g.lab_id, r.solved, g.hints_taken, num(g.duration_s),
-                          "" if g.time_on_task_s is None else num(g.time_on_task_s), g.score, r.attempts,
+            out.writerow((g.who, g.lab_id, r.solved, "" if g.score is None else g.score, r.tries, r.not_graded,
+                          "yes" if r.given_up else "no", r.hints, num(g.duration_s),
+                          "" if g.time_on_task_s is None else num(g.time_on_task_s),
                           datetime.fromtimestamp(g.finished_at).isoformat(timespec="seconds"), str(r.path)))
         return 0
     cells = []
     for r in rows:
         g = r.best
-        style = "green" if g.passed else "yellow" if g.given_up else "red"
-        cells.append([escape(g.who), g.lab_id, f"[{style}]{r.solved}[/]", str(g.hints_taken), time_text(g),
-                      str(g.score), str(r.attempts)])
+        style = "green" if g.passed and not r.given_up else "yellow" if g.passed or r.given_up or not g.graded \
+            else "red"
+        cells.append([escape(g.who), g.lab_id, f"[{style}]{r.solved}[/]", r.score, str(r.tries),
+                      str(r.not_graded), "yes" if r.given_up else "no", str(r.hints), time_text(g)])
     # a name may wrap between its words, a lab id and the numbers never
-    print_fitted(Console(), [Column("who", Fit.WRAP), Column("lab"), Column("solved"), Column("hints", justify="right"),
-                             Column("time", Fit.WRAP), Column("score", justify="right"),
-                             Column("tries", justify="right")], cells,
+    print_fitted(Console(), [Column("who", Fit.WRAP), Column("lab"), Column("solved", Fit.WRAP),
+                             Column("score", justify="right"), Column("tries", justify="right"),
+                             Column("not graded", Fit.WRAP, justify="right"), Column("gave up"),
+                             Column("hints", justify="right"), Column("time", Fit.WRAP)], cells,
                  title=f"kafkalab grades: {len(rows)} attendee-lab pairs, {len(grades)} attempts")
     return 0
+
+
+def check_grades(grades: Sequence[tuple[Path, Grade]]) -> int:
+    """`grades --check`: every grade against its runs' files; a line per contradiction, exit 1 on any."""
+    bad = 0
+    for path, g in grades:
+        for problem in contradictions(g):
+            print(f"{path}: {problem}")
+            bad += 1
+    print(f"{len(grades)} grade(s) checked against their runs: "
+          + (f"{bad} contradiction(s)" if bad else "every one consistent"))
+    return 1 if bad else 0
 
 
 # ---- what `kafkalab labs` shows and records of a fix exercise or an incident ----------------------------
@@ -333,33 +415,40 @@ def show_fix(console: Console, lab: Lab, fix: FixExercise) -> None:
                   highlight=False)
 
 
-def show_incident(console: Console, lab: Lab, incident: Incident, revealed: bool) -> None:
-    """The ticket and the question; the cause only once ``revealed``."""
+def show_incident(console: Console, lab: Lab, incident: Incident, shown: Revealed) -> None:
+    """The ticket and the question; the cause once named, the cure once solved."""
     console.print(f"[bold]Incident[/] ({lab.id})\n")
     console.print(Markdown(incident.ticket))
     console.print(f"\n[bold]{incident.question}[/]", highlight=False)
     for i, choice in enumerate(incident.choices, start=1):
-        mark = "  <- the cause" if revealed and incident.is_right(i - 1) else ""
+        mark = "  <- the cause" if shown.cause and incident.is_right(i - 1) else ""
         console.print(f"  {i}. {choice}{mark}", highlight=False)
-    if revealed:
-        console.print(f"\n[bold]The cause:[/] {incident.explanation}", highlight=False)
+    if shown.cause:
+        show_answer(console, shown)
     else:
         console.print(f"\nanswer: kafkalab labs --answer {lab.id} N; give up: kafkalab labs --give-up {lab.id}",
                       highlight=False)
 
 
+def show_answer(console: Console, shown: Revealed) -> None:
+    """The cause, then the cure: as much of them as the attendee's progress reveals."""
+    for head, text in (("The cause", shown.cause), ("The cure", shown.cure)):
+        if text:
+            console.print(f"\n[bold]{head}:[/] {text}", highlight=False)
+
+
 def show_lab(console: Console, lab: Lab) -> None:
-    """`labs --show`: an incident's ticket until its cause is revealed, else the lab; then the fix's task."""
-    revealed = progress.load(lab.id).revealed
-    if lab.incident is not None and not revealed:
-        show_incident(console, lab, lab.incident, revealed=False)
-    else:
+    """`labs --show`: an incident's ticket, its cause once named, its walkthrough once solved (a fix exercise's
+    title names its lesson: its walkthrough is shown); then the fix's task, before and after the diagnosis."""
+    shown = revealed(lab, progress.load(lab.id))
+    if lab.incident is None or shown.walkthrough:
         console.print(f"[bold]{lab.title}[/] ({lab.id})\n")
         console.print(Markdown(lab.instructions))
         console.print(f"\n[bold]Why it works every time:[/] {lab.why_deterministic}", highlight=False)
-        if lab.incident is not None:
+    if lab.incident is not None:
+        if shown.walkthrough:
             console.print()
-            show_incident(console, lab, lab.incident, revealed=True)
+        show_incident(console, lab, lab.incident, shown)
     if lab.fix is not None:
         show_fix(console, lab, lab.fix)
     show_platforms(console, lab)
@@ -392,24 +481,29 @@ def answer(console: Console, lab: Lab, choice: str) -> int:
     right = incident.is_right(int(choice) - 1)
     p.answered(right)
     progress.save(lab.id, p)
-    if right:
-        console.print(f"[bold green]right:[/] {incident.explanation}", highlight=False)
+    if right:  # the cause explained, never the cure: that is what the fix exercise asks for next
+        shown = revealed(lab, p)
+        console.print(f"[bold green]right:[/] {shown.cause}", highlight=False)
+        show_answer(console, replace(shown, cause=""))
+        if lab.fix is not None:
+            show_fix(console, lab, lab.fix)
         return 0
     console.print(f"{choice}. {incident.choices[int(choice) - 1]}: not the cause", highlight=False)
     return 1
 
 
 def give_up(console: Console, lab: Lab) -> int:
-    """`labs --give-up LAB`: the cause and the reference solution shown, progress says so."""
+    """`labs --give-up LAB`: the cause, the cure and the reference solution shown, progress says so."""
     if lab.incident is None and lab.fix is None:
         raise KafkalabError(f"lab {lab.id} has no incident and no fix exercise: nothing to give up")
     p = progress.load(lab.id)
     p.given_up = True
     progress.save(lab.id, p)
-    if lab.incident is not None:
-        console.print(f"[bold]The cause:[/] {lab.incident.explanation}", highlight=False)
+    shown = revealed(lab, p)
+    show_answer(console, shown)
     if lab.fix is not None:
-        console.print("[bold]The solution:[/] " + "; ".join(_as_option(c) for c in lab.fix.solution), highlight=False)
+        console.print("\n[bold]The solution:[/] " + "; ".join(_as_option(c) for c in shown.solution),
+                      highlight=False)
         console.print(f"see it graded: kafkalab fix {lab.id} --solution", highlight=False)
     return 0
 

@@ -21,11 +21,12 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs import progress
 from kafkalab.labs.expectations import __doc__ as METRICS_DOC
 from kafkalab.labs.loader import find_lab, load_lab
-from kafkalab.labs.results import Outcome, num
+from kafkalab.labs.measured import num
+from kafkalab.labs.results import Outcome
 from kafkalab.labs.run import PortChoice
-from kafkalab.labs.run_deps import lab_distribution
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, write_json
 from kafkalab.labs.session import Interrupted, RunResult
+from kafkalab.labs.settings_check import checked_distribution
 
 DEFAULT_RUNS_DIR = Path("kafkalab-runs")
 RECORD_SIZE = (160, 48)
@@ -94,8 +95,9 @@ def cmd_labs(args: argparse.Namespace) -> int:
     cells = []
     for r in rows:
         title, teaches = r["title"], r["teaches"]
-        if "incident" in r["offers"] and not progress.load(r["id"]).revealed:
-            title, teaches = "(an incident: its ticket in --show)", "named once you find the cause"  # no spoiler
+        # no spoiler: what an incident teaches names its cause and often its cure, so it waits for the fix
+        if "incident" in r["offers"] and not progress.load(r["id"]).solved("fix" in r["offers"]):
+            title, teaches = "(an incident: its ticket in --show)", "named once you solve it or give up"
         offers = f"\n[dim]offers {', '.join(r['offers'])}[/]" if r["offers"] else ""  # under the id: 80 columns fit
         # the title above what it teaches, in one prose column: two would leave no room for "runs on" at 80
         cells.append([str(r["number"]), r["id"] + offers, "\n".join(r["runs_on"]),
@@ -117,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     lab = on_platform(load_lab(path), args)  # refused here, before anything starts, when it does not validate
     lab = with_net_proxies(lab, args)
     lab, changes = changed_lab(args, lab)  # so are the changes' bad values
-    lab_distribution(lab.cluster.kafka_version)  # and when its Kafka is not fetched
+    checked_distribution(lab)  # and when its Kafka is not fetched, or the lab's own settings do not hold on it
     headless = args.headless or bool(changes)  # the console opens a lab as shipped; changes run headless
     if not headless and sys.stdout.isatty() and args.repeat == 1 and not args.json and args.record is None:
         return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else []),

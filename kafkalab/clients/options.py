@@ -2,11 +2,17 @@
 
 Settings arrive as ``dict[str, str]`` (a lab's settings, or ``-Dname=value`` on the command line) and
 are checked all at once: every bad name or value is named in one error line.
+
+Each option that stands for a Kafka client setting carries Kafka's own name for it (``producer.idempotent`` is
+``enable.idempotence``): what attendees know from the course and Kafka's docs is accepted wherever a setting is
+typed, bare (``enable.idempotence``) or with the client's prefix (``producer.enable.idempotence``), and kept
+under kafkalab's name, which allow-lists and rules match.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Self
@@ -23,11 +29,19 @@ class OptionsError(KafkalabError):
         super().__init__(message)
         self.names = tuple(names)
 
+
+class OptionsConflict(OptionsError):
+    """Settings each valid alone that do not go together (``producer.idempotent=true`` with ``producer.acks=1``):
+    given on one line together, or one of them taken back, they pass; a bad name or value never does."""
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9192,127.0.0.1:9292"
 BOOTSTRAP = "bootstrap.server"
 
 _TRUE = {"true", "yes", "on", "1", "y"}
 _FALSE = {"false", "no", "off", "0", "n"}
+INT32_MAX = 2**31 - 1  # Kafka's int settings are Java ints; librdkafka's too, and it wraps a larger one silently
+_WHOLE = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() would also take "1_000" and other scripts' digits
+_SHOWN = 24  # a value longer than this is shortened in an error line
 
 
 @dataclass(frozen=True)
@@ -38,19 +52,21 @@ class Option:
     default: str | None
     kind: str  # "int", "bool", "str" or "choice"
     help: str
-    minimum: int | None = None
+    minimum: int = 0  # an int's range: the narrower of Kafka's and librdkafka's, which the clients run on
+    maximum: int = INT32_MAX
     choices: tuple[str, ...] = ()
+    kafka: str = ""  # Kafka's own name for the setting, accepted as an alias; "" for kafkalab's own options
+    kafka_both: bool = False  # both Kafka clients have a setting of that name: bare, it does not say which
 
     def parse(self, raw: str) -> Any:
         """The typed value, or ValueError with the reason."""
         text = raw.strip()
         if self.kind == "int":
-            try:
-                value = int(text)
-            except ValueError:
-                raise ValueError("is not a whole number") from None
-            if self.minimum is not None and value < self.minimum:
-                raise ValueError(f"must be >= {self.minimum}")
+            if not _WHOLE.fullmatch(text):
+                raise ValueError("is not a whole number")
+            value = int(text)
+            if not self.minimum <= value <= self.maximum:
+                raise ValueError(f"is out of range: give {self.minimum}..{self.maximum}")
             return value
         if self.kind == "bool":
             if text.lower() in _TRUE:
@@ -67,49 +83,66 @@ class Option:
         return text
 
 
-def _int(name: str, default: int | None, help: str, minimum: int | None = 0) -> Option:
-    return Option(name, None if default is None else str(default), "int", help, minimum=minimum)
+def _int(name: str, default: int | None, help: str, minimum: int = 0, maximum: int = INT32_MAX, kafka: str = "",
+         kafka_both: bool = False) -> Option:
+    return Option(name, None if default is None else str(default), "int", help, minimum=minimum, maximum=maximum,
+                  kafka=kafka, kafka_both=kafka_both)
 
 
 GROUP_PROTOCOLS = ("classic", "consumer")
-COMMON_OPTIONS = (Option(BOOTSTRAP, DEFAULT_BOOTSTRAP, "str", "host:port list of the brokers"),)
+COMMON_OPTIONS = (Option(BOOTSTRAP, DEFAULT_BOOTSTRAP, "str", "host:port list of the brokers",
+                         kafka="bootstrap.servers"),)
 
+# maximums below INT32_MAX are librdkafka's own ranges (it refuses more when the client is made, mid-run)
 PRODUCER_OPTIONS = (
     Option("producer.topic", "test-topic", "str", "topic to send to"),
-    Option("producer.acks", "all", "choice", "0, 1 or all (-1)", choices=("0", "1", "all", "-1")),
+    Option("producer.acks", "all", "choice", "0, 1 or all (-1)", choices=("0", "1", "all", "-1"), kafka="acks"),
     _int("producer.num-rolls", 1, "how many rolls of records", minimum=1),
     _int("producer.num-records-per-roll", 100, "records per roll (keys 0..n-1)", minimum=1),
     _int("producer.wait-after-roll", 5000, "ms to sleep between rolls"),
     _int("producer.wait-after-send", 0, "ms to sleep after each send"),
     _int("producer.local-id", -1, "names the payload log (producer-N.csv)", minimum=-1),
     Option("producer.payload-trunc", "false", "bool", "truncate the payload log instead of appending"),
-    _int("producer.max-inflight", 5, "max.in.flight.requests.per.connection", minimum=1),
-    Option("producer.idempotent", None, "bool", "enable.idempotence (default: on unless acks!=all or max-inflight>5)"),
-    _int("producer.batch", 16384, "batch.size in bytes", minimum=1),
-    _int("producer.linger", 0, "linger.ms"),
-    _int("producer.retries", 2147483647, "retries"),
-    _int("producer.delivery-timeout", 120000, "delivery.timeout.ms", minimum=1),
-    _int("producer.request-timeout", 30000, "request.timeout.ms", minimum=1),
-    _int("producer.retry-backoff", 100, "retry.backoff.ms", minimum=1),
-    _int("producer.retry-max", 1000, "retry.backoff.max.ms", minimum=1),
+    _int("producer.max-inflight", 5, "requests sent and not yet answered, per broker connection", minimum=1,
+         maximum=1_000_000, kafka="max.in.flight.requests.per.connection"),
+    Option("producer.idempotent", None, "bool", "default: on unless acks != all or max-inflight > 5",
+           kafka="enable.idempotence"),
+    _int("producer.batch", 16384, "bytes of records per batch", minimum=1, kafka="batch.size"),
+    _int("producer.linger", 0, "ms a batch waits for more records", maximum=900_000, kafka="linger.ms"),
+    _int("producer.retries", 2147483647, "resends of a batch that failed", kafka="retries"),
+    _int("producer.delivery-timeout", 120000, "ms a record may take to be acknowledged, retries included",
+         minimum=1, kafka="delivery.timeout.ms"),
+    _int("producer.request-timeout", 30000, "ms to wait for a broker's answer", minimum=1, maximum=900_000,
+         kafka="request.timeout.ms", kafka_both=True),
+    _int("producer.retry-backoff", 100, "ms before a retry", minimum=1, maximum=300_000, kafka="retry.backoff.ms",
+         kafka_both=True),
+    _int("producer.retry-max", 1000, "the longest ms between retries", minimum=1, maximum=300_000,
+         kafka="retry.backoff.max.ms", kafka_both=True),
 )
 
 CONSUMER_OPTIONS = (
     Option("consumer.topic", "test-topic", "str", "topic to subscribe to"),
-    Option("consumer.group-id", "test-app", "str", "group.id"),
-    Option("consumer.instance-id", None, "str", "group.instance.id (static membership)"),
-    Option("consumer.auto-commit", "true", "bool", "enable.auto.commit (offsets stored after processing)"),
-    _int("consumer.ac-interval", 5000, "auto.commit.interval.ms"),
-    _int("consumer.fetch-min-bytes", 1, "fetch.min.bytes", minimum=1),
-    _int("consumer.max-poll-recs", 500, "max records per poll", minimum=1),
+    Option("consumer.group-id", "test-app", "str", "the consumer group", kafka="group.id"),
+    Option("consumer.instance-id", None, "str", "static membership: a restart keeps the member's partitions",
+           kafka="group.instance.id"),
+    Option("consumer.auto-commit", "true", "bool", "commit in the background (offsets stored after processing)",
+           kafka="enable.auto.commit"),
+    _int("consumer.ac-interval", 5000, "ms between background commits", maximum=86_400_000,
+         kafka="auto.commit.interval.ms"),
+    _int("consumer.fetch-min-bytes", 1, "bytes a fetch waits for", minimum=1, kafka="fetch.min.bytes"),
+    _int("consumer.max-poll-recs", 500, "max records per poll", minimum=1, maximum=1_000_000,  # confluent-kafka's
+         kafka="max.poll.records"),
     Option("consumer.group-protocol", "classic", "choice",
-           "group.protocol: classic, or consumer (KIP-848: the broker assigns; Kafka 4.0+)",
-           choices=GROUP_PROTOCOLS),
-    Option("consumer.assignment-strategy", "coop", "choice", "coop, range or rr", choices=("coop", "range", "rr")),
-    _int("consumer.heartbeat-interval", 3000, "heartbeat.interval.ms", minimum=1),
-    _int("consumer.session-timeout", 45000, "session.timeout.ms", minimum=1),
+           "classic, or consumer (KIP-848: the broker assigns; Kafka 4.0+)", choices=GROUP_PROTOCOLS,
+           kafka="group.protocol"),
+    Option("consumer.assignment-strategy", "coop", "choice", "coop, range or rr", choices=("coop", "range", "rr"),
+           kafka="partition.assignment.strategy"),
+    _int("consumer.heartbeat-interval", 3000, "ms between heartbeats", minimum=1, maximum=3_600_000,
+         kafka="heartbeat.interval.ms"),
+    _int("consumer.session-timeout", 45000, "ms without a heartbeat before the group drops the member", minimum=1,
+         maximum=3_600_000, kafka="session.timeout.ms"),
     Option("consumer.auto-offset-reset", "latest", "choice", "earliest, latest or none",
-           choices=("earliest", "latest", "none")),
+           choices=("earliest", "latest", "none"), kafka="auto.offset.reset"),
     _int("consumer.poll-period", 1000, "poll timeout in ms"),
     _int("consumer.wait-after-recv", 0, "ms to sleep after receiving a batch"),
     _int("consumer.wait-after-batch", 0, "ms to sleep after processing a batch"),
@@ -135,40 +168,85 @@ def parse_defines(items: Iterable[str]) -> dict[str, str]:
     return name_values(items, "-D", "producer.acks=1")
 
 
+def _by_kafka_name() -> dict[str, dict[str, Option]]:
+    """Kafka's name -> the options that carry it, by client ("common" for both)."""
+    owners: dict[str, dict[str, Option]] = {}
+    for role, options in (("common", COMMON_OPTIONS), *_ROLES.items()):
+        for option in options:
+            if option.kafka:
+                owners.setdefault(option.kafka, {})[role] = option
+    return owners
+
+
+_KAFKA_NAMES = _by_kafka_name()
+
+
+def canonical_name(name: str, role: str | None = None) -> str:
+    """kafkalab's name for a setting typed by Kafka's name: ``enable.idempotence`` and
+    ``producer.enable.idempotence`` are ``producer.idempotent``; any other name comes back as it is (validation
+    names it). ``role``: the client the setting is for when the context says (``kafkalab produce -D``); without it
+    a bare name both Kafka clients have (``request.timeout.ms``) is refused: it does not say which."""
+    prefix, dot, rest = name.partition(".")
+    if dot and prefix in _ROLES:
+        option = _KAFKA_NAMES.get(rest, {}).get(prefix)
+        return option.name if option else name
+    owners = _KAFKA_NAMES.get(name)
+    if not owners:
+        return name
+    mine = owners.get("common") or (owners.get(role) if role else None)
+    if mine is not None:
+        return mine.name
+    option, *others = owners.values()
+    if others or (role is None and option.kafka_both):
+        raise OptionsError(f"{name} is a setting of both Kafka clients: write producer.{name} or consumer.{name}",
+                           (name,))
+    return option.name  # the one client's that has it: for the other ``role``, validation refuses it by name
+
+
+def _shown(raw: str) -> str:
+    """A typed value as an error line quotes it: whole unless it is very long (a 300-digit number)."""
+    return raw if len(raw) <= _SHOWN else f"{raw[:_SHOWN]}... ({len(raw)} characters)"
+
+
 def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], set[str]]:
-    """Typed values for every option of ``role`` (defaults filled), and the names that were given."""
+    """Typed values for every option of ``role`` (defaults filled), and the names that were given (kafkalab's:
+    a Kafka name given is its option's; of two names for one option, the later wins, as with -D)."""
     options = {o.name: o for o in (*COMMON_OPTIONS, *_ROLES[role])}
+    known = [*options, *(f"{role}.{o.kafka}" for o in _ROLES[role] if o.kafka)]  # what "did you mean" offers
     other = "consumer" if role == "producer" else "producer"
     errors: list[str] = []
-    refused: list[str] = []  # the settings the errors are about, in order
+    refused: list[str] = []  # the settings the errors are about, as written, in order
     values: dict[str, Any] = {}
-    for name, raw in settings.items():
+    for written, raw in settings.items():
+        name = canonical_name(written, role)
         option = options.get(name)
         if option is None:
-            refused.append(name)
+            refused.append(written)
             if name.startswith(other + "."):
-                errors.append(f"{name} is a {other} option, not a {role} one")
+                kafkalabs = "" if name == written else f" ({name})"
+                errors.append(f"{written}{kafkalabs} is a {other} option, not a {role} one")
             else:
-                close = difflib.get_close_matches(name, options, n=1)
+                close = difflib.get_close_matches(written, known, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
-                errors.append(f"unknown option {name}{hint}")
+                errors.append(f"unknown option {written}{hint}")
             continue
         try:
             values[name] = option.parse(str(raw))
         except ValueError as exc:
-            refused.append(name)
-            errors.append(f"{name}={raw} {exc}")
+            refused.append(written)
+            errors.append(f"{written}={_shown(str(raw))} {exc}")
     if errors:
         raise OptionsError("; ".join(errors) + f" (`kafkalab {role[:-1]} --options` lists them)", refused)
+    given = set(values)
     for option in options.values():
         if option.name not in values and option.default is not None:
             values[option.name] = option.parse(option.default)
-    return values, set(settings)
+    return values, given
 
 
-def option_table(role: str) -> list[tuple[str, str, str]]:
-    """(name, default, help) rows for ``--options``."""
-    return [(o.name, o.default or "-", o.help) for o in (*COMMON_OPTIONS, *_ROLES[role])]
+def role_options(role: str) -> tuple[Option, ...]:
+    """Every option ``role``'s client takes, the common ones first: what ``--options`` lists."""
+    return (*COMMON_OPTIONS, *_ROLES[role])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,7 +317,7 @@ class ProducerConfig(ClientConfig):
         if "producer.idempotent" in given:
             idempotent = v["producer.idempotent"]
             if idempotent and (acks != "all" or v["producer.max-inflight"] > 5):
-                raise OptionsError(
+                raise OptionsConflict(
                     "producer.idempotent=true needs producer.acks=all and producer.max-inflight <= 5: "
                     "change one of them or drop producer.idempotent",
                     ("producer.idempotent", "producer.acks", "producer.max-inflight"))
@@ -252,10 +330,10 @@ class ProducerConfig(ClientConfig):
                 idempotent = False
                 notes.append("idempotence off as max-inflight > 5")
         if v["producer.retry-max"] < v["producer.retry-backoff"]:
-            raise OptionsError("producer.retry-max must be >= producer.retry-backoff",
+            raise OptionsConflict("producer.retry-max must be >= producer.retry-backoff",
                                ("producer.retry-max", "producer.retry-backoff"))
         if v["producer.delivery-timeout"] < v["producer.linger"] + v["producer.request-timeout"]:
-            raise OptionsError(
+            raise OptionsConflict(
                 "producer.delivery-timeout must be >= producer.linger + producer.request-timeout "
                 "(as the Java client requires)",
                 ("producer.delivery-timeout", "producer.linger", "producer.request-timeout"))
@@ -321,7 +399,7 @@ class ConsumerConfig(ClientConfig):
     @classmethod
     def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
         if v["consumer.group-protocol"] == "consumer" and (classic := sorted(given & set(CLASSIC_ONLY))):
-            raise OptionsError(
+            raise OptionsConflict(
                 f"{classic[0]} is a classic-protocol setting: with consumer.group-protocol=consumer the broker "
                 f"sets it ({CLASSIC_ONLY[classic[0]]}), so drop it", (classic[0], "consumer.group-protocol"))
         auto_commit = v["consumer.auto-commit"]
@@ -339,7 +417,7 @@ class ConsumerConfig(ClientConfig):
                 ack_every = 0
         classic_group = v["consumer.group-protocol"] == "classic"
         if classic_group and v["consumer.heartbeat-interval"] >= v["consumer.session-timeout"]:
-            raise OptionsError("consumer.heartbeat-interval must be lower than consumer.session-timeout",
+            raise OptionsConflict("consumer.heartbeat-interval must be lower than consumer.session-timeout",
                                ("consumer.heartbeat-interval", "consumer.session-timeout"))
         return dict(
             group_id=v["consumer.group-id"], instance_id=v.get("consumer.instance-id"), auto_commit=auto_commit,

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
+from kafkalab.cluster.cause_line import cause_line
 from kafkalab.cluster.process import Backend, NodeProcess
 from kafkalab.cluster.stuck_start import deaf_forwarding, stuck_reason
 from kafkalab.errors import KafkalabError
@@ -29,7 +30,6 @@ _NODE_EXISTS = re.compile(r"NodeExists|node already exists", re.IGNORECASE)
 # with "fatal exception during startup"; a new start gets a new session
 _SESSION_LOST = re.compile(r"SessionExpiredException|KeeperErrorCode = ConnectionLoss")
 SESSION_LOST_RETRIES = 3
-_PROBLEM = re.compile(r"\] (ERROR|FATAL) |^Error|Exception in thread|OutOfMemoryError")
 
 
 class NodeState(StrEnum):
@@ -61,12 +61,20 @@ class EndCause(StrEnum):
     STOP_TIMED_OUT = "stop-timed-out"  # a controlled stop that did not end within its bound: SIGKILL sent
     ENDED = "ended"  # ended by kafkalab itself (a run's teardown, a reset, quit): no fault, so not shown as killed
     CRASHED = "crashed"  # exited on its own
+    # a controlled stop by a run's audit, which brought the node back to read what it holds: the lab had it down,
+    # and the incident's evidence is the cluster as the lab left it
+    AUDIT = "audit"
 
     @property
     def state(self) -> NodeState:
         """The state a node ended this way shows."""
         return {EndCause.KILLED: NodeState.KILLED, EndCause.STOP_TIMED_OUT: NodeState.KILLED,
                 EndCause.CRASHED: NodeState.FAILED}.get(self, NodeState.STOPPED)
+
+    @property
+    def stop_words(self) -> str:
+        """How a controlled stop for this cause begins its reason."""
+        return "brought back for the audit, then stopped again" if self == EndCause.AUDIT else "stopped"
 
 
 class NodeAction(StrEnum):
@@ -210,19 +218,20 @@ class Node:
             wait_until = self._killed_at + wait_s if self.kind == NodeKind.BROKER else 0
             self._schedule_start(wait_until)
 
-    def stop(self, bound_s: float = STOP_BOUND_S) -> None:
-        """SIGTERM (controlled shutdown for a broker); SIGKILL if it has not exited after ``bound_s``."""
+    def stop(self, bound_s: float = STOP_BOUND_S, cause: EndCause = EndCause.STOPPED) -> None:
+        """SIGTERM (controlled shutdown for a broker); SIGKILL if it has not exited after ``bound_s``. ``cause``:
+        who stops it, kept once it exited."""
         with self._lock:
             if self._proc is None or not self.state.alive:
                 self._pending_start = False
                 if self.state == NodeState.STARTING:  # a delayed start not yet launched
-                    self._end(EndCause.STOPPED, "start cancelled")
+                    self._end(cause, "start cancelled")
                 return
             self._proc.terminate()
             if self.state == NodeState.PAUSED:
                 self._proc.resume()  # a stopped JVM cannot run its shutdown hook
             self._stop_deadline = time.monotonic() + bound_s
-            self._set(NodeState.STOPPING, "SIGTERM sent", EndCause.STOPPED)
+            self._set(NodeState.STOPPING, "SIGTERM sent", cause)
 
     def kill(self) -> None:
         with self._lock:
@@ -305,8 +314,9 @@ class Node:
             if self.cause == EndCause.STOP_TIMED_OUT:
                 self._end(EndCause.STOP_TIMED_OUT, f"exited with {code} after SIGKILL (stop bound passed)")
             else:  # 143 is the JVM's answer to SIGTERM: the controlled stop asked for
-                self._end(EndCause.STOPPED, "stopped (controlled shutdown)" if code in (0, 143)
-                          else f"stopped, exited with {code}")
+                cause = self.cause or EndCause.STOPPED
+                how = "controlled shutdown" if code in (0, 143) else f"exited with {code}"
+                self._end(cause, f"{cause.stop_words} ({how})")
             if self._pending_start:
                 self._pending_start = False
                 self.restarts += 1
@@ -323,20 +333,11 @@ class Node:
             problem = self.last_problem()
             # the exception follows Kafka's last ERROR line ("Exiting Kafka due to fatal exception during startup")
             this_start = read_tail(self.log_path, self._log_offset)[1]
-            if self.state == NodeState.STARTING and (retry := self._start_retry(this_start)):
+            if self.state == NodeState.STARTING and (retry := start_retry(this_start, self._attempts)):
                 self._schedule_start(time.monotonic() + 1.0, keep_attempts=True)
                 self.reason = f"{retry}: retrying (try {self._attempts + 1})"
                 return
             self._end(EndCause.CRASHED, problem or f"exited with code {code}")
-
-    def _start_retry(self, this_start: str) -> str:
-        """Why a start that failed is worth another ("" when it is not): the old session still held, or this
-        start's session lost on a busy machine (a few tries: a ZooKeeper that never answers is a failure)."""
-        if _NODE_EXISTS.search(this_start) and self._attempts < START_RETRIES:
-            return "its old ZooKeeper session is still alive"
-        if _SESSION_LOST.search(this_start) and self._attempts < SESSION_LOST_RETRIES:
-            return "its ZooKeeper session was lost while it started (a busy machine)"
-        return ""
 
     def _schedule_start(self, not_before: float, keep_attempts: bool = False) -> None:
         if not keep_attempts:
@@ -367,11 +368,10 @@ class Node:
         return self._ready
 
     def last_problem(self) -> str:
-        """The last ERROR/FATAL line this start wrote (log, then stdout), for a failed node's reason."""
+        """Why this start failed, as its log (then stdout) says it (:func:`cause_line`), for a failed node's reason."""
         for path, offset in ((self.log_path, self._log_offset), (self.stdout_path, self._stdout_offset)):
-            lines = [ln for ln in read_tail(path, offset)[1].splitlines() if _PROBLEM.search(ln)]
-            if lines:
-                return lines[-1].strip()[:300]
+            if found := cause_line(read_tail(path, offset)[1]):
+                return found[:300]
         return ""
 
     def _set(self, state: NodeState, reason: str, cause: EndCause | None = None) -> None:
@@ -444,6 +444,17 @@ def end_and_wait(nodes: list[Node], reason: str, bound_s: float = 30.0) -> None:
     deadline = time.monotonic() + bound_s
     while any(n.pid is not None for n in nodes) and time.monotonic() < deadline:
         time.sleep(TICK_S)
+
+
+def start_retry(this_start: str, attempts: int) -> str:
+    """Why a start that failed after ``attempts`` tries is worth another ("" when it is not): the old session
+    still held, or this start's session lost on a busy machine (a few tries: a ZooKeeper that never answers is a
+    failure)."""
+    if _NODE_EXISTS.search(this_start) and attempts < START_RETRIES:
+        return "its old ZooKeeper session is still alive"
+    if _SESSION_LOST.search(this_start) and attempts < SESSION_LOST_RETRIES:
+        return "its ZooKeeper session was lost while it started (a busy machine)"
+    return ""
 
 
 def this_start_log(node: Node) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import queue
-import re
 import subprocess
 import threading
 import time
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalab.cluster.cause_line import without_packages
 from kafkalab.kafka_install import Distribution, java_helper_argv
 from kafkalab.paths import package_file
 
@@ -74,16 +74,13 @@ class QuorumState:
                 "voters": [r.as_dict() for r in self.voters], "observers": [r.as_dict() for r in self.observers]}
 
 
-JAVA_CLASS = re.compile(r"\b(?:[a-z_]\w*\.)+([A-Z]\w*)")
-
-
 def java_error_text(error: str) -> str:
     """A Java exception's text in words a pane can hold: a timeout says so, other classes lose their package
     ("org.apache.kafka.common.errors.TimeoutException: Call(callName=describeMetadataQuorum, ...) timed out"
     filled a controller pane with the package name)."""
     if "TimeoutException" in error:
         return "no answer in time: an election under way?"
-    return JAVA_CLASS.sub(r"\1", error)
+    return without_packages(error)
 
 
 def parse_answer(answer: dict[str, Any], taken_at: float) -> QuorumState:

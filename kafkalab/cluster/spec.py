@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +67,16 @@ KRAFT_FROM_ZOOKEEPER_MODE = ("zookeeper.session.timeout.ms", "zookeeper.connecti
 # plays its ZooKeeper session's part (how long a silent broker keeps its leaderships). Other ZooKeeper-only
 # settings (KRAFT_FROM_ZOOKEEPER_MODE) have no KRaft counterpart and are left out.
 KRAFT_EQUIVALENTS = {"zookeeper.session.timeout.ms": "broker.session.timeout.ms"}
+
+
+def overrides_for_mode(overrides: Mapping[str, str], mode: str) -> dict[str, str]:
+    """``overrides`` as ``mode`` names them: in KRaft a ZooKeeper setting becomes its KRaft equivalent."""
+    if mode != "kraft":
+        return dict(overrides)
+    return {KRAFT_EQUIVALENTS.get(k, k): v for k, v in overrides.items()
+            if k in KRAFT_EQUIVALENTS or k not in KRAFT_FROM_ZOOKEEPER_MODE}
+
+
 BROKER_HEAP = "-Xms64m -Xmx384m"
 CONTROLLER_HEAP = "-Xms32m -Xmx160m"
 ZOOKEEPER_HEAP = "-Xms32m -Xmx128m"
@@ -283,8 +294,8 @@ class ClusterSpec:
             "transaction.state.log.replication.factor": replicas,
             "transaction.state.log.min.isr": str(min(2, self.brokers)),
             **demo,
-            **self.mode_overrides(self.overrides),
-            **self.mode_overrides({k: str(v) for k, v in self.broker_overrides.get(broker_id, {}).items()}),
+            **overrides_for_mode(self.overrides, self.mode),
+            **overrides_for_mode({k: str(v) for k, v in self.broker_overrides.get(broker_id, {}).items()}, self.mode),
         }
 
     def proxied_listeners(self, broker_id: int) -> dict[str, str]:
@@ -344,15 +355,8 @@ class ClusterSpec:
             **self._kraft_common(controller_id),
             **proxied,
             **self.kraft_demo_settings(),
-            **self.mode_overrides(self.overrides),
+            **overrides_for_mode(self.overrides, self.mode),
         }
-
-    def mode_overrides(self, overrides: dict[str, str]) -> dict[str, str]:
-        """``overrides`` as this mode names them: in KRaft a ZooKeeper setting becomes its KRaft equivalent."""
-        if not self.kraft:
-            return overrides
-        return {KRAFT_EQUIVALENTS.get(k, k): v for k, v in overrides.items()
-                if k in KRAFT_EQUIVALENTS or k not in KRAFT_FROM_ZOOKEEPER_MODE}
 
     def _kraft_common(self, node_id: int) -> dict[str, str]:
         return {

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from kafkalab.clients.options import OptionsError
+from kafkalab.clients.options import OptionsConflict
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import ExerciseView, HintOffer, IncidentView
 from kafkalab.labs import progress
-from kafkalab.labs.fix import Change, ChangeKind, actions_of, change_from_text
+from kafkalab.labs.change_line import ChangeLine, kept_words, names, read_change_line
+from kafkalab.labs.fix import Change, ChangeKind, actions_of
 from kafkalab.labs.fix_attempt import FixAttempt
-from kafkalab.labs.grade import Grade
+from kafkalab.labs.grade import AttemptHistory
 from kafkalab.labs.graded import apply_changes
+from kafkalab.labs.graded_check import CheckStatus
 from kafkalab.labs.model import Lab
+from kafkalab.labs.reveal import revealed
+from kafkalab.labs.settings_check import check_changes
 
 
 def minutes(seconds: float) -> str:
@@ -46,22 +50,35 @@ class Exercise:
         self.clock = clock
         self.progress = progress.load(lab.id, progress_path)
         self.changes: list[Change] = []
-        self.grade: Grade | None = None  # the last graded check's
-        self.grading = ""  # "graded run 1 of 2" while a check runs
-        self.failed = ""  # why the last graded check ended without a grade ("" when it did not fail)
+        self._check = CheckStatus()  # the graded check's: the one state every view of it reads
         self._lock = threading.Lock()
 
     def _save(self) -> None:
         progress.save(self.shipped.id, self.progress, self.path)
 
     # ---- changes -------------------------------------------------------------------------------------
-    def parse(self, text: str) -> list[Change]:
-        """A prompt line as changes; KafkalabError (one line) when it cannot be read or is not allowed."""
+    def read(self, text: str) -> ChangeLine:
+        """A prompt line: changes to keep, or ``-NAME`` kept ones to take back; KafkalabError (one line) when it
+        cannot be read or a change is not allowed."""
         if self.fix is None:
             raise KafkalabError(f"lab {self.shipped.id} has no fix exercise: its changes are not graded")
-        changes = change_from_text(self.shipped.cluster.brokers, text)
-        self.fix.check(changes)
-        return changes
+        line = read_change_line(self.shipped.cluster.brokers, text)
+        self.fix.check(line.keep)
+        check_changes(self.shipped, line.keep)  # a broker or topic setting Kafka would not take, refused now
+        return line
+
+    def parse(self, text: str) -> list[Change]:
+        """A line of changes to keep, read and checked as :meth:`read` does."""
+        return list(self.read(text).keep)
+
+    def apply(self, line: ChangeLine) -> str:
+        """Keep or take back what ``line`` asks; says what it did, for the prompt's toast."""
+        if line.take_back:
+            gone, kept = self.take_back(line.take_back)
+            return (f"took back {', '.join(c.text for c in gone)}; your changes now: "
+                    f"{', '.join(c.text for c in kept) or 'none (the lab as shipped)'}")
+        self.add(list(line.keep))
+        return f"kept {kept_words(line.keep)}: f checks your fix, g runs the demonstration with it"
 
     def add(self, new: list[Change]) -> list[Change]:
         """Keep ``new`` (a change to a name already changed replaces it; actions add up); KafkalabError when
@@ -70,21 +87,44 @@ class Exercise:
             kept = [c for c in self.changes
                     if c.kind == ChangeKind.ACTION or all(c.name != n.name for n in new)]
             kept += [n for n in new if n not in kept]
-            try:
-                apply_changes(self.shipped, kept)  # a bad value (rf=9 on 3 brokers) is refused here, not at the run
-            except OptionsError as exc:  # the clients' settings do not go together (yet)
-                raise KafkalabError(f"{exc}; settings that only work together go on one line, "
-                                    "e.g. producer.idempotent=true producer.max-inflight=5") from None
-            self.changes = kept
+            self._keep(kept)
             return list(kept)
+
+    def take_back(self, targets: Iterable[str]) -> tuple[list[Change], list[Change]]:
+        """Forget the kept changes each target names (:func:`~kafkalab.labs.change_line.names`); KafkalabError,
+        nothing forgotten, when one names none or what is left is not valid. Returns (forgotten, still kept)."""
+        brokers = self.shipped.cluster.brokers
+        with self._lock:
+            gone: list[Change] = []
+            for target in targets:
+                named = [c for c in self.changes if names(target, c, brokers)]
+                if not named:
+                    yours = ", ".join(c.text for c in self.changes) or "none yet"
+                    raise KafkalabError(f"-{target}: none of your changes is {target} (yours: {yours})")
+                gone += named
+            kept = [c for c in self.changes if c not in gone]
+            self._keep(kept)
+            return gone, list(kept)
+
+    def _keep(self, kept: list[Change]) -> None:
+        """``kept`` as the changes, once the lab with them is valid (called under the lock)."""
+        try:
+            apply_changes(self.shipped, kept)  # a bad value (rf=9 on 3 brokers) is refused here, not at the run
+        except OptionsConflict as exc:  # valid alone, not together: together on one line, or one taken back
+            raise KafkalabError(f"{exc}; settings that only work together go on one line, e.g. "
+                                "producer.idempotent=true producer.max-inflight=5, and -NAME takes one back") from None
+        self.changes = kept
 
     def demo_lab(self) -> Lab:
         """What a plain run (g) runs: the lab as shipped, its faults and expectations, with the changes."""
-        return replace(apply_changes(self.shipped, self.changes), actions=actions_of(self.changes))
+        return replace(apply_changes(self.shipped, self.changes), actions=actions_of(self.changes),
+                       changes=tuple(c.text for c in self.changes))
 
     # ---- hints ---------------------------------------------------------------------------------------
     def next_hint(self) -> HintOffer | None:
-        if self.fix is None or self.progress.hints_taken >= len(self.fix.hints):
+        """The next hint's offer; none once every hint is taken, or after giving up (the solution is shown: a
+        hint would cost points for less than it)."""
+        if self.fix is None or self.progress.given_up or self.progress.hints_taken >= len(self.fix.hints):
             return None
         hint = self.fix.hints[self.progress.hints_taken]
         waited = self.clock() - self.progress.first_seen
@@ -94,7 +134,9 @@ class Exercise:
         with self._lock:
             offer = self.next_hint()
             if offer is None:
-                raise KafkalabError("no more hints: every hint of this lab is shown in the Lab tab (l)")
+                raise KafkalabError("no hint after giving up: the solution is in the Lab tab (l)"
+                                    if self.progress.given_up else
+                                    "no more hints: every hint of this lab is shown in the Lab tab (l)")
             if not offer.ready:
                 raise KafkalabError(f"hint {offer.number} is offered in {minutes(offer.ready_in_s)}")
             assert self.fix is not None
@@ -114,10 +156,15 @@ class Exercise:
 
     # ---- graded checks -------------------------------------------------------------------------------
     def attempt(self, who: str) -> FixAttempt:
-        return FixAttempt(self.shipped, self.changes, who, hints_taken=self.hints_taken())
+        return FixAttempt(self.shipped, self.changes, who, history=self.history())
 
-    def solution(self, who: str) -> FixAttempt:
-        return FixAttempt.solution(self.shipped, who, self.hints_taken())
+    def reference(self, who: str) -> FixAttempt:
+        """The reference solution's graded run, after giving up."""
+        return FixAttempt.reference(self.shipped, who, self.history())
+
+    def history(self) -> AttemptHistory:
+        with self._lock:
+            return self.progress.history()
 
     def hints_taken(self) -> int:
         return self.progress.hints_taken
@@ -133,34 +180,42 @@ class Exercise:
         return self.revealed_text()
 
     def revealed_text(self) -> str:
-        parts = []
-        if self.incident is not None:
-            parts.append(f"The cause: {self.incident.explanation.strip()}")
-        if self.fix is not None and self.fix.solution:
-            parts.append("The reference solution: " + ", ".join(c.text for c in self.fix.solution)
+        """The cause, the cure and the reference solution, as the give-up modal shows them."""
+        shown = revealed(self.shipped, self.progress)
+        parts = [f"The cause: {shown.cause}"] + ([f"The cure: {shown.cure}"] if shown.cure else [])
+        if shown.solution:
+            parts.append("The reference solution: " + ", ".join(c.text for c in shown.solution)
                          + ". It now runs graded, under the same faults: watch it pass in Results.")
         return "\n\n".join(parts)
 
-    def record(self, grade: Grade) -> None:
-        """A graded check's grade: shown in Results, counted in progress (a given-up run scores nothing)."""
+    @property
+    def check(self) -> CheckStatus:
         with self._lock:
-            self.grade = grade
-            self.progress.graded(grade)
-            self._save()
+            return self._check
+
+    def set_check(self, status: CheckStatus) -> None:
+        """The graded check's new status; a grade (fixed, not fixed, not graded) is counted in progress."""
+        with self._lock:
+            self._check = status
+            if status.grade is not None:
+                self.progress.graded(status.grade)
+                self._save()
 
     # ---- the view --------------------------------------------------------------------------------------
     def view(self) -> ExerciseView:
         p = self.progress
+        shown = revealed(self.shipped, p)
         incident = None
         if self.incident is not None:
             incident = IncidentView(self.incident.ticket, self.incident.question, self.incident.choices,
-                                    p.revealed, self.incident.explanation if p.revealed else "", p.wrong_answers)
+                                    p.revealed, shown.cause, p.wrong_answers, shown.cure)
         fix = self.fix
         if fix is None:
-            return ExerciseView(False, incident=incident, given_up=p.given_up, failed=self.failed)
+            return ExerciseView(False, incident=incident, given_up=p.given_up, check=self.check,
+                                solved=shown.walkthrough)
         return ExerciseView(
             True, task=fix.task, allow=fix.allow, changes=tuple(c.text for c in self.changes),
             hints_taken=tuple(h.text for h in fix.hints[:p.hints_taken]), hints_total=len(fix.hints),
             next_hint=self.next_hint(), best_score=p.best_score, fixed=p.fixed, given_up=p.given_up,
-            runs=fix.runs, grading=self.grading, failed=self.failed,
-            solution=tuple(c.text for c in fix.solution) if p.fixed or p.given_up else (), incident=incident)
+            runs=fix.runs, check=self.check,
+            solution=tuple(c.text for c in shown.solution), incident=incident, solved=shown.walkthrough)

@@ -11,7 +11,7 @@ from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.feeds.net_view import NetView
-from kafkalab.labs.grade import Grade
+from kafkalab.labs.graded_check import CheckStatus
 from kafkalab.labs.results import Phase
 
 # snapshot errors that are states, not failures: the table says them plainly, not as UNREACHABLE. Each also
@@ -78,7 +78,7 @@ class HintOffer:
 
 @dataclass(frozen=True)
 class IncidentView:
-    """A lab told as a ticket: the cause (``explanation``) is "" until diagnosed or given up."""
+    """A lab told as a ticket: the cause (``explanation``) is "" until diagnosed or given up; the cure longer."""
 
     ticket: str  # markdown
     question: str
@@ -86,6 +86,7 @@ class IncidentView:
     revealed: bool
     explanation: str = ""
     wrong_answers: int = 0
+    cure: str = ""  # how it is fixed: "" until fixed or given up (naming the cause is not fixing it)
 
 
 @dataclass(frozen=True)
@@ -104,15 +105,10 @@ class ExerciseView:
     fixed: bool = False
     given_up: bool = False
     runs: int = 0  # graded runs per check
-    grading: str = ""  # "graded run 1 of 2" while a graded check runs
-    failed: str = ""  # why the last graded check ended without a grade
+    check: CheckStatus = field(default_factory=CheckStatus)  # the graded check's: running, graded, not graded...
     solution: tuple[str, ...] = ()  # the reference solution's changes, once given up or fixed
     incident: IncidentView | None = None
-
-    @property
-    def revealed(self) -> bool:
-        """The cause and the walkthrough may be shown."""
-        return self.fixed or self.given_up or (self.incident is not None and self.incident.revealed)
+    solved: bool = False  # fixed or given up (an incident without a fix: diagnosed): the walkthrough may show
 
 
 @dataclass(frozen=True)
@@ -163,9 +159,12 @@ class RunFrame:
     report: ReportView | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
     message: str = ""  # what the run does now ("creating topic test-topic ...", "reusing the running cluster")
-    grade: Grade | None = None  # the last graded check's, shown in Results in place of the run's verdict
-    grading: str = ""  # "graded run 1 of 2" while a graded check runs
 
     @property
     def exercise(self) -> ExerciseView | None:
         return self.lab.exercise if self.lab is not None else None
+
+    @property
+    def check(self) -> CheckStatus:
+        """The graded check's status (idle for a lab without an exercise): the exercise's, not a copy."""
+        return self.exercise.check if self.exercise is not None else CheckStatus()

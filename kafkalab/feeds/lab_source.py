@@ -41,6 +41,7 @@ from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleActi
 from kafkalab.labs.events import Event, EventKind, FaultEvent
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import who_am_i
+from kafkalab.labs.graded_check import CheckPhase, CheckStatus, GradedCheck
 from kafkalab.labs.model import Lab, platform_name, platform_short
 from kafkalab.labs.results import FaultState, FaultStatus, Outcome, RunResult
 from kafkalab.labs.session import LabSession, Phase, SessionState
@@ -69,8 +70,7 @@ class LabSource(Source):
         self.exercise = exercise
         self.who = who
         self.offers = LAB_ACTIONS | exercise_actions(lab)
-        self._grading: threading.Thread | None = None
-        self._stop_grading = threading.Event()
+        self._check: GradedCheck | None = None  # the graded check under way
         self.title = f"kafkalab · {session.lab.title}"
         self.label = session.lab.id
         self.platform = platform_short(session.lab.cluster.mode, session.lab.cluster.kafka_version)
@@ -157,16 +157,14 @@ class LabSource(Source):
         self._sample(state)
         lab = self.lab
         run = self.session.current
-        # the grade before the grading: a check's thread ends its grading before it sets the grade
-        grade = self.exercise.grade if self.exercise else None
-        grading = self.exercise.grading if self.exercise else ""  # between graded runs too: no verdict yet
+        exercise = self.exercise.view() if self.exercise else None
+        checking = exercise is not None and exercise.check.running  # between graded runs too: no verdict yet
         return RunFrame(
-            live=state.phase in LIVE_PHASES or bool(grading), phase=state.phase, producer=state.producer,
+            live=state.phase in LIVE_PHASES or checking, phase=state.phase, producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=self._throughput.points,
             markers=markers((e.t, e.kind, e.detail, fault_action(e)) for e in (run.timeline.events() if run else ())),
-            lab=lab_view(lab, state.faults, self.exercise.view() if self.exercise else None),
-            report=None if grading else report_view(state.result), settings=dict(lab.producer.settings),
-            message=state.message, grade=grade, grading=grading,
+            lab=lab_view(lab, state.faults, exercise), report=None if checking else report_view(state.result),
+            settings=dict(lab.producer.settings), message=state.message,
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -184,16 +182,16 @@ class LabSource(Source):
         self._refuse_while_grading()
         self.session.start_run()
         if self.exercise is not None:
-            self.exercise.grade = None  # Results shows this run's report, not the last check's grade
+            self.exercise.set_check(CheckStatus())  # Results shows this run's report, not the last check's grade
         run = self.session.current
         return run.cluster_note if run is not None and run.cluster_note else "run started"
 
     def stop_run(self) -> None:
         """Stops the run; during a graded check, the check (no grade)."""
-        self._stop_grading.set()
+        check = self._check
+        if check is not None:
+            check.stop()
         self.session.stop_run()
-        if self._grading is not None:
-            self._grading.join(30)
 
     def reset(self) -> None:
         self.stop_run()
@@ -254,19 +252,19 @@ class LabSource(Source):
         return self.exercise
 
     def _refuse_while_grading(self) -> None:
-        if self._grading is not None and self._grading.is_alive():
+        if self._check is not None:
             raise KafkalabError("a graded check is under way: wait for its grade, or stop it (x)")
 
     def add_change(self, text: str) -> str:
-        """A change for the next runs (refused, in one line, when the lab does not allow it)."""
+        """A change for the next runs, or one taken back (refused, in one line, when the lab does not allow it)."""
         exercise = self._exercise()
-        changes = exercise.parse(text)
+        line = exercise.read(text)
         self._refuse_while_grading()
         if self.session.running:
             raise KafkalabError("changes apply from the next run: stop the run first (x), or wait for its end")
-        exercise.add(changes)
+        said = exercise.apply(line)
         self.session.lab = exercise.demo_lab()
-        return f"kept {', '.join(c.text for c in changes)}: f checks your fix, g runs the demonstration with it"
+        return said
 
     def take_hint(self) -> str:
         return self._exercise().take_hint()
@@ -274,62 +272,55 @@ class LabSource(Source):
     def answer_incident(self, choice: int) -> bool:
         return self._exercise().answer(choice)
 
-    def check_fix(self) -> str:
-        """The attendee's changes run graded, once per seed, on the kept cluster where it fits."""
+    def check_fix(self) -> CheckStatus:
+        """The attendee's changes run graded, once per seed, on the kept cluster where it fits; returns when the
+        check ended (call it off the event loop: its status goes to the exercise as it changes)."""
         exercise = self._exercise()
-        attempt = exercise.attempt(who_am_i(self.who))  # a change not allowed is refused here, before any run
-        self._start_graded(exercise, attempt)
-        return f"graded check: {len(attempt.seeds)} runs of your changes under the same faults"
+        return self._graded(exercise, exercise.attempt(who_am_i(self.who)))  # a change not allowed: refused now
 
     def give_up(self) -> str:
-        """The cause and the solution, in words; a fix lab's solution then runs graded."""
+        """Recorded; the cause and the solution, in words (a fix lab's solution then runs: :meth:`check_solution`)."""
         exercise = self._exercise()
         self._refuse_while_grading()
-        said = exercise.give_up()
-        if exercise.fix is not None:
-            self._start_graded(exercise, exercise.solution(who_am_i(self.who)))
-        return said
+        return exercise.give_up()
 
-    def _start_graded(self, exercise: Exercise, attempt: FixAttempt) -> None:
-        self._refuse_while_grading()
-        if self.session.running:
-            raise KafkalabError("a run is live: stop it first (x), or wait for its end")
-        self._stop_grading.clear()
-        exercise.failed = ""
-        exercise.grading = f"graded run 1 of {len(attempt.seeds)}"
-        self._grading = threading.Thread(target=self._graded, args=(exercise, attempt), name="kafkalab-graded",
-                                         daemon=True)
-        self._grading.start()
+    def check_solution(self) -> CheckStatus:
+        """The reference solution run graded after giving up, for the attendee to see it pass (not scored)."""
+        exercise = self._exercise()
+        return self._graded(exercise, exercise.reference(who_am_i(self.who)))
 
-    def _graded(self, exercise: Exercise, attempt: FixAttempt) -> None:
-        """Each seed's run of the graded lab, one after the other; then the grade (none when stopped)."""
+    def _graded(self, exercise: Exercise, attempt: FixAttempt) -> CheckStatus:
+        """The graded check's loop (:class:`GradedCheck`, as `kafkalab fix` runs it) on this console's session."""
+        with self._lock:
+            self._refuse_while_grading()
+            if self.session.running:
+                raise KafkalabError("a run is live: stop it first (x), or wait for its end")
+            check = self._check = GradedCheck(attempt, self._graded_run, exercise.set_check,
+                                              history=exercise.history, time_on_task=exercise.time_on_task)
         seed = self.session.seed
-        results = []
-        grade = None
         try:
-            for k, run_seed in enumerate(attempt.seeds, start=1):
-                if self._stop_grading.is_set():
-                    return
-                exercise.grading = f"graded run {k} of {len(attempt.seeds)}"
-                self.session.lab, self.session.seed = attempt.lab, run_seed
-                self.session.start_run()
-                while (result := self.session.wait(0.3)) is None:
-                    pass
-                results.append(result)
-            if not self._stop_grading.is_set():
-                attempt.hints_taken = exercise.hints_taken()  # one taken while the runs went costs too
-                grade = attempt.grade(results, exercise.time_on_task())
-        except Exception as exc:  # a run that cannot start (its ports, its Kafka): the check ends, said in words
-            exercise.failed = str(exc) if isinstance(exc, KafkalabError) else f"{type(exc).__name__}: {exc}"
+            return check.run()
+        except Exception as exc:  # a run the session could not start: the check judged nothing, said in words
+            why = str(exc) if isinstance(exc, KafkalabError) else f"{type(exc).__name__}: {exc}"
+            status = CheckStatus(CheckPhase.NOT_GRADED, why=why)
+            exercise.set_check(status)
+            return status
         finally:
             self.session.lab, self.session.seed = exercise.demo_lab(), seed
-            exercise.grading = ""
-        if grade is not None:
-            exercise.record(grade)  # after the grading ended: a frame with the grade never says a run is under way
+            self._check = None
+
+    def _graded_run(self, lab: Lab, seed: int) -> RunResult:
+        self.session.lab, self.session.seed = lab, seed
+        self.session.start_run()
+        while (result := self.session.wait(0.3)) is None:
+            if (check := self._check) is not None and check.stopped:  # a stop that came as this run started
+                self.session.stop_run()
+        return result
 
     def close(self) -> None:
         """Stop any run (its teardown ends the cluster and clients), the Spark session and the admin helper."""
-        self._stop_grading.set()
+        if (check := self._check) is not None:
+            check.stop()
         self.admin_helper.close()
         self.session.close()
         with self._lock:

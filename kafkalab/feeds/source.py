@@ -18,6 +18,7 @@ from kafkalab.cluster import NodeAction
 from kafkalab.cluster.netwiring import NetAction, NetRequest
 from kafkalab.cluster.view import NetControls
 from kafkalab.feeds.frames import NodesFrame, RunFrame
+from kafkalab.labs.graded_check import CheckStatus
 
 CLOSING = "stopping every process the console started ..."  # what the console says while it closes
 SNAPSHOT_WAIT_S = 0.5  # end offsets not given by then show their last known value; the controller '?'
@@ -159,7 +160,8 @@ class Source(ABC):
     # ---- a lab's break-fix exercise (offered with CHECK_FIX / ANSWER_INCIDENT) ---------------------------
     def add_change(self, text: str) -> str:
         """One change as the console's prompt takes it (``producer.acks=all``, ``topic T rf=3``,
-        ``broker NAME=VALUE``, ``action WHEN -> DO topic T ...``), kept for the next runs; says what it kept."""
+        ``broker NAME=VALUE``, ``action WHEN -> DO topic T ...``), kept for the next runs, or ``-NAME`` taking a
+        kept one back; says what it did."""
         raise NotOffered(self.why_not)
 
     def take_hint(self) -> str:
@@ -170,12 +172,16 @@ class Source(ABC):
         """Whether ``choice`` (0-based) names the incident's cause; counted either way."""
         raise NotOffered(self.why_not)
 
-    def check_fix(self) -> str:
-        """Start the graded check (its runs go on in the background); says what it runs."""
+    def check_fix(self) -> CheckStatus:
+        """Run the graded check to its end (off the event loop): the exercise's status follows it."""
         raise NotOffered(self.why_not)
 
     def give_up(self) -> str:
-        """Record giving up and start the reference solution's graded run; returns the cause and the solution."""
+        """Record giving up; returns the cause and the solution in words."""
+        raise NotOffered(self.why_not)
+
+    def check_solution(self) -> CheckStatus:
+        """Run the reference solution graded (after giving up) to its end, as :meth:`check_fix` runs a fix."""
         raise NotOffered(self.why_not)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from kafkalab import KAFKA_VERSION
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.artifacts import load_artifacts
+from kafkalab.kafka_install.config_defs import cache_config_defs
 from kafkalab.kafka_install.distribution import MARKER, Distribution, locate, verify
 from kafkalab.kafka_install.download import CENTRAL, QUIET, Progress, download_all
 from kafkalab.kafka_install.java_helpers import compile_helpers
@@ -43,7 +44,7 @@ def fetch(options: FetchOptions = DEFAULTS, progress: Progress = QUIET) -> Distr
     version, target = options.version, dist_dir(options.cache, options.version)
     if not options.force and (found := cached(options.cache, version)) is not None:
         progress.line(f"Kafka {version} already in {target}")
-        compile_helpers(found, progress.line)
+        prepare(found, progress)
         return found
     mvn = shutil.which("mvn") if options.maven and options.repo is None else None
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -66,8 +67,14 @@ def fetch(options: FetchOptions = DEFAULTS, progress: Progress = QUIET) -> Distr
         install(partial, target, version)
     progress.line(f"Kafka {version} ready in {target}")
     dist = Distribution(target / "libs", "maven")
-    compile_helpers(dist, progress.line)
+    prepare(dist, progress)
     return dist
+
+
+def prepare(dist: Distribution, progress: Progress) -> None:
+    """What a start or a check would otherwise wait for: the Java helpers compiled, the settings' definitions."""
+    compile_helpers(dist, progress.line)
+    cache_config_defs(dist, progress.line)
 
 
 def cached(cache: Path | None, version: str) -> Distribution | None:

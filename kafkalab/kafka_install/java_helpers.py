@@ -1,4 +1,4 @@
-"""kafkalab's own Java helpers (FormatStorage, QuorumWatch, Reassign), compiled once per Kafka version.
+"""kafkalab's own Java helpers (FormatStorage, QuorumWatch, Reassign, ConfigDefs), compiled once per Kafka version.
 
 Run as a .java file (the JDK's source launcher), a helper is compiled inside its JVM at every start: about
 1.5 s of CPU, paid at every KRaft cluster start while six node JVMs compete for two cores. Compiled once
@@ -22,7 +22,7 @@ from kafkalab.paths import cache_root, package_file
 
 COMPILE_TIMEOUT_S = 180.0
 HELPERS = (("kafkalab.cluster", "FormatStorage.java"), ("kafkalab.cluster", "QuorumWatch.java"),
-           ("kafkalab.admin", "Reassign.java"))
+           ("kafkalab.admin", "Reassign.java"), ("kafkalab.kafka_install", "ConfigDefs.java"))
 
 
 def compile_helpers(dist: Distribution, say: Callable[[str], None]) -> None:

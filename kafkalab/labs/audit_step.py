@@ -1,9 +1,10 @@
 """A run's audit: every partition of the lab's topic read back from the brokers, for the analysis.
 
 Once the producer has finished and every node runs, the topic holds all it ever will, so the audit reads it
-beside the consumers' drain and the report after the drain waits only for Spark. When a node is down (to be
-healed first), or any node changed state while the early audit read, it runs after the drain as before:
-brokers healed, leaders elected, then read.
+beside the consumers' drain and the report after the drain waits only for Spark. When a node is down, or any
+node changed state while the early audit read, it reads after the drain; if a partition cannot be read without
+a node that is down, that node is brought back for the read and put back down after it
+(:mod:`kafkalab.labs.audit_heal`): the cluster stays as the lab left it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 from pathlib import Path
 
 from kafkalab.cluster import NodeState
+from kafkalab.labs.audit_heal import AuditHeal
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.interruptible import in_thread
 from kafkalab.labs.results import Phase
@@ -67,22 +69,12 @@ class AuditStep:
     def _late(self) -> Path:
         run = self.run
         run.set_phase(Phase.AUDITING)
-        if run.lab.heal_before_audit:
-            run.say("bringing every broker back for the audit")
-            self._heal()
-            in_thread(lambda: run.admin.wait_for_leaders(run.lab.topic, timeout_s=60), run.sleep,
-                      run.deps.timing.tick_s, "audit-leaders")
-        run.say(f"reading every partition of {run.lab.topic} back")
-        return in_thread(lambda: run.deps.audit(run.cluster.bootstrap, run.lab.topic, run.run_dir), run.sleep,
-                         run.deps.timing.tick_s, "audit")
-
-    def _heal(self) -> None:
-        """Every stopped, killed or paused node running again."""
-        run = self.run
-        for node in run.cluster.nodes:
-            if node.state == NodeState.PAUSED:
-                node.resume()
-            elif node.state in (NodeState.STOPPED, NodeState.KILLED, NodeState.FAILED):
-                node.start()
-        for node in run.cluster.nodes:
-            run.wait_node(node.name, (NodeState.RUNNING,), run.deps.timing.node_timeout_s)
+        heal = AuditHeal(run)
+        try:
+            if run.lab.heal_before_audit:
+                heal.bring_back()
+            run.say(f"reading every partition of {run.lab.topic} back")
+            return in_thread(lambda: run.deps.audit(run.cluster.bootstrap, run.lab.topic, run.run_dir), run.sleep,
+                             run.deps.timing.tick_s, "audit")
+        finally:  # whatever the read did, even when it failed: the evidence is the lab's state
+            heal.put_back()

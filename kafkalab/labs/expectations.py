@@ -9,7 +9,8 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
 - the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.offline
   (partitions gone offline), timeline.rebalances, timeline.controller_changes (KRaft: the active controller)
 - a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
-  consumer.N.assign_wait_s (seconds from its start to its first partitions; -1 if it never got any),
+  consumer.N.assign_wait_s (seconds from its start to its first partitions; ``never`` if it got none: compare
+  it with ``== never`` or ``!= never``, no other comparison holds on it),
   consumer.N.fatal_error (1 when it hit a fatal error: librdkafka gave up, e.g. its group.instance.id refused)
 - a group: group.NAME.processed (rows), group.NAME.distinct (distinct records); its rebalances, until the
   run drains: group.NAME.revoked (partitions taken from a consumer), group.NAME.pause_s (the longest a
@@ -27,6 +28,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from kafkalab.labs.measured import Measured, Unmeasured, missing
 
 OPS: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">=": operator.ge, ">": operator.gt,
@@ -58,34 +61,52 @@ def is_metric(name: str) -> bool:
     return _METRIC.fullmatch(name) is not None
 
 
+# "never" is compared only for (in)equality: "< 10" asks for a number, and "never" is not one
+NEVER_OPS = ("==", "!=")
+
+
 @dataclass(frozen=True)
 class Expectation:
     metric: str
     op: str
-    value: float | None  # a number, or None when ``other`` names a metric
+    value: float | Unmeasured | None  # a number or ``never``; None when ``other`` names a metric
     other: str = ""
     line: int = 0
 
     @property
     def text(self) -> str:
-        rhs = self.other or f"{self.value:g}"
+        rhs = self.other or (str(self.value) if isinstance(self.value, Unmeasured) else f"{self.value:g}")
         return f"{self.metric} {self.op} {rhs}"
 
-    def evaluate(self, metrics: Mapping[str, float]) -> tuple[bool, float | None, float | None]:
-        """(held, actual, wanted); a metric the run did not produce counts as 0 for counts."""
-        actual = metrics.get(self.metric, 0.0)
-        wanted = metrics.get(self.other, 0.0) if self.other else self.value
+    def evaluate(self, metrics: Mapping[str, Measured]) -> tuple[bool, Measured, Measured]:
+        """(held, actual, wanted): see :func:`holds`. A count the run did not produce is 0; a time, not observed."""
+        actual = metrics.get(self.metric, missing(self.metric))
+        wanted = metrics.get(self.other, missing(self.other)) if self.other else self.value
         assert wanted is not None
-        return OPS[self.op](actual, wanted), actual, wanted
+        return holds(self.op, actual, wanted), actual, wanted
 
 
-def parse_comparison(text: str) -> tuple[str, float | None, str]:
-    """``"> 0"`` -> (">", 0, ""); ``"== acknowledged"`` -> ("==", None, "acknowledged")."""
+def holds(op: str, actual: Measured, wanted: Measured) -> bool:
+    """Whether ``actual OP wanted``: numbers compare as numbers; "never" only when the comparison names it
+    (``== never`` holds on never, ``!= never`` on a number); "not observed" holds nothing."""
+    if Unmeasured.NOT_OBSERVED in (actual, wanted):
+        return False
+    if isinstance(actual, Unmeasured) or isinstance(wanted, Unmeasured):
+        return wanted == Unmeasured.NEVER and op in NEVER_OPS and OPS[op](actual, wanted)
+    return bool(OPS[op](actual, wanted))
+
+
+def parse_comparison(text: str) -> tuple[str, float | Unmeasured | None, str]:
+    """``"> 0"`` -> (">", 0, ""); ``"== acknowledged"`` -> ("==", None, "acknowledged"); ``"== never"``."""
     s = text.strip()
     m = re.fullmatch(r"(<=|>=|==|!=|<|>)\s*(\S+)", s)
     if not m:
         raise ValueError(f"{text!r} is not a comparison: write e.g. \"> 0\", \"== 0\" or \"== acknowledged\"")
     op, rhs = m[1], m[2]
+    if rhs == Unmeasured.NEVER:
+        if op not in NEVER_OPS:
+            raise ValueError(f"{text!r}: never is not a number: compare it with == never or != never")
+        return op, Unmeasured.NEVER, ""
     if _NUMBER.fullmatch(rhs):
         return op, float(rhs), ""
     if not is_metric(rhs):
@@ -100,6 +121,9 @@ def make_expectation(metric: str, raw: object, line: int = 0) -> Expectation:
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         raise ValueError(f"{raw!r} is not a comparison: write e.g. \"> 0\" or a number")
     if isinstance(raw, int | float):
+        if raw < 0 and metric.endswith("_s"):  # once the sentinel for "never": say how to ask for that now
+            raise ValueError(f"{metric} = {raw}: a time is never negative: write {metric} = \"== never\" for "
+                             "one that never happened")
         return Expectation(metric, "==", float(raw), line=line)
     op, value, other = parse_comparison(raw)
     return Expectation(metric, op, value, other, line)

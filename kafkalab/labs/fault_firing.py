@@ -17,8 +17,10 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import CheckEvent, EventKind, FaultEvent, FaultProblem
 from kafkalab.labs.expectations import parse_check
 from kafkalab.labs.faults import Fault, RunView, Target, TargetCategory, TargetKind
-from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, num
+from kafkalab.labs.measured import Measured, num
+from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus
 from kafkalab.labs.timeline import Timeline
+from kafkalab.labs.wording import amount, trigger_words
 from kafkalab.netfaults import Direction
 
 # node targets resolved from a fresh snapshot of the cluster
@@ -47,7 +49,7 @@ class FaultHost(Protocol):
     def elect_preferred(self, topic: str) -> None: ...
     def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str: ...
     def type_records(self, topic: str, lines: Sequence[str]) -> str: ...
-    def live_metrics(self) -> dict[str, float]: ...
+    def live_metrics(self) -> dict[str, Measured]: ...
     def net(self, request: NetRequest) -> list[str]: ...  # through the cluster's proxy: the rules applied or healed
 
 
@@ -59,7 +61,8 @@ class FaultFiring:
         self.timeline = timeline
         self.rng = rng
         self.consumer_ids = list(consumer_ids)
-        self.statuses = [FaultStatus(i, f.describe(), attendee=attendee) for i, f in enumerate(self.faults)]
+        self.statuses = [FaultStatus(i, f.describe(), attendee=attendee, what=f.doing())
+                         for i, f in enumerate(self.faults)]
         self.checks: list[ExpectationResult] = []
 
     @property
@@ -82,8 +85,11 @@ class FaultFiring:
             status.state = FaultState.WAITING
             turn = time.monotonic()
             while not fault.at.due(view, fired_prev_at):
-                if time.monotonic() - turn > fault.timeout_s or past_deadline():
-                    self._missed(i, f"'{fault.at.text}' did not happen within {fault.timeout_s:.0f}s")
+                if time.monotonic() - turn > fault.timeout_s:
+                    self._missed(i, f"it waited {amount(fault.timeout_s, ' s')} for {trigger_words(fault.at)}")
+                    return
+                if past_deadline():
+                    self._missed(i, f"the run's time was up while it waited for {trigger_words(fault.at)}")
                     return
                 sleep(tick_s)
             fired_prev_at = self.timeline.now()

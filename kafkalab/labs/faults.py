@@ -368,6 +368,12 @@ class Fault:
         to = f" to {self.to.text}" if self.to is not None else ""
         return f"{what}{on}{to} at {self.at.text}"
 
+    def doing(self) -> str:
+        """What it does, without when, as a sentence names it: "kill broker 2", "a note"."""
+        if self.action in ANY_ACTIONS:
+            return f"a {self.action}"
+        return self.describe().removesuffix(f" at {self.at.text}")
+
 
 def parse_action(text: str, target: Target) -> tuple[str, str]:
     """(action, control word) for ``do``, checked against what ``on`` names."""

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kafkalab.clients.options import canonical_name
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.faults import Fault, make_fault
@@ -55,6 +56,7 @@ class Change:
     value: str
     fault: Fault | None = None  # an action's fault
     topic: str = ""  # a topic change's topic (a topic's name may hold dots, as its settings' names do)
+    written: str = field(default="", compare=False)  # a setting typed by Kafka's name: that name (enable.idempotence)
 
     @property
     def topic_key(self) -> str:
@@ -75,11 +77,14 @@ class Change:
 
 
 def setting_change(text: str) -> Change:
-    """``producer.acks=all`` (``-D``)."""
-    name, value = name_value(text, "-D", "producer.acks=all", need_value=True)
+    """``producer.acks=all`` (``-D``); Kafka's name of a setting (``enable.idempotence=true``) is kept under
+    kafkalab's (``producer.idempotent``), which allow-lists and rules name."""
+    written, value = name_value(text, "-D", "producer.acks=all", need_value=True)
+    name = canonical_name(written)
     if not name.startswith(("producer.", "consumer.")):
-        raise KafkalabError(f"-D {text!r}: {name} is not a producer.* or consumer.* setting: e.g. -D producer.acks=all")
-    return Change(ChangeKind.SETTING, name, value)
+        raise KafkalabError(f"-D {text!r}: {name} is not a producer.* or consumer.* setting, nor Kafka's name of "
+                            "one (`kafkalab produce --options` lists them): e.g. -D producer.acks=all")
+    return Change(ChangeKind.SETTING, name, value, written="" if name == written else written)
 
 
 def broker_change(text: str) -> Change:
@@ -247,7 +252,8 @@ class Incident:
     question: str  # "What is the root cause?"
     choices: tuple[str, ...]
     answer: int  # 0-based index into ``choices``
-    explanation: str  # the root cause in full, shown once solved or given up
+    explanation: str  # the root cause in full (never the cure), shown once diagnosed, fixed or given up
+    cure: str = ""  # how it is fixed: shown once fixed or given up (without a [fix], once diagnosed)
 
     def is_right(self, choice: int) -> bool:
         return choice == self.answer

@@ -63,4 +63,5 @@ def graded_lab(lab: Lab, changes: Sequence[Change]) -> Lab:
     fix.check(changes)
     changed = apply_changes(lab, changes)
     faults = tuple(f for i, f in enumerate(lab.faults, start=1) if i not in fix.drop_faults)
-    return replace(changed, faults=faults, expectations=fix.expectations, actions=actions_of(changes))
+    return replace(changed, faults=faults, expectations=fix.expectations, actions=actions_of(changes),
+                   changes=tuple(c.text for c in changes))

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from kafkalab.analysis.report import Report
 from kafkalab.analysis.verdict import verdict
 from kafkalab.clients.payload_log import log_files
-from kafkalab.labs import metrics, truncation
+from kafkalab.labs import metrics, progress, truncation
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.fault_firing import FaultFiring
+from kafkalab.labs.measured import Measured, rounded
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import ExpectationResult, Outcome, RunResult
 from kafkalab.labs.timeline import Timeline
@@ -17,13 +18,13 @@ from kafkalab.labs.timeline import Timeline
 REBALANCE_SUFFIXES = (".revoked", ".pause_s", ".stopped_s")
 
 
-def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after: Mapping[str, float],
+def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, Measured], after: Mapping[str, Measured],
           report: Report, faults: FaultFiring, timeline: Timeline | None = None) -> RunResult:
     """Fill ``result`` from the live metrics (``before_drain`` and ``after`` it) and the report; the verdict
     says what moved in the run's ``timeline`` (KRaft: the active controller) beside what the report found."""
     # a consumer's partitions are those it held when the producer was done (draining closes them all)
     held = {k: v for k, v in before_drain.items() if k.endswith(".partitions")}
-    values = dict(after) | held | metrics.report_metrics(report)
+    values: dict[str, Measured] = {**after, **held, **metrics.report_metrics(report)}
     values["faults.missed"] = float(faults.went_wrong)
     values["faults.failed"] = float(faults.failed)
     truncations = [] if timeline is None else truncation.find_truncations(
@@ -33,15 +34,15 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
         logs = {p: lab.consumer(int(p.name.split("-")[1].split(".")[0])).group
                 for p in log_files(result.run_dir, "consumer") if p.name.split(".")[0] != "consumer"}
         values |= metrics.group_metrics(logs)
-    result.metrics = {k: round(v, 3) for k, v in sorted(values.items())}
+    result.metrics = {k: rounded(v) for k, v in sorted(values.items())}
     result.report = report
     result.verdict = report.verdict
-    # an incident's verdict says what the run saw, not why: naming the cause is the attendee's part; a loss under
+    # an exercise's verdict says what the run saw, not why, until the attendee found the cause; a loss under
     # acks=all is not the report's generic "acks=0 or 1" (the analysis does not know the producer's settings)
-    if lab.incident is not None or (report.classes.get("lost_by_brokers") and lab.producer.config.acks == "all"):
+    causes = names_causes(lab)
+    if not causes or (report.classes.get("lost_by_brokers") and lab.producer.config.acks == "all"):
         result.verdict = verdict(report.classes, report.totals.get("acknowledged"), report.totals.get("typed", 0),
-                                 report.totals.get("consumed_rows"), causes=lab.incident is None,
-                                 acks=lab.producer.config.acks)
+                                 report.totals.get("consumed_rows"), causes=causes, acks=lab.producer.config.acks)
     if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
         result.verdict += "\n" + metrics.rebalance_summary(values)
     groups = {c.local_id: c.group for c in lab.consumers}
@@ -52,7 +53,7 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
     if timeline is not None and (moved := metrics.controller_summary(timeline)):
         result.verdict += "\n" + moved
     if timeline is not None and (cut := truncation.summary(
-            truncations, timeline, lab.producer.config.acks, causes=lab.incident is None)):
+            truncations, timeline, lab.producer.config.acks, causes=causes)):
         result.verdict += "\n" + cut  # where records were truncated, from the brokers' logs
         result.findings = cut.splitlines()
     result.expectations = [evaluate(e, values) for e in lab.expectations]
@@ -61,6 +62,12 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, float], after:
     return result
 
 
-def evaluate(e: Expectation, values: Mapping[str, float]) -> ExpectationResult:
+def names_causes(lab: Lab) -> bool:
+    """Whether a run's verdict may say why: a demonstration's always; a fix exercise's or an incident's only once
+    the attendee's progress says they named the cause, fixed it or gave up (the cause is theirs to find)."""
+    return (lab.fix is None and lab.incident is None) or progress.load(lab.id).revealed
+
+
+def evaluate(e: Expectation, values: Mapping[str, Measured]) -> ExpectationResult:
     held, actual, wanted = e.evaluate(values)
     return ExpectationResult(e.text, held, actual, wanted, e.line)

@@ -37,7 +37,7 @@ FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note
 TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect", "fix", "incident"}
 FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong"}
 CHANGES_KEYS = {"settings", "topics", "brokers", "actions"}
-INCIDENT_KEYS = {"ticket", "question", "choices", "answer", "explanation"}
+INCIDENT_KEYS = {"ticket", "question", "choices", "answer", "explanation", "cure"}
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
 _KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
@@ -530,7 +530,8 @@ def _incident(r: _Reader, raw: Any) -> Incident:
         raise r.fail("incident", 0, "answer", f"{answer}: give the number of the right choice, 1..{len(choices)}")
     return Incident(r.typed(raw, "ticket", str, "incident"),
                     r.typed(raw, "question", str, "incident", default="What is the root cause?"),
-                    tuple(choices), answer - 1, r.typed(raw, "explanation", str, "incident"))
+                    tuple(choices), answer - 1, r.typed(raw, "explanation", str, "incident"),
+                    r.typed(raw, "cure", str, "incident", default=""))
 
 
 def lab_id_of(path: Path) -> str:

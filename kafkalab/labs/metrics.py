@@ -20,6 +20,7 @@ from kafkalab.labs.events import (
     ProducerResumed,
     QuorumLeaderChange,
 )
+from kafkalab.labs.measured import Measured, Unmeasured, num
 from kafkalab.labs.results import Phase
 from kafkalab.labs.timeline import Timeline
 
@@ -50,8 +51,8 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
     return out
 
 
-def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[int]) -> dict[str, float]:
-    out: dict[str, float] = {
+def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[int]) -> dict[str, Measured]:
+    out: dict[str, Measured] = {
         "timeline.leader_changes": timeline.count(EventKind.LEADER_CHANGE, topics),
         "timeline.isr_shrinks": timeline.count(EventKind.ISR_SHRINK, topics),
         "timeline.isr_expands": timeline.count(EventKind.ISR_EXPAND, topics),
@@ -71,16 +72,17 @@ def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[i
     return out
 
 
-def assign_wait(timeline: Timeline, name: str) -> float:
-    """Seconds from the latest launch of consumer ``name`` to its first partitions; -1 if none came."""
+def assign_wait(timeline: Timeline, name: str) -> Measured:
+    """Seconds from the latest launch of consumer ``name`` to its first partitions; never, if none came (not
+    observed, if it was never launched)."""
     launches = [e for e in timeline.events(EventKind.CONSUMER_LAUNCH) if e.source == name]
     if not launches:
-        return -1.0
+        return Unmeasured.NOT_OBSERVED
     since = launches[-1].t
     for e in _assignments(timeline, since):
         if e.source == name:
             return round(e.t - since, 2)
-    return -1.0
+    return Unmeasured.NEVER
 
 
 # librdkafka's name for an error it gave up on (a fatal error: the client can do nothing more, e.g. its
@@ -151,31 +153,37 @@ def rebalance_metrics(timeline: Timeline, groups: Mapping[str, str]) -> dict[str
     return out
 
 
-def rebalance_summary(values: Mapping[str, float]) -> str:
+def rebalance_summary(values: Mapping[str, Measured]) -> str:
     """The groups' rebalance pauses side by side, from :func:`rebalance_metrics`' values."""
     groups = sorted(k.split(".")[1] for k in values if k.startswith("group.") and k.endswith(".stopped_s"))
     parts = []
     for g in groups:
         stopped = values[f"group.{g}.stopped_s"]
-        held = f"no partition held for {stopped:.1f} s" if stopped else "never stopped"
-        parts.append(f"{g}: {held}, {values[f'group.{g}.revoked']:g} partitions revoked, "
-                     f"a partition waited up to {values[f'group.{g}.pause_s']:.1f} s")
+        held = f"no partition held for {seconds(stopped)}" if stopped else "never stopped"
+        parts.append(f"{g}: {held}, {num(values[f'group.{g}.revoked'])} partitions revoked, "
+                     f"a partition waited up to {seconds(values[f'group.{g}.pause_s'])}")
     return "rebalance pause per group: " + "; ".join(parts) if parts else ""
 
 
 WAIT_SUFFIXES = (".assign_wait_s", ".fatal_error")
 
 
-def assign_wait_summary(values: Mapping[str, float], groups: Mapping[int, str]) -> str:
+def seconds(value: Measured) -> str:
+    """"8.2 s", or "never" / "not observed"."""
+    return str(value) if isinstance(value, Unmeasured) else f"{value:.1f} s"
+
+
+def assign_wait_summary(values: Mapping[str, Measured], groups: Mapping[int, str]) -> str:
     """How long each consumer of ``groups`` (local id -> group, in the order given) waited for its first
     partitions, from :func:`timeline_metrics`' values; one refused by a fatal error is said so."""
     parts = []
     for local_id, group in groups.items():
-        wait = values.get(f"consumer.{local_id}.assign_wait_s", -1.0)
+        wait = values.get(f"consumer.{local_id}.assign_wait_s", Unmeasured.NOT_OBSERVED)
+        waited = "never any" if wait == Unmeasured.NEVER else seconds(wait)
         if values.get(f"consumer.{local_id}.fatal_error"):
-            said = "fatal error, " + ("never any" if wait < 0 else f"yet {wait:.1f} s")
+            said = "fatal error, " + (waited if isinstance(wait, Unmeasured) else f"yet {waited}")
         else:
-            said = "never any" if wait < 0 else f"{wait:.1f} s"
+            said = waited
         parts.append(f"consumer-{local_id} ({group}) {said}")
     return "wait for partitions from start: " + "; ".join(parts) if parts else ""
 

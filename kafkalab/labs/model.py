@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -132,11 +133,21 @@ class Lab:
     fix: FixExercise | None = None  # the lab as an exercise: what may change, what must then hold
     incident: Incident | None = None  # the lab told as a ticket: symptoms, then the root cause to name
     actions: tuple[Fault, ...] = ()  # a fix attempt's live actions: fired beside the timeline, in their order
+    changes: tuple[str, ...] = ()  # the attendee's changes this lab was made with (as the prompt writes them)
 
     @property
     def topic(self) -> str:
         """The producer's topic: the one audited and analysed."""
         return self.producer.config.topic
+
+    def file_sha256(self) -> str:
+        """The lab file's fingerprint ("" for a lab built in code): a run and its grade name the same."""
+        if self.source is None:
+            return ""
+        try:
+            return hashlib.sha256(self.source.read_bytes()).hexdigest()
+        except OSError:
+            return ""
 
     def on(self, mode: str | None = None, version: str | None = None) -> Lab:
         """The same lab on another metadata mode and/or Kafka release (None: the lab's own, or what the other

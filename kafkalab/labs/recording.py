@@ -39,9 +39,7 @@ from kafkalab.cluster import Cluster, EndCause, NodeInfo, NodeKind, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.results import (
-    ExpectationResult,
     FaultStatus,
-    Outcome,
     Phase,
     PhaseChanged,
     RunFinished,
@@ -374,12 +372,7 @@ class RecordedRun:
         report_path = self.run_dir / "report.json"
         report = Report.from_json(json.loads(report_path.read_text(encoding="utf-8"))) \
             if report_path.is_file() else None
-        return RunResult(d["lab"], self.run_dir, Outcome(d["outcome"]),
-                         expectations=[ExpectationResult(**e) for e in d["expectations"]],
-                         checks=[ExpectationResult(**c) for c in d["checks"]],
-                         faults=[FaultStatus.from_dict(f) for f in d["faults"]], metrics=d["metrics"], report=report,
-                         verdict=d["verdict"], error=d["error"], duration_s=d["duration_s"], seed=d["seed"],
-                         mode=d.get("mode", ""), kafka_version=d.get("kafka_version", ""))
+        return RunResult.from_dict(d, self.run_dir, report)
 
 
 def _consumer(d: dict[str, Any]) -> ConsumerStats:

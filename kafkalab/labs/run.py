@@ -181,7 +181,8 @@ class LabRun:
         """Run it to the end (or to a stop); the result is also written as ``result.json``."""
         started = time.monotonic()
         result = RunResult(self.lab.id, self.run_dir, Outcome.ERROR, seed=self.seed, mode=self.lab.cluster.mode,
-                           kafka_version=self.lab.cluster.kafka_version)
+                           kafka_version=self.lab.cluster.kafka_version, lab_sha256=self.lab.file_sha256(),
+                           changes=list(self.lab.changes))
         if self.lab.source is not None:
             shutil.copy(self.lab.source, self.run_dir / "lab.toml")
         try:

@@ -17,6 +17,7 @@ from kafkalab.cluster.netwiring import PRODUCER
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
 from kafkalab.labs.events import EventKind
+from kafkalab.labs.measured import Measured
 from kafkalab.labs.model import ConsumerPlan, Lab
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.timeline import Timeline
@@ -160,9 +161,9 @@ class RunClients:
         return all(len(parts) >= partitions for parts in owned.values())
 
     # ---- both ------------------------------------------------------------------------------------
-    def live_metrics(self) -> dict[str, float]:
+    def live_metrics(self) -> dict[str, Measured]:
         """What is known while the run goes on: clients' counters and the timeline's counts."""
-        out = metrics.producer_metrics(self.producer_stats())
+        out: dict[str, Measured] = {**metrics.producer_metrics(self.producer_stats())}
         instances = {i: [c.stats() for c in cs] for i, cs in list(self.consumers.items()) if cs}
         groups = {c.local_id: c.group for c in self.lab.consumers}
         out |= metrics.consumer_metrics(instances, groups)

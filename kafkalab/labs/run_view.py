@@ -14,6 +14,7 @@ from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import NetRequest
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind
+from kafkalab.labs.measured import Measured
 from kafkalab.labs.run_context import RunContext
 
 
@@ -123,7 +124,7 @@ class RunControls:
             typer.close()
         return "; ".join(f"{o.line} -> {o.describe()}" for o in outcomes)
 
-    def live_metrics(self) -> dict[str, float]:
+    def live_metrics(self) -> dict[str, Measured]:
         return self._clients.live_metrics()
 
     def net(self, request: NetRequest) -> list[str]:

@@ -28,7 +28,6 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import NetAction, NetRequest
-from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import minutes
 from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame, no_cluster_yet
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
@@ -37,9 +36,10 @@ from kafkalab.feeds.source import EXERCISE_ACTIONS, Choice, ConsoleAction, NotOf
 from kafkalab.feeds.topic_ops import NeedsReassignment
 from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
 from kafkalab.labs.results import Phase
-from kafkalab.settings_text import name_value
 from kafkalab.ui import bindings, repaint_fix
 from kafkalab.ui.broker import BrokerPane
+from kafkalab.ui.change_prompt import CHANGE_PROMPT, SETTING_PROMPT, ChangePrompt, LineHistory, set_setting
+from kafkalab.ui.check_view import CheckChanged, check_toast, check_word
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.groups import GroupsPane, open_reset
@@ -103,10 +103,6 @@ def toast_kind(notification: Notification) -> ToastKind:
 # the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
 HELP_GROUPS = ("app.", "broker.", "net.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.",
                "results.", "group.", "replay.")
-CHANGE_PROMPT = ("Your change for the next runs, one of:\n"
-                 "  producer.acks=all  (producer.* or consumer.* settings, space-separated)\n"
-                 "  topic test-topic rf=3 min.isr=2\n  broker unclean.leader.election.enable=true\n"
-                 "  action brokers >= 3 -> replicate topic test-topic rf=3")
 TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
 WIDE_TABS = ("tab-results", "tab-groups", "tab-records")  # on a narrow screen: the whole row, no partition table
 SCROLLING_TABS = {"tab-results": "#results", "tab-lab": "#lab", "tab-groups": "#groups"}  # focused when shown
@@ -149,6 +145,7 @@ class LabConsole(App[None]):
         self.net: NetView | None = None  # the network faults in force, as the last nodes frame said
         self.node_panes: dict[str, NodePane] = {}  # by node name, found once: a DOM query walks every widget
         self.last_action = ""
+        self.typed_lines = LineHistory()  # the change prompt's, for ↑ ↓
         self.told_verdict = ""  # the last run's verdict, as its toast said it
         self.waiting = ""  # what a live run's producer waits for, shown until it is resolved
         self.task_shown = False  # a lab's task was opened before its first run
@@ -382,11 +379,9 @@ class LabConsole(App[None]):
         self.follow_exercise(previous.exercise, frame.exercise)
         if frame.live != previous.live or any(run_offers(frame, a) != run_offers(previous, a) for a in RunAction):
             self.refresh_bindings()  # the footer and ? follow the run: start or stop, samples, consumer controls
-        if frame.grade is not None and frame.grade != previous.grade:
-            self.notify(frame.grade.verdict, title=f"graded: score {frame.grade.score}", timeout=10,
-                        severity="information" if frame.grade.passed else "warning", kind=ToastKind.RUN)
-            self.action_show_tab("results")
-        elif frame.report is not None and frame.report != previous.report and frame.grade is None:
+        if frame.check != previous.check:
+            self.post_message(CheckChanged(previous.check, frame.check))
+        elif frame.report is not None and frame.report != previous.report and frame.check.grade is None:
             if frame.report.verdict != self.told_verdict:  # once, though the report may be rebuilt
                 self.told_verdict = frame.report.verdict
                 self.notify(frame.report.verdict, title=report_title(frame), timeout=8,
@@ -398,8 +393,7 @@ class LabConsole(App[None]):
             self.set_action(frame.message)
         if previous.live and not frame.live:  # the run's last word, not a stale "run started"
             self.set_action(run_ended(frame))
-        elif (frame.phase, frame.lab and frame.lab.lab_id, frame.grading) != (
-                previous.phase, previous.lab and previous.lab.lab_id, previous.grading):
+        elif (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
         if frame.live != previous.live:
             self.show_waiting()
@@ -424,8 +418,6 @@ class LabConsole(App[None]):
         offered = tuple(exercise_offers(now, a) for a in EXERCISE_ACTIONS)
         if previous is None or offered != tuple(exercise_offers(previous, a) for a in EXERCISE_ACTIONS):
             self.refresh_bindings()
-        if now.failed and (previous is None or previous.failed != now.failed):
-            self.push_screen(ErrorScreen("graded check failed", now.failed))
 
     def show_waiting(self) -> None:
         """While a run is live, say what its producer waits for (a leader, in-sync replicas) and why."""
@@ -457,8 +449,8 @@ class LabConsole(App[None]):
         elif self.last_action:
             news = Text.assemble(("  » ", "dim"), (self.last_action, "italic"))
         state = Text.assemble(f" {lab} ", (f" run: {frame.phase} ", phase_style))
-        if frame.grading:
-            state.append(f" {frame.grading} ", style="bold black on yellow")
+        if frame.check.running:
+            state.append(f" {frame.check.text} ", style="bold black on yellow")
         if self.position:
             state.append(f" {self.position} ", style="bold reverse")
         platform = Text(f" {self.source.platform} ", style="dim") if self.source.platform else Text()
@@ -638,39 +630,34 @@ class LabConsole(App[None]):
                 self.set_action("resetting the lab ...")
                 self.in_thread("reset lab", self.source.reset, "lab reset to a clean state")
 
+        exercise = self.run_frame.exercise
+        kept = "your changes (e)" if exercise is None else \
+            f"your changes (e), {'the hints you took and ' if exercise.fixable else ''}your progress"
         self.push_screen(ConfirmScreen("Reset the lab to a clean state?",
-                                       "The run stops, topics and logs of this lab are recreated."), reset)
+                                       "The run stops and the lab's cluster ends, its data deleted (topics, offsets, "
+                                       f"groups): the next run starts a fresh one. Kept: {kept}, and the files of past "
+                                       "runs."), reset)
 
     def action_send_control(self, word: str) -> None:
         self.in_thread(f"send {word}", lambda: self.source.send_control(word), f"sent {word!r} to the consumers")
 
     def action_edit_setting(self) -> None:
+        """In a fix lab, `e` takes any change the exercise knows (settings, topics, brokers, live actions, taking
+        one back); elsewhere a client setting for the next run."""
         exercise = self.run_frame.exercise
         if exercise is not None and exercise.fixable and ConsoleAction.CHECK_FIX in self.source.offers:
-            self.edit_change()
-            return
+            prompt = ChangePrompt(CHANGE_PROMPT, self.source.add_change, self.typed_lines)
+        else:
+            prompt = ChangePrompt(SETTING_PROMPT, lambda line: set_setting(self.source, line), self.typed_lines)
+        self.push_screen(prompt, self.prompt_did)
 
-        def apply(text: str | None) -> None:
-            if not text:
-                return
-            try:
-                name, value = name_value(text, "", "producer.acks=all")
-            except KafkalabError as exc:
-                self.notify(str(exc), severity="error")
-                return
-            self.in_thread(f"set {name}", lambda: self.source.change_setting(name, value),
-                           f"{name} = {value} for the next run")
-
-        self.push_screen(InputScreen("Change a producer or consumer setting for the next run",
-                                     "producer.acks=all"), apply)
-
-    def edit_change(self) -> None:
-        """In a fix lab, `e` takes any change the exercise knows (settings, topics, brokers, live actions)."""
-        def apply(text: str | None) -> None:
-            if text:
-                self.in_thread("change", lambda: self.source.add_change(text), toast=True, refused="change refused")
-
-        self.push_screen(InputScreen(CHANGE_PROMPT, "producer.acks=all"), apply)
+    def prompt_did(self, said: str | None) -> None:
+        """What a prompt's line did (None: closed without one): in the top bar and a toast, the panes polled."""
+        if said:
+            self.set_action(said)
+            self.notify(said, timeout=6)
+            for poller in self.pollers:
+                poller.poll_now()
 
     # ---- the exercise ------------------------------------------------------------------------------
     def action_take_hint(self) -> None:
@@ -711,7 +698,7 @@ class LabConsole(App[None]):
                 self.notify("that is the cause: the Lab tab explains it", title="diagnosed", timeout=8,
                             kind=ToastKind.EXERCISE)
             else:
-                self.notify("not the cause: look again at what the ticket says, and at the run", title="not the cause",
+                self.notify("look again at what the ticket says, and at the run", title="not the cause",
                             severity="warning", timeout=6, kind=ToastKind.EXERCISE)
 
         def answer(choice: str | None) -> None:
@@ -723,12 +710,26 @@ class LabConsole(App[None]):
 
     def action_check_fix(self) -> None:
         self.set_action("starting the graded check ...")
-        self.in_thread("graded check", self.source.check_fix, toast=True)
+        self.in_thread("graded check", self.source.check_fix)
+
+    def on_check_changed(self, message: CheckChanged) -> None:
+        """The graded check's one way onto the screen: its toast, the top bar, Results once it is over."""
+        toast = check_toast(message.previous, message.now)
+        if toast is not None:
+            self.notify(toast.text, title=toast.title, severity=toast.severity, timeout=10, kind=ToastKind.RUN)
+        if message.now.over:
+            self.action_show_tab("results")
+            self.set_action(check_word(message.now))
+        self.update_topbar()
+        self.refresh_bindings()
 
     def action_give_up(self) -> None:
         def shown(text: str) -> None:
             self.action_show_tab("lab")
-            self.push_screen(TextScreen("the cause and the solution", Text(text)))
+            fixable = self.run_frame.exercise is not None and self.run_frame.exercise.fixable
+            self.push_screen(TextScreen("the cause and the solution" if fixable else "the cause", Text(text)))
+            if fixable:  # given up first, then this
+                self.in_thread("solution check", self.source.check_solution)
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -736,7 +737,7 @@ class LabConsole(App[None]):
 
         self.push_screen(ConfirmScreen("Give up and see the solution?",
                                        "The cause and the reference solution are shown, then the solution runs "
-                                       "graded under the same faults (it scores 0)."), answer)
+                                       "graded under the same faults (shown, not scored)."), answer)
 
     def action_edit_topic(self) -> None:
         def apply(text: str | None) -> None:
@@ -917,7 +918,7 @@ def exercise_offers(exercise: ExerciseView | None, action: ConsoleAction) -> boo
     if action == ConsoleAction.ANSWER_INCIDENT:
         return exercise.incident is not None and not exercise.incident.revealed
     if action == ConsoleAction.GIVE_UP:
-        return exercise.fixable or not exercise.revealed
+        return exercise.fixable or not exercise.solved
     return True
 
 
@@ -942,8 +943,8 @@ def report_title(frame: RunFrame) -> str:
 def run_ended(frame: RunFrame) -> str:
     """The top bar's word once a run is over (beside its phase, "run: done"): where its report is, or why
     there is none."""
-    if frame.grade is not None:
-        return "the solution's grade in Results (v)" if frame.grade.given_up else "grade in Results (v); f checks again"
+    if said := check_word(frame.check):
+        return said
     report = frame.report
     if report is not None and report.analysed:
         return "report in Results (v); g runs again"

@@ -1,8 +1,9 @@
 """The lab pane: the lab's instructions (markdown) and its fault timeline, what is done and what is next.
 
 A lab with a ``[fix]`` shows its task first: what may be changed, the attendee's changes, the hints offered
-and taken, the best score; an ``[incident]`` shows its ticket and question, and its cause once named. The
-walkthrough (the lab's instructions, which name the cause) waits until the exercise is fixed or given up.
+and taken, the best score; an ``[incident]`` shows its ticket (and its fix's task) and question, its cause once
+named, its cure once fixed or given up. The walkthrough (the lab's instructions, which name the cause and the
+fix) waits until the exercise is fixed or given up.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from kafkalab.feeds.frames import ExerciseView, LabView, PlatformRun, TimelineSt
 NO_LAB = ("No lab loaded: **g** runs the default workload (a producer and a consumer on the demo topic), **x** "
           "stops it. `kafkalab console LAB` opens a lab, its instructions and fault timeline show here "
           "(`kafkalab labs` lists them).")
-WALKTHROUGH_HIDDEN = "The lab's walkthrough names the cause: it shows here once you fixed it or gave up (G)."
+WALKTHROUGH_HIDDEN = ("The lab's walkthrough names the cause and the fix: it shows here once you fixed it or gave up "
+                      "(G).")
 
 
 def timeline_text(steps: tuple[TimelineStep, ...]) -> Text:
@@ -86,8 +88,8 @@ def inline_markdown(text: str) -> Text:
 def exercise_text(ex: ExerciseView) -> Text:
     """What the attendee may do, what they did, the hints and the score, under the task."""
     out = Text()
-    if ex.grading:
-        out.append(f" {ex.grading} ", style="bold black on yellow").append(
+    if ex.check.running:
+        out.append(f" {ex.check.text} ", style="bold black on yellow").append(
             "  the grade appears in Results (v) when the runs end; x stops the check\n\n")
     if ex.incident is not None:
         inc = ex.incident
@@ -112,7 +114,8 @@ def exercise_text(ex: ExerciseView) -> Text:
         out.append("HINTS  ", style="bold")
         offer = ex.next_hint
         if offer is None:
-            out.append("none left" if ex.hints_total else "this lab has none", style="dim")
+            out.append("none: you gave up, the solution is below" if ex.given_up and ex.hints_total else
+                       "none left" if ex.hints_total else "this lab has none", style="dim")
         elif offer.ready:
             out.append(f"hint {offer.number} of {ex.hints_total} is offered: h shows it (costs {offer.cost} points)",
                        style="yellow")
@@ -136,6 +139,28 @@ def exercise_text(ex: ExerciseView) -> Text:
     return out
 
 
+def task_markdown(ex: ExerciseView) -> str:
+    """An incident's ticket, then a fix's task: what happened, then the goal and its limits (both stay, before
+    and after the diagnosis). No heading: at 100x30 every line of the pane counts."""
+    parts = [f"**The ticket:** {ex.incident.ticket.strip()}"] if ex.incident is not None else []
+    if ex.task:
+        parts.append(f"**Your task:** {ex.task.strip()}")
+    return "\n\n".join(parts)
+
+
+def instructions_markdown(lab: LabView) -> str:
+    """An incident's cause once named and its cure once solved, then the lab's walkthrough, which names both
+    (an exercise's waits until it is solved)."""
+    ex = lab.exercise
+    parts = []
+    if ex is not None and ex.incident is not None:
+        parts += [f"## {head}\n\n{text}" for head, text in (("The cause", ex.incident.explanation),
+                                                            ("The cure", ex.incident.cure)) if text]
+    if ex is None or ex.solved:
+        parts.append(lab.instructions)
+    return "\n\n".join(parts)
+
+
 class LabPane(VerticalScroll):
     shown: LabView | None = None  # the lab on screen
 
@@ -144,8 +169,8 @@ class LabPane(VerticalScroll):
         yield Markdown(id="lab-task").set_styles(display="none")  # a fix's task, an incident's ticket
         yield Static(id="lab-exercise").set_styles(display="none")
         yield Static(id="lab-timeline").set_styles(display="none")
+        yield Markdown(NO_LAB, id="lab-instructions")  # the cause once named, then the walkthrough once solved
         yield Static(WALKTHROUGH_HIDDEN, id="lab-walkthrough").set_styles(display="none")
-        yield Markdown(NO_LAB, id="lab-instructions")
         yield Static(id="lab-platforms").set_styles(display="none")
 
     def show(self, lab: LabView | None) -> None:
@@ -164,15 +189,11 @@ class LabPane(VerticalScroll):
         platforms.update(platforms_text(lab.platforms))
         self.query_one("#lab-timeline", Static).update(timeline_text(lab.steps))
         self.show_exercise(ex, previous.exercise if previous is not None else None)
-        hidden = ex is not None and not ex.revealed  # the walkthrough names the cause
-        self.query_one("#lab-walkthrough").display = hidden
+        self.query_one("#lab-walkthrough").display = ex is not None and not ex.solved
         instructions = self.query_one("#lab-instructions", Markdown)
-        instructions.display = not hidden
-        text = lab.instructions
-        if ex is not None and ex.incident is not None and ex.incident.revealed:
-            text = f"## The cause\n\n{ex.incident.explanation}\n\n{text}"
-        if previous is None or previous.instructions != lab.instructions or \
-                (previous.exercise and previous.exercise.revealed) != (ex and ex.revealed):
+        text = instructions_markdown(lab)
+        instructions.display = bool(text)
+        if previous is None or instructions_markdown(previous) != text:
             instructions.update(text)
 
     def show_exercise(self, ex: ExerciseView | None, previous: ExerciseView | None) -> None:
@@ -181,8 +202,7 @@ class LabPane(VerticalScroll):
         task.display = facts.display = ex is not None
         if ex is None:
             return
-        body = ex.incident.ticket if ex.incident is not None else ex.task
-        head = "**The ticket:**" if ex.incident is not None else "**Your task:**"
-        if previous is None or (previous.incident.ticket if previous.incident else previous.task) != body:
-            task.update(f"{head} {body.strip()}")  # no heading: at 100x30 every line of the pane counts
+        body = task_markdown(ex)
+        if previous is None or task_markdown(previous) != body:
+            task.update(body)
         facts.update(exercise_text(ex))

@@ -123,9 +123,12 @@ class HelpScreen(ModalScreen[None]):
 
 
 class InputScreen(ModalScreen[str | None]):
-    """One line of input, e.g. ``producer.acks=all`` or ``test-topic rf=3 min.isr=2``."""
+    """One line of input, e.g. ``producer.acks=all`` or ``test-topic rf=3 min.isr=2``. An empty line is no
+    answer: the prompt stays open and says so (esc is how to leave without one)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
+    KEYS = "enter applies · esc cancels"
+    NOTHING_TYPED = "nothing typed, so nothing changed: type a line, or esc to close"
 
     def __init__(self, prompt: str | Text, placeholder: str = "", value: str = "") -> None:
         """``prompt`` is plain text (a str is not read as markup: '[rf=N]' stays as typed)."""
@@ -138,10 +141,27 @@ class InputScreen(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Label(self.prompt)
             yield Input(value=self.value, placeholder=self.placeholder)
-            yield Static(Text("enter applies · esc cancels", style="dim"))
+            said = Static(id="input-said")  # what became of the last line, when it was not taken
+            said.display = False
+            yield said
+            yield Static(Text(self.KEYS, style="dim"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        text = event.value.strip()
+        if text:
+            self.take(text)
+        else:
+            self.say(self.NOTHING_TYPED, "yellow")
+
+    def take(self, text: str) -> None:
+        """A line typed: the answer."""
+        self.dismiss(text)
+
+    def say(self, text: str, style: str) -> None:
+        """Under the line, which stays as typed: why it was not taken."""
+        said = self.query_one("#input-said", Static)
+        said.update(Text(text, style=style))
+        said.display = True
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -15,7 +15,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from kafkalab.feeds.frames import ReportView, RunFrame
-from kafkalab.labs.grade import Grade
+from kafkalab.labs.grade import Grade, GradeOutcome, cap
+from kafkalab.labs.graded_check import CheckPhase, CheckStatus
 from kafkalab.labs.results import Phase
 from kafkalab.ui.chart import ThroughputChart
 from kafkalab.ui.widget_options import WidgetOptions
@@ -70,10 +71,17 @@ def moved_text(per_partition: Mapping[int, Mapping[str, int]]) -> Text | None:
 
 def grade_card(grade: Grade) -> Group:
     """A graded check: its verdict, a row per check (PASS/FAIL, the value seen against the value wanted, in how
-    many runs it held), the rules that name what mattered, the score."""
-    style = "bold black on green" if grade.passed else "bold white on grey37" if grade.given_up else \
-        "bold black on yellow" if grade.ended_early else "bold white on red"
+    many runs it held), the rules that name what mattered, the score. A check that was not graded shows only
+    why and what to do: no rows, no rules, no score."""
+    style = ("bold black on green" if grade.passed else "bold white on grey37" if grade.outcome == GradeOutcome.SOLUTION
+             else "bold black on yellow" if not grade.graded else "bold white on red")
     verdict = Text(f"\n  {grade.verdict}  \n", style=style, justify="center")
+    what = Text()
+    what.append("your changes  ", style="bold").append(", ".join(grade.changes) or "none", style="cyan")
+    if not grade.graded:
+        for why in grade.ended_early:
+            what.append("\n• ", style="bold").append(why)
+        return Group(verdict, what, Text(f"\n{grade.todo}", style="bold"))
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False, header_style="bold",
                   expand=False)
     table.add_column("", no_wrap=True)
@@ -85,20 +93,26 @@ def grade_card(grade: Grade) -> Group:
         mark = Text("PASS", style="bold green") if row.passed else Text("FAIL", style="bold red")
         table.add_row(mark, row.text, Text(row.seen_text, style="" if row.passed else "bold red"), row.wanted_text,
                       f"{row.runs_held}/{row.runs}")
-    what = Text()
-    what.append("your changes  ", style="bold").append(", ".join(grade.changes) or "none", style="cyan")
     what.append(f"\nseeds {', '.join(map(str, grade.seeds))}", style="dim")
     for rule in grade.rules:
         what.append("\n• ", style="bold").append(rule)
-    score = Text("\nscore ", style="bold").append(f"{grade.score} / 100",
-                                                  style="bold green" if grade.passed else "bold")
-    if grade.hint_cost:
-        score.append(f"  (hints taken: {grade.hints_taken}, -{grade.hint_cost} points)", style="dim")
-    if grade.ended_early and not grade.given_up:
-        score.append("  your fix was not judged: f checks it again", style="dim")
-    elif not grade.passed and not grade.given_up:
-        score.append("  change something (e), then f checks again; G gives up", style="dim")
+    score = Text("\nscore ", style="bold").append(grade.score_text, style="bold green" if grade.passed else "bold")
+    if notes := score_notes(grade):
+        score.append(f"  {notes}", style="dim")
+    if grade.todo:
+        score.append(f"\n{grade.todo}" + ("; G gives up" if grade.outcome == GradeOutcome.NOT_FIXED else ""),
+                     style="dim")
     return Group(verdict, table, what, score)
+
+
+def score_notes(grade: Grade) -> str:
+    """What took points off the score, or capped it."""
+    notes = []
+    if grade.hint_cost:
+        notes.append(f"hints taken: {grade.hints_taken}, -{grade.hint_cost} points")
+    if grade.capped:
+        notes.append(f"given up before this fix: a fix after the solution scores at most {cap(grade.max_score)}")
+    return "(" + "; ".join(notes) + ")" if notes else ""
 
 
 NO_REPORT_YET = "No report yet: when a run ends, its verdict, per-partition counts and throughput chart appear here."
@@ -125,26 +139,25 @@ class ResultsPane(VerticalScroll):
         yield Static(id="per-partition")
         yield ThroughputChart(id="chart")
 
-    shown_grade: Grade | None = None
-    shown_grading = ""
+    shown_check = CheckStatus()
 
     def show(self, frame: RunFrame) -> None:
         self.query_one(ThroughputChart).show(frame.throughput, frame.markers)
         self.frame = frame
         report = frame.report
-        if frame.grading:  # a graded check: no verdict until its last run ended
-            if frame.grading != self.shown_grading:
-                self.shown_grading, self.in_progress = frame.grading, True
-                self._show_verdict_only(Text(f"\n  {frame.grading}: the grade appears here when the runs end  \n",
+        check = frame.check
+        if check.running:  # a graded check: no verdict until its last run ended
+            if check != self.shown_check:
+                self.shown_check, self.in_progress = check, True
+                self._show_verdict_only(Text(f"\n  {check.text}: the grade appears here when the runs end  \n",
                                              style="bold black on yellow", justify="center"))
             return
-        self.shown_grading = ""
-        if frame.grade is not None:
-            if frame.grade is not self.shown_grade or report != self.shown or self.in_progress:
-                self.shown_grade, self.shown, self.in_progress = frame.grade, report, False
-                self.show_grade(frame.grade, report)
+        if check.over:
+            if check != self.shown_check or report != self.shown or self.in_progress:
+                self.shown_check, self.shown, self.in_progress = check, report, False
+                self.show_check(check, report)
             return
-        self.shown_grade = None
+        self.shown_check = check
         if report is None:
             if frame.live and self.shown is not None and not self.in_progress:
                 self.show_in_progress(self.shown.verdict)  # the last run's counts would read as this one's
@@ -173,10 +186,17 @@ class ResultsPane(VerticalScroll):
         self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
                                                         if report.per_partition else "")
 
-    def show_grade(self, grade: Grade, report: ReportView | None) -> None:
+    def show_check(self, check: CheckStatus, report: ReportView | None) -> None:
         """The grade card in place of the run's verdict (the demonstration's expectations are not the fix's);
-        the last graded run's counts below it."""
-        self.query_one("#verdict", Static).update(grade_card(grade))
+        the last graded run's counts below it. A check without a grade says why (not graded) or that it stopped."""
+        if check.grade is not None:
+            card: Group | Text = grade_card(check.grade)
+        elif check.phase == CheckPhase.NOT_GRADED:
+            card = Text(f"\n  NOT GRADED: {check.reason}  \n", style="bold black on yellow", justify="center")
+            card.append("\nyour fix was not judged: check it again (f)", style="bold")
+        else:
+            card = Text(f"\n  {check.text}  \n", style="bold white on grey37", justify="center")
+        self.query_one("#verdict", Static).update(card)
         self.call_after_refresh(self.scroll_home, animate=False)  # a new grade is read from its verdict down
         analysed = report is not None and report.analysed
         self.query_one("#totals", Static).update(Text("the last graded run's counts:", style="dim")
