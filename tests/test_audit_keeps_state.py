@@ -4,8 +4,9 @@ A small lab in the shape of consumer-receives-nothing: three brokers, broker 3 d
 ``__consumer_offsets`` (replication factor 3) cannot be created and the consumer never gets a coordinator;
 then broker 2, which holds one partition of the topic alone, is stopped once the producer is done. The audit
 must bring broker 2 back to read that partition, and then stop it again; broker 3 holds nothing of the topic,
-so it stays down, and the offsets topic stays uncreated: the incident's evidence. The Spark analysis is left
-out (this test claims the cluster's state and the audit's read, not the report).
+so it stays down, and the offsets topic stays uncreated: the incident's evidence, which the group commands
+show. The Spark analysis is left out (this test claims the cluster's state and the audit's read, not the
+report).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from kafkalab import kafka_install
-from kafkalab.admin import Admin
+from kafkalab.admin import Admin, Groups
+from kafkalab.admin.groups import GroupUnreachable
 from kafkalab.cluster import EndCause, NodeState
 from kafkalab.labs import LabSession, load_lab
 from kafkalab.labs.run_deps import real_deps
@@ -83,6 +85,11 @@ def test_the_audit_reads_a_stopped_brokers_partition_and_leaves_the_lab_state(
         assert states["broker-3"][0] == NodeState.STOPPED and states["broker-3"][1] != EndCause.AUDIT  # untouched
         topics = {p.topic for p in Admin(cluster.bootstrap).snapshot(offsets=False, internal=True).partitions}
         assert topics == {"test-topic"}, "the audit created an internal topic the lab's state did not have"
+        # what `kafkalab group list` and `group describe` show: no group, and why its consumer never joined one
+        groups = Groups(Admin(cluster.bootstrap, timeout_s=5.0))
+        assert groups.list() == []
+        with pytest.raises(GroupUnreachable, match=r"test-app .*: its coordinator did not answer"):
+            groups.require("test-app")
     finally:
         session.close()
     assert leftovers(tmp_path / "runs") == []

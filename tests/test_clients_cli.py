@@ -17,7 +17,7 @@ KAFKALAB = [sys.executable, "-m", "kafkalab"]
 @pytest.mark.parametrize(("defines", "message"), [
     (["producer.ackz=1"], "unknown option producer.ackz (did you mean producer.acks?)"),
     (["producer.acks=2"], "producer.acks=2 is not one of 0, 1, all, -1"),
-    (["producer.num-records-per-roll=-3"], "producer.num-records-per-roll=-3 must be >= 1"),
+    (["producer.num-records-per-roll=-3"], "producer.num-records-per-roll=-3 is out of range: give 1..2147483647"),
 ])
 def test_cli_bad_options_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         defines: list[str], message: str) -> None:

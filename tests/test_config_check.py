@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 import kafkalab.kafka_install.config_defs as defs_module
 from kafkalab.errors import KafkalabError
@@ -17,11 +18,14 @@ from kafkalab.feeds.exercise import Exercise
 from kafkalab.kafka_install import locate
 from kafkalab.kafka_install.config_check import local_problem
 from kafkalab.kafka_install.config_defs import config_defs, kafka_verdicts
-from kafkalab.labs.fix import broker_change, topic_changes
+from kafkalab.labs.fix import action_change, broker_change, topic_changes
 from kafkalab.labs.loader import catalog, find_lab, load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.settings_check import check_changes, checked_distribution
+from kafkalab.ui.modals import InputScreen
 from tests.test_labs_unit import MINIMAL, write
+from tests.test_ui_app import type_line
+from tests.test_ui_fix import console, in_tmp, until
 
 RELEASES = ("3.9.2", "4.4.0")
 
@@ -92,6 +96,20 @@ def test_a_check_after_the_first_starts_no_jvm(exercise: Exercise, monkeypatch: 
     assert "Value must be at least 1" in refusal(exercise, "broker offsets.topic.replication.factor=0")
 
 
+@in_tmp
+async def test_the_consoles_prompt_refuses_a_bad_value_in_one_line_and_stays_open(tmp_path: Path) -> None:
+    async with console(tmp_path, load_lab(find_lab("acks-0"))) as (app, pilot, source):
+        await pilot.press("e")
+        await type_line(pilot, "broker offsets.topic.replication.factor=one")
+        refusal = app.screen.query_one("#input-said", Static)  # under the line, which stays to be corrected
+        await until(pilot, lambda: refusal.display)
+        said = str(refusal.render())
+        assert "offsets.topic.replication.factor: Not a number of type SHORT" in said and "\n" not in said
+        assert isinstance(app.screen, InputScreen)
+        await pilot.press("escape")
+        assert source.exercise is not None and source.exercise.changes == []
+
+
 # ---- Kafka's code where kafkalab does not reproduce it ------------------------------------------------
 def test_a_list_value_is_judged_by_kafka_itself(exercise: Exercise) -> None:
     assert refusal(exercise, "topic test-topic cleanup.policy=compact,delet") == (
@@ -144,6 +162,14 @@ def test_settings_are_checked_as_the_labs_mode_passes_them(tmp_path: Path) -> No
     zookeeper = load_lab(write(tmp_path, MINIMAL))
     check_changes(zookeeper, [broker_change("zookeeper.connect=localhost:2181"),
                               *topic_changes("test-topic min.isr=2")])
+
+
+def test_an_actions_topic_configs_are_checked(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, MINIMAL))
+    action = "brokers >= 3 -> alter-config topic test-topic retention.ms=soon"
+    with pytest.raises(KafkalabError, match=f"^action {action}: Invalid value soon for configuration retention"):
+        check_changes(lab, [action_change(action, 3)])
+    check_changes(lab, [action_change(action.replace("soon", "60000"), 3)])
 
 
 def lab_with(tmp_path: Path, table: str) -> Lab:

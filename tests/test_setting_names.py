@@ -20,6 +20,7 @@ from kafkalab.labs.graded import graded_lab
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, Outcome, RunResult
 from tests.test_fix_cli import FakeRun, no_run, one_line_error, state  # noqa: F401  # fixtures, by name
+from tests.test_labs_unit import MINIMAL, write
 
 LONG = "9" * 300
 
@@ -49,6 +50,17 @@ def test_a_change_typed_by_kafkas_name_is_kept_under_kafkalabs() -> None:
                                                                           "enable.idempotence")
     assert idempotence.text == "producer.idempotent=true"  # what allow-lists, rules and the Lab tab name
     assert (session.name, session.written) == ("consumer.session-timeout", "consumer.session.timeout.ms")
+
+
+def test_a_lab_file_takes_kafkas_name_after_the_clients_prefix(tmp_path: Path) -> None:
+    text = MINIMAL.replace('"producer.acks" = "1"', '"producer.acks" = "all"\n"producer.enable.idempotence" = "false"')
+    lab = load_lab(write(tmp_path, text.replace("local_id = 1", 'local_id = 1\n"consumer.session.timeout.ms" = 6000')))
+    assert lab.producer.settings == {"producer.acks": "all", "producer.idempotent": "false"}  # as the Lab tab shows
+    assert not lab.producer.config.idempotent and lab.consumers[0].config.session_timeout_ms == 6000
+    assert lab.producer.with_settings({"producer.idempotent": "true"}).config.idempotent  # a change to it wins
+    with pytest.raises(KafkalabError) as bad:
+        load_lab(write(tmp_path, text.replace('"false"', '"nope"')))
+    assert "demo.toml:" in str(bad.value) and "producer.enable.idempotence=nope is not true or false" in str(bad.value)
 
 
 @pytest.mark.parametrize("name", ["request.timeout.ms", "retry.backoff.ms", "retry.backoff.max.ms"])

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.labs.grade import Grade, GradeOutcome, GradeRow
+from kafkalab.labs.measured import Unmeasured
 from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, Outcome, RunResult
 from kafkalab.labs.wording import unmet
 from tests.lab_fakes import World
@@ -24,7 +25,7 @@ def test_an_unmet_expectation_reads_as_a_sentence() -> None:
     assert unmet("lost == 0", 312.0, 0.0) == "312 acknowledged records were never processed (expected none)"
     assert unmet("consumer.1.assign_wait_s < 10", 12.5, 10.0) == \
         "consumer 1 waited 12.5 s for its first partitions (expected less than 10 s)"
-    assert unmet("consumer.1.assign_wait_s < 10", "never", 10.0) == \
+    assert unmet("consumer.1.assign_wait_s < 10", Unmeasured.NEVER, 10.0) == \
         "consumer 1 never got a partition (expected less than 10 s)"
     assert unmet("distinct_consumed == acknowledged", 1990.0, 2000.0) == \
         "1,990 distinct records were processed (expected as many as records were acknowledged: 2,000)"

@@ -249,11 +249,18 @@ class Groups:
                              for t, p in keys),
         )
 
-    def require(self, group: str) -> GroupDescription:
-        """The description of a group that exists, else one error line."""
+    def _answered(self, group: str) -> GroupDescription:
+        """The group described, else GroupUnreachable: no coordinator answered, none named (a group whose
+        ``__consumer_offsets`` partition has no leader, or cannot be created) or the named one down or slow."""
         desc = self.describe(group, wait_s=max(self._wait_s, 5.0))
         if not desc.reachable:
-            raise GroupUnreachable(f"cannot describe group {group} at {self.admin.bootstrap}: {desc.error}")
+            raise GroupUnreachable(f"cannot describe group {group} at {self.admin.bootstrap}: its coordinator did "
+                                   f"not answer ({desc.error})")
+        return desc
+
+    def require(self, group: str) -> GroupDescription:
+        """The description of a group that exists, else one error line."""
+        desc = self._answered(group)
         if not desc.exists:
             raise KafkalabError(f"consumer group {group!r} does not exist: `kafkalab group list` shows the groups")
         return desc
@@ -262,9 +269,7 @@ class Groups:
     # (builtins.list below: in this class body ``list`` is the method above)
     def plan_reset(self, group: str, topic_specs: builtins.list[str], target: ResetTarget) -> builtins.list[OffsetMove]:
         """The new offset of every partition asked for; refuses while the group has active members."""
-        desc = self.describe(group, wait_s=max(self._wait_s, 5.0))
-        if not desc.reachable:
-            raise GroupUnreachable(f"cannot describe group {group} at {self.admin.bootstrap}: {desc.error}")
+        desc = self._answered(group)
         if desc.state not in INACTIVE_STATES:
             raise GroupActive(
                 f"offsets of group {group} can only be reset while it is inactive, but its state is "

@@ -431,10 +431,11 @@ def show_incident(console: Console, lab: Lab, incident: Incident, shown: Reveale
 
 
 def show_answer(console: Console, shown: Revealed) -> None:
-    """The cause, then the cure: as much of them as the attendee's progress reveals."""
+    """The cause, then the cure (Markdown, as the ticket): as much of them as the attendee's progress reveals."""
     for head, text in (("The cause", shown.cause), ("The cure", shown.cure)):
         if text:
-            console.print(f"\n[bold]{head}:[/] {text}", highlight=False)
+            console.print(f"\n[bold]{head}[/]", highlight=False)
+            console.print(Markdown(text))
 
 
 def show_lab(console: Console, lab: Lab) -> None:
@@ -482,9 +483,8 @@ def answer(console: Console, lab: Lab, choice: str) -> int:
     p.answered(right)
     progress.save(lab.id, p)
     if right:  # the cause explained, never the cure: that is what the fix exercise asks for next
-        shown = revealed(lab, p)
-        console.print(f"[bold green]right:[/] {shown.cause}", highlight=False)
-        show_answer(console, replace(shown, cause=""))
+        console.print(f"[bold green]right:[/] choice {choice} is the cause", highlight=False)
+        show_answer(console, revealed(lab, p))
         if lab.fix is not None:
             show_fix(console, lab, lab.fix)
         return 0

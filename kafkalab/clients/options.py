@@ -203,6 +203,11 @@ def canonical_name(name: str, role: str | None = None) -> str:
     return option.name  # the one client's that has it: for the other ``role``, validation refuses it by name
 
 
+def canonical_settings(settings: Mapping[str, str], role: str) -> dict[str, str]:
+    """``settings`` of ``role``'s client by kafkalab's names (of two names for one option, the later wins)."""
+    return {canonical_name(name, role): value for name, value in settings.items()}
+
+
 def _shown(raw: str) -> str:
     """A typed value as an error line quotes it: whole unless it is very long (a 300-digit number)."""
     return raw if len(raw) <= _SHOWN else f"{raw[:_SHOWN]}... ({len(raw)} characters)"

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkalab.cluster.cause_line import without_packages
 from kafkalab.cluster.node import Node, this_start_log
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
@@ -128,7 +129,7 @@ def format_storage(spec: ClusterSpec, dist: Distribution, progress: Callable[[st
     failed = [ln.removeprefix("failed ") for ln in done.stdout.splitlines() if ln.startswith("failed ")]
     if failed or done.returncode != 0:
         why = failed[0] if failed else (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-        raise KafkalabError(f"formatting the KRaft storage failed: {why[:300]}")
+        raise KafkalabError(f"formatting the KRaft storage failed: {without_packages(why)[:300]}")
     return len(todo) == len(_nodes(spec))
 
 

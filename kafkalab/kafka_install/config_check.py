@@ -45,9 +45,9 @@ def check_settings(dist: Distribution, settings: Sequence[Setting]) -> None:
         keys = defs.of(setting.kind)
         key = keys.get(setting.name)
         if key is None:
-            raise KafkalabError(f"{setting.label}: Kafka {defs.version} has no {setting.kind} "
-                                f"{'setting' if setting.kind == 'broker' else 'config'} {setting.name}"
-                                f"{did_you_mean(setting.name, keys)}")
+            raise _refused(setting, f"Kafka {defs.version} has no {setting.kind} "
+                                    f"{'setting' if setting.kind == 'broker' else 'config'} {setting.name}"
+                                    f"{did_you_mean(setting.name, keys)}")
         if not key.local:
             for_kafka.append(setting)
         elif problem := local_problem(key, setting.value):

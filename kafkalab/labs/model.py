@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafkalab import KAFKA_VERSION
-from kafkalab.clients.options import ConsumerConfig, ProducerConfig
+from kafkalab.clients.options import ConsumerConfig, ProducerConfig, canonical_settings
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.expectations import Expectation
@@ -67,7 +67,8 @@ class TopicPlan:
 class ConsumerPlan:
     """One consumer instance; ``local_id`` names it (``consumer N`` in faults and expectations).
 
-    ``settings`` as written (course option names), ``config`` the same validated: build it with :meth:`of`.
+    ``settings`` by the course's option names (one given by Kafka's name is kept under its option's),
+    ``config`` the same validated: build it with :meth:`of`.
     """
 
     local_id: int
@@ -80,7 +81,8 @@ class ConsumerPlan:
     def of(cls, local_id: int, settings: Mapping[str, str], start: bool = True,
            wait_assigned: bool = True) -> ConsumerPlan:
         """KafkalabError when a setting is not valid."""
-        return cls(local_id, dict(settings), ConsumerConfig.from_settings(settings), start, wait_assigned)
+        return cls(local_id, canonical_settings(settings, "consumer"), ConsumerConfig.from_settings(settings), start,
+                   wait_assigned)
 
     def with_settings(self, changes: Mapping[str, str]) -> ConsumerPlan:
         return ConsumerPlan.of(self.local_id, {**self.settings, **changes}, self.start, self.wait_assigned)
@@ -96,7 +98,8 @@ class ConsumerPlan:
 
 @dataclass(frozen=True)
 class ProducerPlan:
-    """``settings`` as written (course option names), ``config`` the same validated: build it with :meth:`of`."""
+    """``settings`` by the course's option names (one given by Kafka's name is kept under its option's),
+    ``config`` the same validated: build it with :meth:`of`."""
 
     settings: Mapping[str, str]
     config: ProducerConfig
@@ -105,7 +108,7 @@ class ProducerPlan:
     @classmethod
     def of(cls, settings: Mapping[str, str], start: bool = True) -> ProducerPlan:
         """KafkalabError when a setting is not valid."""
-        return cls(dict(settings), ProducerConfig.from_settings(settings), start)
+        return cls(canonical_settings(settings, "producer"), ProducerConfig.from_settings(settings), start)
 
     def with_settings(self, changes: Mapping[str, str]) -> ProducerPlan:
         return ProducerPlan.of({**self.settings, **changes}, self.start)

@@ -12,9 +12,7 @@ import re
 from dataclasses import dataclass
 
 from kafkalab.labs.faults import Trigger, TriggerKind
-
-NEVER = "never"  # a time that never came (a consumer never assigned): a value of its own, not a number
-NOT_OBSERVED = "not observed"
+from kafkalab.labs.measured import Measured, Unmeasured
 
 
 @dataclass(frozen=True)
@@ -108,17 +106,17 @@ def metric_words(metric: str) -> MetricWords:
     return MetricWords(f"{metric} was {{n}}", metric)
 
 
-def amount(value: float | str | None, unit: str = "") -> str:
+def amount(value: Measured | None, unit: str = "") -> str:
     """A value as a sentence says it: 2,000 records, 12.5 s; never / not observed as words."""
     if value is None:
-        return NOT_OBSERVED
-    if isinstance(value, str):
+        return str(Unmeasured.NOT_OBSERVED)
+    if isinstance(value, Unmeasured):
         return str(value)
     text = f"{int(value):,}" if value == int(value) else f"{value:,g}"
     return text + unit
 
 
-def unmet(text: str, seen: float | str | None, wanted: float | str | None) -> str:
+def unmet(text: str, seen: Measured | None, wanted: Measured | None) -> str:
     """What an expectation ``text`` (``METRIC OP VALUE|METRIC``, as the lab file writes it) that did not hold
     saw, as a sentence: ``lost == 0`` seen at 312 reads "312 acknowledged records were never processed
     (expected none)". A text that is no expression (a grade's own row) is already a sentence: it is kept."""
@@ -126,17 +124,17 @@ def unmet(text: str, seen: float | str | None, wanted: float | str | None) -> st
     if m is None:
         return text
     words = metric_words(m["metric"])
-    if seen is None or seen == NOT_OBSERVED:
-        said = f"{words.noun}: {NOT_OBSERVED}"
-    elif seen == NEVER:
-        said = words.never or f"{words.noun}: {NEVER}"
+    if seen is None or seen == Unmeasured.NOT_OBSERVED:
+        said = f"{words.noun}: {Unmeasured.NOT_OBSERVED}"
+    elif seen == Unmeasured.NEVER:
+        said = words.never or f"{words.noun}: {Unmeasured.NEVER}"
     else:
         said = words.seen.format(n=amount(seen, words.unit))
     return f"{said} ({_expected(m['op'], m['rhs'], wanted, words.unit)})"
 
 
-def _expected(op: str, rhs: str, wanted: float | str | None, unit: str) -> str:
-    if rhs == NEVER:
+def _expected(op: str, rhs: str, wanted: Measured | None, unit: str) -> str:
+    if rhs == Unmeasured.NEVER:
         return "expected it never to happen" if op == "==" else "expected it to happen"
     relation = _RELATION[op].format(fewer="less" if unit else "fewer")
     if not _NUMBER.fullmatch(rhs):  # another metric: its value is what was wanted
