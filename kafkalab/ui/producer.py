@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Sparkline
 
+from kafkalab.clients.error_words import error_sentence
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import duration
@@ -47,8 +48,8 @@ def failures_line(stats: ProducerStats) -> Text:
         line.append(f"{name} ", style="bold red").append(f"{count:,}  ")
     if stats.unknown:
         line.append("unknown ", style="bold yellow").append(f"{stats.unknown:,}  ")
-    if stats.error:
-        line.append(stats.error, style="red")
+    if stats.error:  # in words: the raw librdkafka line, cut to the pane, lost its start (it stays in the log)
+        line.append(error_sentence(stats.error), style="red")
     return line
 
 
