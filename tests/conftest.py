@@ -19,6 +19,10 @@ from kafkalab.cluster.process import reap_marked_processes
 from kafkalab.errors import KafkalabError
 
 TEST_STATE_ROOT = Path(tempfile.gettempdir()) / f"kafkalab-tests-{os.getpid()}"
+# the suite's own state root (progress, config, the running clusters' registry), never the machine's: a lab's
+# verdict hides a fix lab's cause until the attendee's progress says solved, and a developer's progress.json
+# must not change what a test sees; subprocesses inherit it
+os.environ["KAFKALAB_STATE"] = str(TEST_STATE_ROOT / "state")
 pytest_plugins = ["tests.docker_fixtures"]  # the docker backend's engine, image and cluster
 
 

@@ -137,18 +137,21 @@ def render_labs(root: Path) -> tuple[str, list[str]]:
 
 
 def _incident_part(lab: LabInfo) -> list[str]:
-    """An incident as the attendee meets it: the ticket and the question; its cause, what it teaches and its
-    walkthrough in a collapsed block marked as a spoiler (a lab file can always be read: this deters only)."""
+    """An incident as the attendee meets it: the ticket and the question; its cause, its cure, what it teaches
+    and its walkthrough in a collapsed block marked as a spoiler (a lab file can always be read: this deters
+    only)."""
     incident = lab.incident or {}
     out = ["**The ticket:**", "", *(f"> {line}" if line.strip() else ">"
                                     for line in str(incident.get("ticket", "")).strip().splitlines()), ""]
     out += [f"**{incident.get('question', 'What is the root cause?')}** "
             f"(`kafkalab labs --answer {lab.id} N`)", ""]
     out += [f"{i}. {choice}" for i, choice in enumerate(incident.get("choices", []), start=1)] + [""]
+    cure = str(incident.get("cure", "")).strip().splitlines()
     spoiler = ["**The cause:**", "", *str(incident.get("explanation", "")).strip().splitlines(), "",
-               f"**Teaches:** {lab.teaches}.", "", f"**Why it shows on every run:** {lab.why}", "",
+               *(["**The cure:**", "", *cure, ""] if cure else []), f"**Teaches:** {lab.teaches}.", "",
+               f"**Why it shows on every run:** {lab.why}", "",
                *(line[4:] if line.startswith("    ") else line for line in _instructions(lab.instructions))]
-    out += ['??? danger "Spoiler: the cause and the walkthrough (name the cause first)"', "",
+    out += ['??? danger "Spoiler: the cause, the cure and the walkthrough (name the cause first)"', "",
             *(f"    {line}" if line.strip() else "" for line in spoiler), ""]
     return out
 

@@ -131,7 +131,7 @@ class Lab:
     max_duration_s: float = 150.0  # the run is ended (and fails) past this
     drain_s: float = 20.0  # at most this long for consumers to catch up after the producer
     audit: bool = True
-    heal_before_audit: bool = True  # start stopped brokers before the audit reads every partition
+    heal_before_audit: bool = True  # bring back for the audit the down nodes a partition needs (labs/audit_heal.py)
     source: Path | None = None
     fix: FixExercise | None = None  # the lab as an exercise: what may change, what must then hold
     incident: Incident | None = None  # the lab told as a ticket: symptoms, then the root cause to name
