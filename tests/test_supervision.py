@@ -13,7 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kafkalab.cluster import Cluster
+from kafkalab.cluster import Cluster, EndCause, NodeState
+from kafkalab.errors import KafkalabError
 from kafkalab.cluster.process import marked_processes, node_marker
 from tests.conftest import TEST_STATE_ROOT, make_spec
 from tests.helpers import wait_until
@@ -149,3 +150,21 @@ def test_a_port_another_cluster_claimed_is_named_with_its_state_dir(tmp_path: Pa
         assert spec.broker_ports != [port]
     finally:
         lock.release()
+
+
+def test_a_failed_start_ends_the_other_nodes_as_stopped_not_killed(distribution) -> None:  # type: ignore[no-untyped-def]
+    """A broker that cannot start fails the cluster's start; kafkalab then ends what it started: ZooKeeper shows
+    grey STOPPED with kafkalab as the cause, never a red KILLED (SIGKILL) that nobody applied."""
+    spec = make_spec("failed-start", brokers=1, overrides={"offsets.topic.replication.factor": "one"})
+    cluster = Cluster(spec, distribution)
+    try:
+        with pytest.raises(KafkalabError):
+            cluster.start(timeout=120)
+        zk = cluster.node("zookeeper").info()
+        assert (zk.state, zk.cause) == (NodeState.STOPPED, EndCause.ENDED), zk
+        assert "the cluster's start failed" in zk.reason
+        broker = cluster.node("broker-1").info()
+        assert broker.state == NodeState.FAILED and "Invalid value one" in broker.reason, broker  # its own cause
+    finally:
+        cluster.shutdown(graceful=False, reason="test over")
+    assert not marked_processes(spec.state_dir)

@@ -93,8 +93,8 @@ class Cluster:
             for broker in self.brokers:
                 broker.start()
             wait_ready(self.brokers, deadline, progress, cancelled)
-        except BaseException:
-            self.shutdown(graceful=False)
+        except BaseException:  # what did start is ended by kafkalab: grey STOPPED, never a red kill nobody made
+            self.shutdown(graceful=False, reason="ended by kafkalab: the cluster's start failed")
             raise
 
     def _start_kraft(self, deadline: float, progress: Callable[[str], None], fresh: bool,
