@@ -29,6 +29,7 @@ from kafkalab.labs.results import Phase
 from kafkalab.ui.app import LabConsole, fit_topbar
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.consumers import ConsumersTable
+from kafkalab.ui.logtail import LogTail
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionTable
@@ -739,3 +740,22 @@ async def test_at_100x30_the_keys_scroll_the_results_down_to_the_chart() -> None
         await pilot.press("o")  # groups take the whole row on a narrow screen, as the results do
         await settle(pilot)
         assert not app.query_one("#partitions").display and app.query_one("#side").region.width > 90
+
+
+@sync
+async def test_a_reset_clears_the_panes_of_the_cluster_that_is_gone() -> None:
+    """After `n` the bar said the lab was reset while the panes still showed KILLED with the old log: a pane of a
+    node that no longer exists shows no state of it."""
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        await pilot.press("2", "k")
+        await settle(pilot)
+        pane = app.query_one("#node-broker-2", BrokerPane)
+        assert pane.has_class("-killed")
+        with feed.lock:
+            feed.states = {}  # the reset ended the cluster: the source has no node now
+        await settle(pilot)
+        badge = str(pane.query_one(".badge-line", Static).render())
+        assert "KILLED" not in badge and "not started yet" in badge and not pane.has_class("-killed")
+        assert app.query_one("#node-broker-1", BrokerPane).query_one(LogTail).line_count == 0
+        assert not app.node_states

@@ -19,8 +19,9 @@ from kafkalab.labs.results import Phase
 # nothing the console built from an earlier cluster (its rows, waits, leader counts, groups) holds any more.
 NO_CLUSTER_YET = "no cluster yet: g starts the lab's run and its cluster"
 CLUSTER_STARTING = "the cluster is starting"
+CLUSTER_DOWN = "no node of the cluster runs: g starts the next run and a cluster"  # a failed start, the run's end
 PORTS_TAKEN = "another kafkalab cluster: choose free ports, attach or quit"
-NO_CLUSTER_STATES = (NO_CLUSTER_YET, CLUSTER_STARTING, PORTS_TAKEN)
+NO_CLUSTER_STATES = (NO_CLUSTER_YET, CLUSTER_STARTING, CLUSTER_DOWN, PORTS_TAKEN)
 
 
 def no_cluster_yet(snapshot: ClusterSnapshot) -> bool:

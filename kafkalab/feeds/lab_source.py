@@ -16,12 +16,13 @@ from kafkalab.analysis import WarmSession
 from kafkalab.analysis.job import CLASSES, Sample
 from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
-from kafkalab.cluster import Cluster, NodeAction, NodeState
+from kafkalab.cluster import Cluster, EndCause, NodeAction, NodeState
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.cluster.netwiring import NET_ACTIONS, NetRequest
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.frames import (
+    CLUSTER_DOWN,
     CLUSTER_STARTING,
     NO_CLUSTER_YET,
     ExerciseView,
@@ -135,8 +136,7 @@ class LabSource(Source):
     def snapshot(self) -> ClusterSnapshot:
         cluster = self._track()
         if cluster is None or not self._up:
-            what = NO_CLUSTER_YET if cluster is None else CLUSTER_STARTING
-            return ClusterSnapshot(time.time(), False, error=what)
+            return ClusterSnapshot(time.time(), False, error=no_cluster_words(cluster))
         return self.admin_helper.snapshot(cluster.bootstrap, cluster, SNAPSHOT_WAIT_S)
 
     def node_action(self, node: str, action: NodeAction) -> None:
@@ -325,6 +325,17 @@ class LabSource(Source):
         self.session.close()
         with self._lock:
             self._close_server()
+
+
+def no_cluster_words(cluster: Cluster | None) -> str:
+    """Why the table has no snapshot: no cluster yet, one starting, or one with no node running (its start
+    failed, or the run ended it): never "starting" when nothing starts."""
+    if cluster is None:
+        return NO_CLUSTER_YET
+    ended = any(n.cause not in (None, EndCause.NOT_STARTED) for n in cluster.nodes)  # not one still to start
+    if ended and not any(n.state.alive for n in cluster.nodes):
+        return CLUSTER_DOWN
+    return CLUSTER_STARTING
 
 
 def sample_line(sample: Sample) -> str:

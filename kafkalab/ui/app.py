@@ -298,6 +298,11 @@ class LabConsole(App[None]):
         return self.node_panes[name]
 
     def apply_nodes(self, frame: NodesFrame) -> None:
+        if not frame.infos and self.node_states:  # no cluster now (a reset): the old states and logs are gone
+            for pane in self.node_panes.values():
+                pane.forget()
+            self.node_states = {}
+            self.refresh_bindings()
         for info in frame.infos:
             pane = self.pane(info.name)
             pane.show_info(info)

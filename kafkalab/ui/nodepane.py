@@ -161,6 +161,15 @@ class NodePane(Vertical, FittedTitle):
         for state in NodeState:
             self.set_class(info.state == state, f"-{state.value}")
 
+    def forget(self) -> None:
+        """The node is gone (a reset, the next run's fresh cluster): its old state, reason and log no longer hold."""
+        self.info = None
+        self.query_one(".badge-line", Line).show(NOT_STARTED)
+        self.query_one(".usage-line", Line).show(Text())
+        self.query_one(LogTail).clear()
+        for state in NodeState:
+            self.set_class(False, f"-{state.value}")
+
     def show_net(self, marks: tuple[str, ...], error: str = "") -> None:
         """The node's links cut, dropped, delayed (:meth:`NetView.marks`); the line is there only while some are
         (a node pane has no row to spare at 100x30)."""
