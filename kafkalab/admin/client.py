@@ -29,6 +29,8 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from kafkalab.admin.broker_metadata import Unanswered
+from kafkalab.admin.metadata_source import MetadataSource
 from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescription
 from kafkalab.errors import KafkalabError, short_error
 
@@ -56,6 +58,7 @@ class Admin:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
         self._client = _admin_client(bootstrap)
+        self._metadata = MetadataSource(bootstrap, timeout_s * 0.5)
         self._min_isr: dict[str, tuple[float, int]] = {}
         self._default_min_isr = 1
 
@@ -68,56 +71,27 @@ class Admin:
         """
         started = time.monotonic()
         try:
-            md = self._metadata()
-        except KafkaException as exc:
-            return ClusterSnapshot(time.time(), False, error=short_error(exc), elapsed_s=time.monotonic() - started)
+            meta, went_silent = self._metadata.read()
+        except Unanswered as exc:
+            return ClusterSnapshot(time.time(), False, error=str(exc), elapsed_s=time.monotonic() - started)
+        if went_silent:  # talk on through the brokers that answer: a paused one would hold every request
+            self._client = _admin_client(",".join(meta.answering))
         deadline = self._deadline(wait_s)
-        topics = {name: t for name, t in md.topics.items() if internal or not name.startswith("__")}
-        min_isr = self._topic_min_isr(list(topics))
-        parts: list[PartitionState] = []
-        for name in sorted(topics):
-            for pid in sorted(topics[name].partitions):
-                pm = topics[name].partitions[pid]
-                parts.append(PartitionState(
-                    topic=name, partition=pid, leader=pm.leader if pm.leader >= 0 else None,
-                    replicas=tuple(pm.replicas), isr=tuple(sorted(pm.isrs)), min_isr=min_isr.get(name, 1),
-                ))
+        topics = meta.topics(internal)
+        parts = meta.partitions(topics, self._topic_min_isr(topics))
         if offsets and parts:
             ends = self.end_offsets([(p.topic, p.partition) for p in parts if p.leader is not None],
                                     deadline - time.monotonic())
             parts = [_with_end(p, ends.get((p.topic, p.partition))) for p in parts]
-        # The controller as the metadata names it (what DescribeCluster answers too). DescribeCluster is not
-        # asked: librdkafka 2.16 aborts the whole process ("rd_kafka_admin_response_parse: Assertion
-        # `rko_result' failed") when a broker answers it with no live brokers, every broker fenced as in the
-        # quorum-loss lab: its Metadata parse fails with _PARTIAL, the caller reports success with no result.
+        # The controller as the chosen broker's metadata names it. DescribeCluster is not asked: librdkafka 2.16
+        # aborts the whole process ("rd_kafka_admin_response_parse: Assertion `rko_result' failed") when a broker
+        # answers it with no live brokers, every broker fenced as in the quorum-loss lab.
+        view = meta.view
         return ClusterSnapshot(
-            taken_at=time.time(), reachable=True, controller=md.controller_id if md.controller_id >= 0 else None,
-            brokers=tuple(sorted(md.brokers)), partitions=tuple(parts), elapsed_s=time.monotonic() - started,
-            answered_by=md.orig_broker_id if md.orig_broker_id >= 0 else None,
+            taken_at=time.time(), reachable=True, controller=view.controller, brokers=tuple(sorted(view.brokers)),
+            partitions=tuple(parts), elapsed_s=time.monotonic() - started, answered_by=meta.answered_by,
+            disowned=meta.disowned,
         )
-
-    def _metadata(self) -> Any:
-        """Cluster metadata, even while the broker this client talks to is paused.
-
-        librdkafka asks the broker it is already connected to, and a paused (SIGSTOPped) broker keeps
-        its connections open and never answers: asking again would wait on it again. So on a timeout
-        each bootstrap address is asked on its own, and the first that answers becomes this Admin's
-        client, so later snapshots do not wait on the paused broker.
-        """
-        try:
-            return self._client.list_topics(timeout=self.timeout_s * 0.5)
-        except KafkaException as exc:
-            failure = exc
-        for address in self.bootstrap.split(","):
-            client = _admin_client(address)
-            try:
-                md = client.list_topics(timeout=self.timeout_s * 0.25)
-            except KafkaException as exc:
-                failure = exc
-                continue
-            self._client = client
-            return md
-        raise failure
 
     def _deadline(self, wait_s: float | None) -> float:
         """When to stop waiting for answers: ``wait_s`` from now, by default the request timeout and a margin."""

@@ -61,6 +61,8 @@ class ClusterSnapshot:
     error: str = ""
     elapsed_s: float = 0.0
     answered_by: int | None = None  # the broker whose metadata this is (brokers' caches can differ briefly)
+    # brokers that answer, but from a view the cluster's live brokers no longer share (isolated: a zombie's)
+    disowned: tuple[int, ...] = ()
     helper_failed: bool = False  # no broker was asked: the admin helper process died or hung (error says which)
 
     def topic(self, name: str) -> list[PartitionState]:
@@ -81,8 +83,8 @@ class ClusterSnapshot:
     def as_dict(self) -> dict[str, Any]:
         return {
             "taken_at": self.taken_at, "reachable": self.reachable, "controller": self.controller,
-            "brokers": list(self.brokers), "error": self.error,
-            "partitions": [p.as_dict() for p in self.partitions],
+            "brokers": list(self.brokers), "error": self.error, "answered_by": self.answered_by,
+            "disowned": list(self.disowned), "partitions": [p.as_dict() for p in self.partitions],
         }
 
     def to_wire(self) -> dict[str, Any]:
@@ -92,7 +94,7 @@ class ClusterSnapshot:
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> ClusterSnapshot:
-        return cls(**{**data, "brokers": tuple(data["brokers"]),
+        return cls(**{**data, "brokers": tuple(data["brokers"]), "disowned": tuple(data["disowned"]),
                       "partitions": tuple(PartitionState.from_wire(p) for p in data["partitions"])})
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -191,3 +191,19 @@ def _cell(value: int | None) -> str:
     return f"[bold red]{value:,}[/]" if value else "0"
 
 
+
+
+def loss_split(classes: Mapping[str, int | None]) -> str:
+    """Which of the two an acknowledged record never processed was, where an audit read the topic back:
+    "2,000 never processed: 0 lost by the brokers, 2,000 in the topic but missed by the consumers". "" when
+    nothing was lost or no audit told them apart. Results, the grade card and the verdict say it this way."""
+    parts = loss_parts(classes)
+    return f"{classes.get('lost') or 0:,} never processed: {parts}" if parts else ""
+
+
+def loss_parts(classes: Mapping[str, int | None]) -> str:
+    """"0 lost by the brokers, 2,000 in the topic but missed by the consumers" ("" as for :func:`loss_split`)."""
+    lost, by_brokers, missed = (classes.get(k) for k in ("lost", "lost_by_brokers", "missed_by_consumers"))
+    if not lost or by_brokers is None or missed is None:
+        return ""
+    return f"{by_brokers:,} lost by the brokers, {missed:,} in the topic but missed by the consumers"

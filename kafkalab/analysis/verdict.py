@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafkalab.analysis.report import loss_parts
+
 # class -> (what the run saw, why it happens and what to do), in order of severity; {n} is the count. An
 # incident's verdict gives the first half only: the cause is the attendee's to find.
 LESSONS = (
@@ -61,6 +63,8 @@ def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, 
     if consumed == 0 and acknowledged and name in ("missed_by_consumers", "lost"):
         seen, why = NOTHING_PROCESSED
         n = acknowledged
+        if parts := loss_parts(classes):  # where the audit told them apart, which of the two it was
+            seen += f" ({parts})"
     else:
         n = classes[name] or 0
     line = seen.format(n=f"{n:,}") + (why if causes else "")

@@ -237,6 +237,8 @@ def print_grade(console: Console, g: Grade) -> None:
         print_fitted(console, [Column(""), Column("check", Fit.WRAP), Column("seen", justify="right"),
                                Column("wanted", Fit.WRAP), Column("held in", justify="right")], rows,
                      title=f"{escape(g.lab_id)}: grade of {escape(g.who)}")
+    if g.loss:
+        console.print(f"lost in the last graded run: {g.loss}", highlight=False)
     if g.changes:
         console.print(f"changes: {', '.join(g.changes)}", highlight=False)
     for says in g.rules:

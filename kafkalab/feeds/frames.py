@@ -146,6 +146,7 @@ class ReportView:
     per_partition: Mapping[int, Mapping[str, int]]
     samples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     analysed: bool = True  # False: the run ended (failed, stopped) before its analysis; the verdict says why
+    loss: str = ""  # lost split into lost by the brokers and missed by the consumers, where an audit ran
 
 
 @dataclass(frozen=True)

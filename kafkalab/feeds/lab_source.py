@@ -14,6 +14,7 @@ from kafkalab.admin import ClusterSnapshot, replication_plan
 from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.analysis import WarmSession
 from kafkalab.analysis.job import CLASSES, Sample
+from kafkalab.analysis.report import loss_split
 from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, EndCause, NodeAction, NodeState
@@ -406,4 +407,4 @@ def report_view(result: RunResult | None) -> ReportView | None:
                                      **{k: v or 0 for k, v in row.counts.items()}} for row in report.per_partition}
     totals = {k: report.classes.get(k) or 0 for k in CLASSES}
     samples = {name: tuple(sample_line(s) for s in found) for name, found in report.samples.items()}
-    return ReportView(verdict, result.passed, totals, per_partition, samples)
+    return ReportView(verdict, result.passed, totals, per_partition, samples, loss=loss_split(report.classes))

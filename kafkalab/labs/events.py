@@ -1,15 +1,17 @@
 """The timeline's events as typed records: one small dataclass per shape of facts, an enum of kinds.
 
-``as_dict`` is what ``timeline.json`` holds for each: ``{"t", "ts", "kind", "source", "detail", ...facts}``.
+``as_dict`` is what ``timeline.json`` holds for each: ``{"t", "ts", "kind", "source", "detail", ...facts}``;
+:func:`event_from_dict` reads one back (a replay shows what the live run showed, from the same typed events).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, dataclass_transform
 
-from kafkalab.cluster.node import NodeState
+from kafkalab.cluster.node import EndCause, NodeState
 
 
 class EventKind(StrEnum):
@@ -51,6 +53,20 @@ class EventKind(StrEnum):
     CONSUMER_CRASHED = "consumer-crashed"
 
 
+class Actor(StrEnum):
+    """Who did something to a node or the network: a lab's scripted fault, a person (a console key, `kafkalab
+    broker` or `kafkalab net` in another terminal, a fix's live actions), or kafkalab itself (the run's start and
+    end, the audit bringing brokers back to read them)."""
+
+    LAB = "lab"
+    ATTENDEE = "attendee"
+    KAFKALAB = "kafkalab"
+
+    @property
+    def words(self) -> str:
+        return {Actor.LAB: "by the lab", Actor.ATTENDEE: "by hand", Actor.KAFKALAB: "by kafkalab"}[self]
+
+
 @dataclass_transform(kw_only_default=True, frozen_default=True)
 @dataclass(frozen=True, kw_only=True)
 class Event:
@@ -80,8 +96,14 @@ class Event:
 
 
 class NodeEvent(Event):
+    """A node's new state, and the one it left (``was``); ``actor``: who caused it (None: nobody, e.g. a crash,
+    or not known: an older timeline); ``cause``: why a node is down or going down, as the node says it."""
+
     kind: EventKind = EventKind.NODE
     state: NodeState
+    was: NodeState | None = None
+    actor: Actor | None = None
+    cause: EndCause | None = None
 
 
 class FaultEvent(Event):
@@ -99,6 +121,7 @@ class NetEvent(Event):
     action: str
     nodes: tuple[str, ...]
     rules: tuple[str, ...]
+    actor: Actor | None = None
 
 
 class FaultProblem(Event):
@@ -135,8 +158,12 @@ class PartitionEvent(Event):
 
 
 class LeaderChange(PartitionEvent):
+    """``blind_s``: seconds since the watch's poll before the one that saw the change, which happened within
+    them (None in a timeline written before it was kept)."""
+
     kind: EventKind = EventKind.LEADER_CHANGE
     previous: int | None
+    blind_s: float | None = None
 
 
 class IsrShrink(PartitionEvent):
@@ -163,3 +190,38 @@ class ClientRecord(Event):
     """What a producer or consumer told: assigned, revoked, error... with the partitions it concerns."""
 
     partitions: tuple[int, ...] = ()
+
+
+_SHAPES: dict[EventKind, type[Event]] = {
+    EventKind.NODE: NodeEvent, EventKind.FAULT: FaultEvent, EventKind.NET: NetEvent,
+    EventKind.FAULT_MISSED: FaultProblem, EventKind.FAULT_FAILED: FaultProblem, EventKind.CHECK: CheckEvent,
+    EventKind.CONTROLLER_CHANGE: ControllerChange, EventKind.LEADER_CHANGE: LeaderChange,
+    EventKind.OFFLINE: PartitionEvent, EventKind.ONLINE: PartitionEvent, EventKind.ISR_SHRINK: IsrShrink,
+    EventKind.ISR_EXPAND: IsrExpand, EventKind.PRODUCER_STALLED: ProducerStalled,
+    EventKind.PRODUCER_RESUMED: ProducerResumed,
+}
+_TYPED = {"state": NodeState, "was": NodeState, "actor": Actor, "cause": EndCause}
+
+
+def event_from_dict(d: Mapping[str, Any]) -> Event:
+    """An event as ``timeline.json`` holds it (:meth:`Event.as_dict`), typed again. A kind this version does not
+    know comes back as a note, and facts it lacks (an older timeline) as the plain event with its words."""
+    kind = EventKind(d["kind"]) if d["kind"] in EventKind._value2member_map_ else EventKind.NOTE
+    shape = _SHAPES.get(kind, ClientRecord if kind.startswith(("producer-", "consumer-")) else Event)
+    if shape is ControllerChange and "epoch" in d:
+        shape = QuorumLeaderChange
+    names = {f.name for f in fields(shape)}
+    values = {name: _typed(name, value) for name, value in d.items() if name in names and name != "kind"}
+    values["kind"] = kind
+    try:
+        return shape(**values)
+    except TypeError:  # a fact missing: written before this version kept it
+        return Event(**{k: v for k, v in values.items() if k in ("kind", "source", "detail", "t", "ts")})
+
+
+def _typed(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if name in _TYPED:
+        return _TYPED[name](value)
+    return tuple(value) if isinstance(value, list) else value

@@ -6,8 +6,10 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
   recovered, unexpected, attempted, acknowledged, failed, unknown, consumed_rows, distinct_consumed, typed
 - the producer: producer.acked, producer.attempted, producer.failed, producer.failed.ERROR_NAME,
   producer.stalls, producer.longest_stall_s
-- the timeline: timeline.leader_changes, timeline.isr_shrinks, timeline.isr_expands, timeline.offline
-  (partitions gone offline), timeline.rebalances, timeline.controller_changes (KRaft: the active controller)
+- the timeline: timeline.leader_changes (of the lab's topics), timeline.isr_shrinks, timeline.isr_expands,
+  timeline.offline (partitions gone offline), timeline.rebalances, timeline.controller_changes (KRaft: the
+  active controller), timeline.failover_s (the longest failover: seconds from the fault that took a leader away
+  to the poll that saw another broker lead; ``never`` when none took over; not observed without such a fault)
 - a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
   consumer.N.assign_wait_s (seconds from its start to its first partitions; ``never`` if it got none: compare
   it with ``== never`` or ``!= never``, no other comparison holds on it),
@@ -44,7 +46,7 @@ _PATTERNS = (
     *(re.escape(m) for m in REPORT_METRICS),
     r"producer\.(acked|attempted|failed|stalls|longest_stall_s)",
     r"producer\.failed\.[A-Z_][A-Z0-9_]*",
-    r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances|controller_changes)",
+    r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances|controller_changes|failover_s)",
     r"consumer\.\d+\.(processed|received|partitions|assign_wait_s|fatal_error)",
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct|revoked|pause_s|stopped_s)",
     r"consumers\.processed",

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kafkalab.analysis.report import loss_split
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.expectations import OPS
 from kafkalab.labs.fix import Change, FixExercise
@@ -109,6 +110,7 @@ class Grade:
     not_graded_before: int = 0  # checks of this exercise before this one that were not graded
     ended_early: list[str] = field(default_factory=list)  # NOT_GRADED: "graded run 2 ended early: why"
     lab_sha256: str = ""  # the lab file the runs ran, as each run's result.json records it
+    loss: str = ""  # in the last graded run, what of "lost" the brokers lost and the consumers missed (an audit's)
     mode: str = ""
     kafka_version: str = ""
     finished_at: float = field(default_factory=time.time)
@@ -247,7 +249,13 @@ def grade(fix: FixExercise, lab_id: str, changes: Sequence[Change], results: Seq
         outcome, score = GradeOutcome.FIXED, score_of(fix.max_score, hint_cost, history.given_up)
     else:
         outcome, score = GradeOutcome.NOT_FIXED, 0
-    return Grade(rows=rows, rules=fix.rules_for(changes, held), score=score, outcome=outcome, **common)
+    return Grade(rows=rows, rules=fix.rules_for(changes, held), score=score, outcome=outcome,
+                 loss=loss_split(_counts(results[-1])), **common)
+
+
+def _counts(result: RunResult) -> dict[str, int | None]:
+    """The report's classes as the run's metrics carry them (a class the run could not count is missing)."""
+    return {k: int(v) for k, v in result.metrics.items() if isinstance(v, float | int)}
 
 
 def _texts(results: Sequence[RunResult], fix: FixExercise) -> list[str]:

@@ -9,6 +9,7 @@ from kafkalab.analysis.verdict import verdict
 from kafkalab.clients.payload_log import log_files
 from kafkalab.labs import metrics, progress, truncation
 from kafkalab.labs.expectations import Expectation
+from kafkalab.labs.failover import lab_topics
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.measured import Measured, rounded
 from kafkalab.labs.model import Lab
@@ -28,7 +29,7 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, Measured], aft
     values["faults.missed"] = float(faults.went_wrong)
     values["faults.failed"] = float(faults.failed)
     truncations = [] if timeline is None else truncation.find_truncations(
-        result.run_dir, truncation.run_began(timeline), {lab.topic, *(t.name for t in lab.topics)})
+        result.run_dir, truncation.run_began(timeline), lab_topics(lab))
     values["truncated"] = float(truncation.truncated_total(truncations))
     if any(e.metric.startswith("group.") or e.other.startswith("group.") for e in lab.expectations):
         logs = {p: lab.consumer(int(p.name.split("-")[1].split(".")[0])).group
@@ -52,6 +53,8 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, Measured], aft
         result.verdict += "\n" + metrics.assign_wait_summary(values, {i: groups[i] for i in waited})
     if timeline is not None and (moved := metrics.controller_summary(timeline)):
         result.verdict += "\n" + moved
+    if timeline is not None and (failed_over := metrics.failover_summary(timeline, lab_topics(lab))):
+        result.verdict += "\n" + failed_over
     if timeline is not None and (cut := truncation.summary(
             truncations, timeline, lab.producer.config.acks, causes=causes)):
         result.verdict += "\n" + cut  # where records were truncated, from the brokers' logs

@@ -8,18 +8,9 @@ from pathlib import Path
 
 from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
-from kafkalab.cluster.netwiring import NetAction
-from kafkalab.cluster.node import NodeState
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
-from kafkalab.labs.events import (
-    ClientRecord,
-    Event,
-    EventKind,
-    NetEvent,
-    NodeEvent,
-    ProducerResumed,
-    QuorumLeaderChange,
-)
+from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed, QuorumLeaderChange
+from kafkalab.labs.failover import Leadership, leadership, went_away
 from kafkalab.labs.measured import Measured, Unmeasured, num
 from kafkalab.labs.results import Phase
 from kafkalab.labs.timeline import Timeline
@@ -52,8 +43,9 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
 
 
 def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[int]) -> dict[str, Measured]:
+    facts = leadership(timeline.events(), topics)
     out: dict[str, Measured] = {
-        "timeline.leader_changes": timeline.count(EventKind.LEADER_CHANGE, topics),
+        "timeline.leader_changes": facts.changes.total,
         "timeline.isr_shrinks": timeline.count(EventKind.ISR_SHRINK, topics),
         "timeline.isr_expands": timeline.count(EventKind.ISR_EXPAND, topics),
         "timeline.offline": timeline.count(EventKind.OFFLINE, topics),
@@ -62,6 +54,8 @@ def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[i
     }
     stalls = [e.stalled_s for e in timeline.events(EventKind.PRODUCER_RESUMED) if isinstance(e, ProducerResumed)]
     out["producer.longest_stall_s"] = max(stalls, default=0.0)
+    if (failover := failover_s(facts)) is not None:
+        out["timeline.failover_s"] = failover
     per_client: dict[str, int] = {}
     for e in _assignments(timeline):
         per_client[e.source] = per_client.get(e.source, 0) + 1
@@ -70,6 +64,21 @@ def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[i
         out[f"consumer.{local_id}.assign_wait_s"] = assign_wait(timeline, f"consumer-{local_id}")
         out[f"consumer.{local_id}.fatal_error"] = 1.0 if fatal_error(timeline, f"consumer-{local_id}") else 0.0
     return out
+
+
+def failover_s(facts: Leadership) -> Measured | None:
+    """The longest failover's seconds; never, when a fault took a leader and no broker took over; None (the
+    metric is not observed) when no fault took a leader of the lab's topics."""
+    if facts.leaderless:
+        return Unmeasured.NEVER
+    longest = facts.longest
+    return longest.seconds if longest is not None else None
+
+
+def failover_summary(timeline: Timeline, topics: set[str]) -> str:
+    """The run's failovers in words for its verdict, on one line ("" without one): the lines of
+    :meth:`~kafkalab.labs.failover.Leadership.lines`, as Results and presenter mode show them."""
+    return "; ".join(leadership(timeline.events(), topics).lines())
 
 
 def assign_wait(timeline: Timeline, name: str) -> Measured:
@@ -188,9 +197,6 @@ def assign_wait_summary(values: Mapping[str, Measured], groups: Mapping[int, str
     return "wait for partitions from start: " + "; ".join(parts) if parts else ""
 
 
-DOWN = (NodeState.KILLED, NodeState.STOPPING, NodeState.STOPPED, NodeState.PAUSED, NodeState.FAILED)
-
-
 def voter_node(node_id: int) -> str:
     """A KRaft voter's node name: a dedicated controller is node 101.. (controller-1..), a combined voter is
     the broker of its id."""
@@ -209,35 +215,14 @@ def controller_summary(timeline: Timeline) -> str:
     for change in (e for e in events if isinstance(e, QuorumLeaderChange)):
         epoch = f" (epoch {change.epoch})" if change.epoch is not None else ""
         part = f"{_node(change.previous)} -> {change.controller} at {change.t:.1f} s{epoch}"
-        gone = _went_away(events, voter_node(change.previous), change.t) if change.previous is not None else None
+        gone = went_away(events, voter_node(change.previous), change.t) if change.previous is not None else None
         if gone is not None:
-            since, how = gone
-            part += (f": no active controller for at most {change.t - since:.1f} s "
-                     f"({change.previous} {how} at {since:.1f} s)")
+            part += (f": no active controller for at most {change.t - gone.t:.1f} s "
+                     f"({change.previous} {gone.how} at {gone.t:.1f} s)")
         parts.append(part)
     if not parts:
         return ""
     return ("active controller " if len(parts) == 1 else "active controller changes: ") + "; ".join(parts)
-
-
-def _went_away(events: list[Event], name: str, until: float) -> tuple[float, str] | None:
-    """When and how node ``name`` was last lost to the quorum up to ``until``: the first of its last run of down
-    states (`stopping` then `stopped`: the stopping), or its network isolation not healed by then; None if it
-    was up and reachable then."""
-    down: NodeEvent | None = None
-    isolated: NetEvent | None = None
-    for e in events:
-        if e.t > until:
-            break
-        if isinstance(e, NodeEvent) and e.source == name:
-            down = (down or e) if e.state in DOWN else None
-        elif isinstance(e, NetEvent) and e.action == NetAction.ISOLATE and name in e.nodes:
-            isolated = isolated or e
-        elif isinstance(e, NetEvent) and e.action == NetAction.HEAL and (not e.nodes or name in e.nodes):
-            isolated = None
-    if down is not None and (isolated is None or down.t <= isolated.t):
-        return down.t, down.state.value
-    return (isolated.t, "isolated") if isolated is not None else None
 
 
 def _node(node_id: int | None) -> str:

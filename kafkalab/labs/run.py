@@ -28,10 +28,12 @@ from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
 from kafkalab.labs.audit_step import AuditStep
-from kafkalab.labs.events import EventKind, NetEvent, NodeEvent
+from kafkalab.labs.actors import NETWORK
+from kafkalab.labs.events import EventKind, NetEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.interruptible import in_thread
 from kafkalab.labs.model import Lab
+from kafkalab.labs.node_events import node_event
 from kafkalab.labs.results import (
     Outcome,
     Phase,
@@ -53,8 +55,6 @@ Emit = Callable[[SessionEvent], None]
 
 
 ANALYSIS_CANCEL_S = 3.0  # a stopped run waits this long for its cancelled Spark job to end (about 1 s)
-# a node in one of these states was ended by a fault, not by the run's teardown that later shows it stopped
-DOWN_BY_FAULT = (NodeState.KILLED, NodeState.FAILED)
 
 
 class Aborted(Exception):
@@ -316,15 +316,9 @@ class LabRun:
         last: dict[str, NodeState] = {}
 
         def record(node: Node, state: NodeState, reason: str) -> None:
-            if not self.owns_cluster:
-                return
-            before, last[node.name] = last.get(node.name), state
-            detail = f"{node.name} {state}: {reason}"
-            if state in (NodeState.KILLED, NodeState.PAUSED) and node.silence_note:  # the mode's mechanism, named
-                detail += f"; {node.silence_note}"
-            if state == NodeState.STOPPED and before in DOWN_BY_FAULT:  # ended earlier: the teardown only tidies
-                detail = f"{node.name} stopped: it was already down ({before} earlier); {reason}"
-            self.timeline.add(NodeEvent(source=node.name, detail=detail, state=state))
+            if self.owns_cluster:
+                before, last[node.name] = last.get(node.name), state
+                self.timeline.add(node_event(node, state, reason, before, self.timeline.actors))
 
         cluster.add_listener(record)
         self._listen_net(cluster)
@@ -339,7 +333,8 @@ class LabRun:
     def _net_changed(self, change: NetChange) -> None:
         if self.owns_cluster:
             self.timeline.add(NetEvent(source="network", detail=change.line(), action=change.action.value,
-                                       nodes=change.nodes, rules=change.rules))
+                                       nodes=change.nodes, rules=change.rules,
+                                       actor=self.timeline.actors.actor_of(NETWORK)))
 
     def hand_over(self) -> Cluster | None:
         """The kept cluster, for the next run to reuse: this run no longer records or ends it."""

@@ -17,6 +17,7 @@ from kafkalab.cluster.netwiring import PRODUCER
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
 from kafkalab.labs.events import EventKind
+from kafkalab.labs.failover import lab_topics
 from kafkalab.labs.measured import Measured
 from kafkalab.labs.model import ConsumerPlan, Lab
 from kafkalab.labs.run_deps import RunDeps
@@ -167,7 +168,7 @@ class RunClients:
         instances = {i: [c.stats() for c in cs] for i, cs in list(self.consumers.items()) if cs}
         groups = {c.local_id: c.group for c in self.lab.consumers}
         out |= metrics.consumer_metrics(instances, groups)
-        out |= metrics.timeline_metrics(self.timeline, {t.name for t in self.lab.topics},
+        out |= metrics.timeline_metrics(self.timeline, lab_topics(self.lab),
                                         [c.local_id for c in self.lab.consumers])
         out |= metrics.rebalance_metrics(self.timeline, {c.name: c.group for c in self.lab.consumers})
         return out

@@ -19,6 +19,7 @@ from typing import Any, TypedDict
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.clients.stats import ClientEvent, ClientState, ProducerStats
 from kafkalab.cluster.quorum import QuorumState
+from kafkalab.labs.actors import Actors
 from kafkalab.labs.events import (
     ClientRecord,
     ControllerChange,
@@ -32,6 +33,7 @@ from kafkalab.labs.events import (
     ProducerStalled,
     QuorumLeaderChange,
 )
+from kafkalab.labs.failover import leader_changes
 
 POLL_S = 0.5
 PRODUCER_POLL_S = 0.2
@@ -62,6 +64,7 @@ class Timeline:
         self._events: list[Event] = []
         self._lock = threading.Lock()
         self._listeners: list[EventListener] = []
+        self.actors = Actors()  # who acts on the nodes and the network: their events say it
 
     def add_listener(self, listener: EventListener) -> None:
         self._listeners.append(listener)
@@ -109,11 +112,9 @@ class Timeline:
                    if topics is None or (isinstance(e, PartitionEvent) and e.topic in topics))
 
     def leader_changes(self) -> dict[tuple[str, int], int]:
-        counts: dict[tuple[str, int], int] = {}
-        for e in self.events(EventKind.LEADER_CHANGE):
-            if isinstance(e, LeaderChange):
-                counts[(e.topic, e.partition)] = counts.get((e.topic, e.partition), 0) + 1
-        return counts
+        """The run's leader changes per partition (:func:`~kafkalab.labs.failover.leader_changes`: until its
+        analysis), what its report counts."""
+        return leader_changes(self.events()).per_partition()
 
     def as_dict(self) -> dict[str, Any]:
         return {"lab": self.lab_id, "started_at": self.started_at, "events": [e.as_dict() for e in self.events()]}
@@ -151,6 +152,7 @@ class ClusterWatch:
         self.last: ClusterSnapshot | None = None
         self.last_quorum: QuorumState | None = None
         self._parts: dict[tuple[str, int], tuple[int | None, tuple[int, ...]]] = {}
+        self._seen_at: float | None = None  # when the last answered poll ended: a change seen next happened since
         self._controller: int | None = None
         self._acked = -1
         self._acked_since = time.monotonic()
@@ -181,10 +183,13 @@ class ClusterWatch:
         """One cluster snapshot, its changes on the timeline."""
         snap = self._snapshots()
         if snap.reachable:
-            self._diff(snap)
+            now = time.monotonic()
+            self._diff(snap, None if self._seen_at is None else round(now - self._seen_at, 3))
+            self._seen_at = now
             self.last = snap
 
-    def _diff(self, snap: ClusterSnapshot) -> None:
+    def _diff(self, snap: ClusterSnapshot, blind_s: float | None) -> None:
+        """The changes since the last answered poll, ``blind_s`` seconds ago (None: the first)."""
         tl = self.timeline
         if self._quorum is None and snap.controller is not None and snap.controller != self._controller:
             if self._controller is not None:
@@ -206,7 +211,8 @@ class ClusterWatch:
                                           **where))
                 elif leader is None:
                     tl.add(PartitionEvent(kind=EventKind.ONLINE, detail=f"{name} led by {p.leader} again", **where))
-                tl.add(LeaderChange(detail=f"{name} leader {_b(leader)} -> {_b(p.leader)}", previous=leader, **where))
+                tl.add(LeaderChange(detail=f"{name} leader {_b(leader)} -> {_b(p.leader)}", previous=leader,
+                                    blind_s=blind_s, **where))
             gone, came = set(isr) - set(p.isr), set(p.isr) - set(isr)
             change = f"{name} ISR {_ids(isr)} -> {_ids(p.isr)}"
             if gone:

@@ -1,16 +1,6 @@
-"""Where records were truncated: read from the brokers' ``server.log`` after a run, named against its timeline.
-
-A follower whose log holds records its (new) leader lacks cuts them off when it starts fetching. Kafka (3.9 in
-ZooKeeper and KRaft mode, 4.x) says so in three lines, the same words in both modes::
-
-    [..] INFO [Broker id=1] Follower test-topic-0 starts at leader epoch 2 from offset 5805 with ...
-    [..] INFO [ReplicaFetcher replicaId=1, leaderId=3, fetcherId=0] Truncating partition test-topic-0 with
-         TruncationState(offset=1391, completed=true) due to leader epoch and offset ...
-    [..] INFO [UnifiedLog partition=test-topic-0, dir=...] Truncating to offset 1391 (kafka.log.UnifiedLog)
-
-The ``UnifiedLog`` line is written only when the truncation removed something ("Truncating to N has no effect"
-otherwise); its log end offset when it became a follower ("from offset 5805") less the offset it truncated to
-is how many records it removed: a follower appends nothing before its first truncation.
+"""Truncations named against a run's timeline: what the brokers' logs say (read by
+:mod:`kafkalab.cluster.truncations`, as every view reads them), with the isolation, kill or lost leadership
+that led to each, for the run's verdict.
 
 In KRaft mode the active controller says how it elected each new leader (3.9 and 4.x, INFO)::
 
@@ -25,21 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
-from enum import StrEnum
+from dataclasses import replace
 from pathlib import Path
 
 from kafkalab.cluster.node import NodeState
+from kafkalab.cluster.truncations import Election, Truncation, logged_truncations, stamp_of
+from kafkalab.cluster.truncations import broker_logs as logs_of
 from kafkalab.labs.events import Event, FaultEvent, LeaderChange, NetEvent, NodeEvent, PartitionEvent
 from kafkalab.labs.timeline import Timeline
 
-_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
-_FOLLOWER = re.compile(r"Follower (?P<tp>\S+) starts at leader epoch \d+ from offset (?P<leo>\d+)")
-_FETCHER = re.compile(r"\[ReplicaFetcher replicaId=\d+, leaderId=(?P<leader>\d+), fetcherId=\d+\] "
-                      r"Truncating partition (?P<tp>\S+) with")
-_TRUNCATED = re.compile(r"\[UnifiedLog partition=(?P<tp>[^,\]]+), dir=[^\]]*\] Truncating to offset (?P<to>\d+)")
-_BROKER_DIR = re.compile(r"broker-(\d+)")
 _NEW_PARTITION = re.compile(r"new partition (?P<tp>\S+) with topic ID (?P<id>[\w-]+)")
 _ELECTED = re.compile(r"Setting new leader for topicId (?P<id>[\w-]+), partition (?P<p>\d+) to (?P<leader>\d+) "
                       r"using (?P<how>an unclean election|ELR|a clean election)")
@@ -48,41 +32,6 @@ _DOWN = {NodeState.KILLED: "killed", NodeState.STOPPING: "stopped", NodeState.ST
          NodeState.PAUSED: "paused", NodeState.FAILED: "failed"}
 _CUT_OFF = {"isolate": "isolated", "cut": "cut off"}
 _Net = NetEvent | FaultEvent
-
-
-class Election(StrEnum):
-    """How the KRaft active controller elected a partition's new leader, as its log says."""
-
-    UNCLEAN = "an unclean election"
-    ELR = "ELR"  # an eligible leader replica (Kafka 4.x, KIP-966): clean, though outside the ISR
-    CLEAN = "a clean election"
-
-
-@dataclass(frozen=True)
-class Truncation:
-    """Broker ``broker`` cut partition ``topic``/``partition`` back to ``to_offset`` at ``ts`` (epoch seconds, by
-    the broker's clock); its log then ended at ``from_offset`` (None: not in the log since the run began)."""
-
-    broker: int
-    topic: str
-    partition: int
-    ts: float
-    to_offset: int
-    from_offset: int | None = None
-    leader: int | None = None  # the leader it truncated to match, when the fetcher named it
-    election: Election | None = None  # how that leader was elected (KRaft's controller log; None: not said)
-
-    @property
-    def records(self) -> int | None:
-        """How many records it removed (None: unknown)."""
-        if self.from_offset is None or self.from_offset <= self.to_offset:
-            return None
-        return self.from_offset - self.to_offset
-
-    def as_dict(self) -> dict[str, int | float | str | None]:
-        return {"broker": self.broker, "topic": self.topic, "partition": self.partition, "ts": self.ts,
-                "to_offset": self.to_offset, "from_offset": self.from_offset, "leader": self.leader,
-                "records": self.records, "election": None if self.election is None else self.election.name.lower()}
 
 
 def _cluster_dir(run_dir: Path) -> Path:
@@ -97,47 +46,7 @@ def _cluster_dir(run_dir: Path) -> Path:
 def broker_logs(run_dir: Path) -> dict[int, Path]:
     """Broker id -> its ``server.log``: in the run's ``cluster`` dir, or in the kept cluster's state dir that
     ``cluster.txt`` names when the run reused one."""
-    cluster_dir = _cluster_dir(run_dir)
-    out: dict[int, Path] = {}
-    for log in sorted(cluster_dir.glob("broker-*/logs/server.log")):
-        match = _BROKER_DIR.fullmatch(log.parent.parent.name)
-        if match:
-            out[int(match.group(1))] = log
-    return out
-
-
-def read_truncations(lines: Iterable[str], broker: int, since: float, topics: set[str],
-                     until: float = float("inf")) -> list[Truncation]:
-    """The truncations of ``topics``' partitions that removed records, in one broker's log lines stamped from
-    ``since`` to ``until`` (epoch seconds; the log's stamps are the machine's local time). A kept cluster's log
-    goes on with the next runs: ``until`` leaves them out when a run is read back later."""
-    end: dict[str, int | None] = {}  # partition -> its log end offset when it last became a follower
-    leader: dict[str, int] = {}
-    out = []
-    for line in lines:
-        if "Truncating" not in line and "Follower " not in line:
-            continue  # most lines: no parsing
-        stamp = _STAMP.match(line)
-        if stamp is None:
-            continue
-        ts = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        if ts < since:
-            continue
-        if ts > until:
-            break
-        if (m := _FOLLOWER.search(line)) is not None:
-            end[m.group("tp")] = int(m.group("leo"))
-        elif (m := _FETCHER.search(line)) is not None:
-            leader[m.group("tp")] = int(m.group("leader"))
-        elif (m := _TRUNCATED.search(line)) is not None:
-            tp = m.group("tp")
-            topic, _, partition = tp.rpartition("-")
-            if topic in topics and partition.isdigit():
-                out.append(Truncation(broker, topic, int(partition), round(ts, 3), int(m.group("to")),
-                                      end.get(tp), leader.get(tp)))
-            # the follower fetches on from here: its next truncation needs a new "starts at" line to be counted
-            end[tp] = None
-    return out
+    return logs_of(_cluster_dir(run_dir))
 
 
 def read_elections(lines: Iterable[str], since: float, until: float = float("inf")
@@ -150,9 +59,8 @@ def read_elections(lines: Iterable[str], since: float, until: float = float("inf
         if (m := _NEW_PARTITION.search(line)) is not None:
             names[m.group("id")] = m.group("tp").rpartition("-")[0]
             continue
-        if (m := _ELECTED.search(line)) is None or (stamp := _STAMP.match(line)) is None:
+        if (m := _ELECTED.search(line)) is None or (ts := stamp_of(line)) is None:
             continue
-        ts = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
         if since <= ts <= until and m.group("id") in names:
             out.append((round(ts, 3), names[m.group("id")], int(m.group("p")), int(m.group("leader")),
                         Election(m.group("how"))))
@@ -162,13 +70,7 @@ def read_elections(lines: Iterable[str], since: float, until: float = float("inf
 def find_truncations(run_dir: Path, since: float, topics: set[str], until: float = float("inf")) -> list[Truncation]:
     """Every broker's truncations of ``topics`` from ``since`` to ``until``, in time order; in KRaft mode each
     with how its partition's last leader before it was elected, from the controllers' logs."""
-    out: list[Truncation] = []
-    for broker, log in broker_logs(run_dir).items():
-        try:
-            with open(log, encoding="utf-8", errors="replace") as fh:
-                out += read_truncations(fh, broker, since, topics, until)
-        except OSError:  # a log gone or unreadable: no finding from it, never a failed run
-            continue
+    out = logged_truncations(_cluster_dir(run_dir), since, topics, until)
     elections = []
     # dedicated controllers have their own dirs; combined ones write in their broker's log
     for log in sorted(_cluster_dir(run_dir).glob("*/logs/server.log")) if out else ():

@@ -38,7 +38,10 @@ def label(cls: str) -> str:
 def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
     """Partitions down, counts across, a total row; anomaly counts above zero in red."""
     rows = per_partition.values()
-    shown = COLUMNS | {c: h for c, h in MORE_COLUMNS.items() if any(row.get(c) for row in rows)}
+    # an audit's two kinds of loss are shown whenever there was a loss, a zero too: "lost by brokers 0" is the point
+    lost = any(row.get("lost") for row in rows)
+    shown = COLUMNS | {c: h for c, h in MORE_COLUMNS.items()
+                       if any(row.get(c) for row in rows) or (lost and any(c in row for row in rows))}
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False, show_footer=True,
                   footer_style="bold", header_style="bold", expand=False)
     table.add_column("part", footer="all", no_wrap=True)
@@ -93,6 +96,8 @@ def grade_card(grade: Grade) -> Group:
         mark = Text("PASS", style="bold green") if row.passed else Text("FAIL", style="bold red")
         table.add_row(mark, row.text, Text(row.seen_text, style="" if row.passed else "bold red"), row.wanted_text,
                       f"{row.runs_held}/{row.runs}")
+    if grade.loss:
+        what.append("\nlost in the last graded run  ", style="bold").append(grade.loss)
     what.append(f"\nseeds {', '.join(map(str, grade.seeds))}", style="dim")
     for rule in grade.rules:
         what.append("\n• ", style="bold").append(rule)
@@ -178,6 +183,8 @@ class ResultsPane(VerticalScroll):
             if cls not in in_table:
                 totals.append(f"{label(cls)}\xa0", style="dim").append(f"{count:,}   ",
                                                                        style="bold red" if count else "green")
+        if report.loss:  # which of the two "lost" was, as the card and the verdict say it
+            totals = Text("lost  ", style="bold").append(report.loss, style="bold red").append("\n").append_text(totals)
         moved = moved_text(report.per_partition)  # right under the verdict, the run's point
         if moved is not None:
             totals = moved.append("\n").append_text(totals) if totals.plain else moved
