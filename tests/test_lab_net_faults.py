@@ -107,7 +107,7 @@ def test_network_faults_parse_and_turn_the_proxies_on(tmp_path: Path) -> None:
     assert (limit.target.brokers, limit.bytes_per_s) == ((3,), 100_000)
     assert limit.to is not None and limit.to.kind == TargetKind.ZOOKEEPER
     assert heal_same.target.kind == TargetKind.SAME and heal_all.target.kind == TargetKind.NONE
-    assert cut.describe() == "cut followers orders/1 to leader orders/1 at after 2s"
+    assert cut.describe() == "cut followers orders/1 to leader orders/1 after 2s"  # never "at after"
 
 
 def fault_block(fields: str) -> str:

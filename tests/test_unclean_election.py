@@ -11,15 +11,8 @@ from kafkalab.cluster import NodeState
 from kafkalab.labs.events import IsrShrink, LeaderChange, NetEvent, NodeEvent
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.timeline import Timeline
-from kafkalab.labs.truncation import (
-    Election,
-    Truncation,
-    find_truncations,
-    read_elections,
-    read_truncations,
-    summary,
-    unclean_election,
-)
+from kafkalab.cluster.truncations import Election, Truncation, read_truncations
+from kafkalab.labs.truncation import find_truncations, read_elections, summary, unclean_election
 from tests.test_truncation import T0, at, stamp
 
 # broker-2, the killed leader, started again: a follower of broker-3 from its log end 3,847, cut back to 917

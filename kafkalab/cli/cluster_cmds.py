@@ -19,6 +19,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.progress import Progress as ProgressBar
 
@@ -40,6 +41,7 @@ from kafkalab.cli.common import (
 )
 from kafkalab.cli.docker_cmds import add_backend_args, backend_argv, backend_from_args
 from kafkalab.cli.tables import Column, Fit, print_fitted
+from kafkalab.cli.truncation_lines import HEADING, cluster_truncations, truncation_lines
 from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.control_socket import (
     NODE_ACTIONS,
@@ -311,14 +313,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     down = ClusterSnapshot(time.time(), False, error="not running")
     snapshot = Admin(facts["bootstrap"]).snapshot() if nodes else down
     quorum = request(state_dir, "quorum")["quorum"] if nodes and facts.get("mode") == "kraft" else None
+    truncations = cluster_truncations(state_dir) if nodes else []
     if args.json:
         print(json.dumps({"state_dir": str(state_dir), "bootstrap": facts["bootstrap"], "running": bool(nodes),
                           "mode": facts.get("mode", "zookeeper"), "nodes": nodes, "snapshot": snapshot.as_dict(),
-                          "quorum": quorum}, indent=2))
+                          "quorum": quorum, "truncations": [t.as_dict() for t in truncations]}, indent=2))
         return 0
     if not nodes:
         raise KafkalabError(f"no cluster running in {state_dir}: start one with `kafkalab cluster up --detach`")
     _print_status(state_dir, nodes, snapshot, quorum)
+    if truncations:
+        console.print(HEADING)
+        for line in truncation_lines(truncations):  # wrapped under itself, not under the heading
+            console.print(Padding(escape(line), (0, 0, 0, 2), expand=False), style="yellow")
     return 0
 
 
@@ -346,10 +353,14 @@ def _print_status(state_dir: Path, nodes: list[dict[str, Any]], snapshot: Cluste
     if not snapshot.reachable:
         console.print(f"[yellow]admin API unreachable:[/] {snapshot.error}")
         return
+    whose = f" (metadata of broker {snapshot.answered_by})" if snapshot.answered_by is not None else ""
     if quorum is None:
-        console.print(f"controller: broker {snapshot.controller}, brokers alive: {list(snapshot.brokers)}")
+        console.print(f"controller: broker {snapshot.controller}, brokers alive: {list(snapshot.brokers)}{whose}")
     else:
-        console.print(f"brokers alive: {list(snapshot.brokers)}")
+        console.print(f"brokers alive: {list(snapshot.brokers)}{whose}")
+    for broker in snapshot.disowned:
+        console.print(f"[yellow]broker {broker} answers, but the live brokers no longer count it:[/] its own stale "
+                      "view (cut off, as an isolated broker is) is not shown")
     if snapshot.partitions:
         _print_partitions(snapshot)
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from kafkalab.admin import Admin
 from kafkalab.admin.coordinator import GroupCoordinator, group_coordinator
 from kafkalab.cli.common import add_state_dir, bootstrap_for, target_state_dir
+from kafkalab.cli.truncation_lines import HEADING, cluster_truncations, truncation_lines
 from kafkalab.cluster.control_socket import request
 from kafkalab.cluster.netwiring import NET_ACTIONS, NetAction, NetRequest, parse_ms, parse_rate
 from kafkalab.errors import KafkalabError
@@ -115,9 +116,12 @@ def cmd_net(args: argparse.Namespace) -> int:
         net, said = with_coordinators(net, lambda group: group_coordinator(
             admin.snapshot(offsets=False, internal=True), group))
         print("\n".join(said))
-    reply = request(target_state_dir(args), "net", **net.to_json())
+    state_dir = target_state_dir(args)
+    reply = request(state_dir, "net", **net.to_json())
     if net.action is NetAction.STATUS:
         print("\n".join(reply["status"]))
+        if truncated := truncation_lines(cluster_truncations(state_dir)):
+            print("\n".join([HEADING, *(f"  {line}" for line in truncated)]))
     elif net.action is NetAction.HEAL:
         healed = reply["healed"]
         print("\n".join(f"healed: {line}" for line in healed) if healed else "nothing to heal")

@@ -11,6 +11,8 @@ import os
 import socket
 import socketserver
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +54,20 @@ def read_cluster_file(state_dir: Path) -> dict[str, Any]:
         raise KafkalabError(f"no cluster in {state_dir}: start one with `kafkalab cluster up --detach`") from exc
 
 
-class ControlServer:
-    """Serves one cluster's controls until :meth:`close`. ``on_down`` runs when a client asks for `down`."""
+# what a request from another terminal does to a node (its name) or to the network (NETWORK) runs inside it
+Attribution = Callable[[str, NodeAction | None], AbstractContextManager[object]]
+NETWORK = "network"
 
-    def __init__(self, cluster: Cluster, on_down: threading.Event) -> None:
+
+class ControlServer:
+    """Serves one cluster's controls until :meth:`close`. ``on_down`` runs when a client asks for `down`;
+    ``by_hand`` wraps each node action and network change asked here (a lab's run records them as a person's)."""
+
+    def __init__(self, cluster: Cluster, on_down: threading.Event,
+                 by_hand: Attribution = lambda _subject, _action: nullcontext()) -> None:
         self.cluster = cluster
         self.on_down = on_down
+        self.by_hand = by_hand
         self.path = socket_path(cluster.state_dir)
         self.path.unlink(missing_ok=True)
         outer = self
@@ -87,12 +97,14 @@ class ControlServer:
             return {"ok": True}
         if op in NODE_ACTIONS:
             node = self.cluster.node(request.get("node", ""))
-            NodeAction(op).apply(node)
+            with self.by_hand(node.name, NodeAction(op)):
+                NodeAction(op).apply(node)
             return {"ok": True, "node": node.info().as_dict()}
         if op == "quorum":  # KRaft: DescribeQuorum through the owner's helper JVM
             return {"ok": True, "quorum": self.cluster.quorum(float(request.get("timeout_s", 2.0))).as_dict()}
         if op == "net":  # `kafkalab net ...`: a network fault, through the cluster's proxy
-            return {"ok": True, **self._net().handle(NetRequest.from_json(request))}
+            with self.by_hand(NETWORK, None):
+                return {"ok": True, **self._net().handle(NetRequest.from_json(request))}
         if op == NET_STATUS_OP:  # an attached console's link marks: the proxy's status as it answers it
             net = self._net()
             return {"ok": True, "pid": net.pid, "status": net.client().request("status")["status"]}

@@ -11,6 +11,8 @@ from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.cluster.quorum import QuorumState
 from kafkalab.feeds.net_view import NetView
+from kafkalab.labs.events import Actor
+from kafkalab.labs.failover import Leadership
 from kafkalab.labs.graded_check import CheckStatus
 from kafkalab.labs.results import Phase
 
@@ -43,18 +45,22 @@ class NodesFrame:
 
 
 class MarkerKind(StrEnum):
-    FAULT = "fault"
+    FAULT = "fault"  # something done to a node (or to the run's clients and topics), or a node's crash
     NET = "net"  # a network fault applied or healed
-    LEADER = "leader"
+    LEADER = "leader"  # a leader change of the lab's topics
+    OTHER_LEADER = "other-leader"  # of another topic (``__consumer_offsets``): counted apart, labelled as its own
 
 
 @dataclass(frozen=True)
 class Marker:
-    """A point on the run's time axis worth marking on the chart: a fault, a leader change."""
+    """A point on the run's time axis worth marking on the chart: a fault (with who did it), a leader change (with
+    its topic)."""
 
     at_s: float
     label: str
     kind: MarkerKind = MarkerKind.FAULT
+    actor: Actor | None = None
+    topic: str = ""
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,7 @@ class RunFrame:
     report: ReportView | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
     message: str = ""  # what the run does now ("creating topic test-topic ...", "reusing the running cluster")
+    leadership: Leadership = field(default_factory=Leadership)  # leader changes, failovers, elections: the core's
 
     @property
     def exercise(self) -> ExerciseView | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from kafkalab.admin import ClusterSnapshot, replication_plan
 from kafkalab.admin.snapshot_helper import SnapshotHelper
@@ -18,9 +18,10 @@ from kafkalab.analysis.report import loss_split
 from kafkalab.clients.control_words import send_control
 from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, EndCause, NodeAction, NodeState
-from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
+from kafkalab.cluster.control_socket import NETWORK, ControlServer, write_cluster_file
 from kafkalab.cluster.netwiring import NET_ACTIONS, NetRequest
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.by_hand import act_by_hand, by_hand
 from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.frames import (
     CLUSTER_DOWN,
@@ -40,18 +41,23 @@ from kafkalab.feeds.metadata_facts import MetadataFacts
 from kafkalab.feeds.net_view import net_view
 from kafkalab.feeds.node_logs import NodeLogs
 from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, NotOffered, Source, apply_net
-from kafkalab.labs.events import Event, EventKind, FaultEvent
+from kafkalab.labs.events import Event, FaultEvent, NetEvent, NodeEvent, by_whom
+from kafkalab.labs.failover import Leadership, lab_topics, leader_changes, leadership
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import who_am_i
 from kafkalab.labs.graded_check import CheckPhase, CheckStatus, GradedCheck
 from kafkalab.labs.model import Lab, platform_name, platform_short
+from kafkalab.labs.node_events import action_of, node_label
 from kafkalab.labs.results import FaultState, FaultStatus, Outcome, RunResult
+from kafkalab.labs.run import LabRun
 from kafkalab.labs.session import LabSession, Phase, SessionState
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
 # what every lab offers; a lab with a [fix] or an [incident] adds its exercise's keys
 LAB_ACTIONS = frozenset(ConsoleAction) - frozenset(EXERCISE_ACTIONS)
 FAULT_MARK = (FaultState.FIRED, FaultState.MISSED, FaultState.FAILED)  # a step ticked off: its turn is over
+# a lab's faults that the chart marks by the change they made (a node's, the network's), as a key's would be
+MARKED_BY_THEIR_CHANGE = frozenset(NET_ACTIONS) | {a.value for a in NodeAction}
 
 
 class LabSource(Source):
@@ -113,7 +119,7 @@ class LabSource(Source):
                 self._up = True
                 write_cluster_file(cluster)
                 try:
-                    self._server = ControlServer(cluster, self._down)
+                    self._server = ControlServer(cluster, self._down, by_hand(self.session))
                 except OSError:  # a run dir too deep for a unix socket's path: only this console drives it
                     self._server = None
             if cluster is not None and self._server is not None and not any(
@@ -141,16 +147,14 @@ class LabSource(Source):
         return self.admin_helper.snapshot(cluster.bootstrap, cluster, SNAPSHOT_WAIT_S)
 
     def node_action(self, node: str, action: NodeAction) -> None:
-        cluster = self.session.cluster
-        if cluster is None:
-            raise KafkalabError("no cluster yet: the lab's cluster starts with the run (press g)")
-        action.apply(cluster.node(node))
+        act_by_hand(self.session, node, action)
 
     def net_request(self, request: NetRequest) -> str:
         cluster = self.session.cluster
         if cluster is None:
             raise NotOffered("no cluster yet: the lab's cluster starts with the run (press g)")
-        return apply_net(cluster.net, request, self.net_why_not)
+        with by_hand(self.session)(NETWORK, None):
+            return apply_net(cluster.net, request, self.net_why_not)
 
     # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> RunFrame:
@@ -160,12 +164,13 @@ class LabSource(Source):
         run = self.session.current
         exercise = self.exercise.view() if self.exercise else None
         checking = exercise is not None and exercise.check.running  # between graded runs too: no verdict yet
+        events = run.timeline.events() if run else []
         return RunFrame(
             live=state.phase in LIVE_PHASES or checking, phase=state.phase, producer=state.producer,
             consumers=tuple(state.consumers.values()), throughput=self._throughput.points,
-            markers=markers((e.t, e.kind, e.detail, fault_action(e)) for e in (run.timeline.events() if run else ())),
-            lab=lab_view(lab, state.faults, exercise), report=None if checking else report_view(state.result),
-            settings=dict(lab.producer.settings), message=state.message,
+            markers=markers(events, lab_topics(lab)), lab=lab_view(lab, state.faults, exercise),
+            report=None if checking else report_view(state.result), settings=dict(lab.producer.settings),
+            message=state.message, leadership=run_leadership(run, lab, events, live=state.phase in LIVE_PHASES),
         )
 
     def _sample(self, state: SessionState) -> None:
@@ -345,20 +350,32 @@ def sample_line(sample: Sample) -> str:
     return f"{where}  {sample.msg_id}" if sample.msg_id else where
 
 
-def fault_action(event: Event) -> str:
-    return event.action if isinstance(event, FaultEvent) else ""
-
-
-def markers(events: Iterable[tuple[float, str, str, str]]) -> tuple[Marker, ...]:
-    """The chart's marks, in time order, from events given as (t, kind, detail, a fault's action): faults (a
-    node's, a network change's) and leader changes. A lab's network fault is marked once, by the network change
-    it made (as a console key or `kafkalab net` makes one), not again by its fault line."""
-    marks = {EventKind.FAULT: MarkerKind.FAULT, EventKind.NET: MarkerKind.NET,
-             EventKind.LEADER_CHANGE: MarkerKind.LEADER}
-    out = [Marker(t, net_label(detail) if kind == EventKind.NET else detail, marks[EventKind(kind)])
-           for t, kind, detail, action in events
-           if kind in marks and not (kind == EventKind.FAULT and action in NET_ACTIONS)]
+def markers(events: Iterable[Event], topics: Collection[str] | None = None) -> tuple[Marker, ...]:
+    """The chart's marks, in time order, from the run's typed events: what was done to a node (by the lab, by
+    hand or by kafkalab) or its crash, network changes, the lab's other faults (on its clients, topics and
+    groups), and the run's leader changes (:func:`~kafkalab.labs.failover.leader_changes`: those of other topics
+    than ``topics`` as their own kind). A lab's node or network fault is marked once, by the change it made (as a
+    console key or `kafkalab broker` / `kafkalab net` makes one), not again by its fault line. What came before
+    the run's clock (the cluster's start) is not marked."""
+    events = list(events)
+    out: list[Marker] = []
+    for e in (e for e in events if e.t >= 0):
+        if isinstance(e, NodeEvent) and action_of(e):
+            out.append(Marker(e.t, node_label(e), MarkerKind.FAULT, e.actor))
+        elif isinstance(e, NetEvent):
+            out.append(Marker(e.t, net_label(e.detail) + by_whom(e.actor), MarkerKind.NET, e.actor))
+        elif isinstance(e, FaultEvent) and e.action not in MARKED_BY_THEIR_CHANGE:
+            out.append(Marker(e.t, e.detail + by_whom(e.actor), MarkerKind.FAULT, e.actor))
+    changes = leader_changes(events, topics)
+    out += [Marker(e.t, e.detail, MarkerKind.LEADER, topic=e.topic) for e in changes.lab if e.t >= 0]
+    out += [Marker(e.t, e.detail, MarkerKind.OTHER_LEADER, topic=e.topic) for e in changes.other if e.t >= 0]
     return tuple(sorted(out, key=lambda m: m.at_s))
+
+
+def run_leadership(run: LabRun | None, lab: Lab, events: Sequence[Event], live: bool) -> Leadership:
+    """The run's leadership facts; while it is live, with the elections its cluster's latest snapshot shows."""
+    snapshot = run.snapshot() if run is not None and live else None
+    return leadership(events, lab_topics(lab), snapshot, run.timeline.now() if run is not None else None)
 
 
 def net_label(detail: str) -> str:

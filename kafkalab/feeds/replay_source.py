@@ -20,6 +20,8 @@ from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
 from kafkalab.feeds.lab_source import LIVE_PHASES, lab_view, markers, report_view
 from kafkalab.feeds.net_view import NetView
 from kafkalab.feeds.source import Source
+from kafkalab.labs.events import event_from_dict
+from kafkalab.labs.failover import lab_topics, leadership
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
@@ -155,11 +157,14 @@ class ReplaySource(Source):
         producer, consumers = self.recorded.clients(t)
         result_in = self.recorded.result_at is not None and t >= self.recorded.result_at
         faults = self.recorded.faults(t)
-        events = ((e["t"], e["kind"], e["detail"], e.get("action", "")) for e in self.recorded.events_until(t))
+        events = [event_from_dict(e) for e in self.recorded.events_until(t)]  # typed, as the live run's
+        topics = lab_topics(self.lab) if self.lab is not None else None
+        live = phase in LIVE_PHASES
         said = self.recorded.at("message", t)
         return RunFrame(
-            live=phase in LIVE_PHASES, phase=phase, producer=producer, consumers=consumers,
-            throughput=self.recorded.throughput(t), markers=markers(events),
+            live=live, phase=phase, producer=producer, consumers=consumers,
+            throughput=self.recorded.throughput(t), markers=markers(events, topics),
+            leadership=leadership(events, topics, self.recorded.snapshot(t) if live else None, t),
             lab=lab_view(self.lab, faults) if self.lab is not None else None,
             report=report_view(self._result if result_in else None),
             settings=dict(self.lab.producer.settings) if self.lab is not None else {},

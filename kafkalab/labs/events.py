@@ -67,6 +67,11 @@ class Actor(StrEnum):
         return {Actor.LAB: "by the lab", Actor.ATTENDEE: "by hand", Actor.KAFKALAB: "by kafkalab"}[self]
 
 
+def by_whom(actor: Actor | None) -> str:
+    """' by hand', ' by kafkalab', or '' for the lab's own step (what a lab's run is made of) and for nobody."""
+    return f" {actor.words}" if actor is not None and actor != Actor.LAB else ""
+
+
 @dataclass_transform(kw_only_default=True, frozen_default=True)
 @dataclass(frozen=True, kw_only=True)
 class Event:
@@ -111,6 +116,7 @@ class FaultEvent(Event):
     action: str
     targets: tuple[str, ...]
     trigger: str
+    actor: Actor | None = None  # the lab's, or a fix's live action (the attendee's); None in an older timeline
 
 
 class NetEvent(Event):

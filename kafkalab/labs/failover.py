@@ -19,12 +19,12 @@ when that is more than a poll, the time is said as "within".
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster.netwiring import NetAction
 from kafkalab.cluster.node import NodeState
-from kafkalab.labs.events import Actor, Event, EventKind, LeaderChange, NetEvent, NodeEvent
+from kafkalab.labs.events import Actor, Event, EventKind, LeaderChange, NetEvent, NodeEvent, by_whom
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import Phase
 
@@ -68,7 +68,7 @@ class NodeFault:
     def words(self) -> str:
         """'killed', 'stopped', 'isolated by hand'."""
         how = _DOWN_WORDS.get(NodeState(self.how), self.how) if self.how in NodeState._value2member_map_ else self.how
-        return f"{how} {self.actor.words}" if self.actor not in (None, Actor.LAB) else how
+        return how + by_whom(self.actor)
 
     @property
     def when(self) -> str:
@@ -204,7 +204,7 @@ class Election:
 class Leadership:
     """Every leadership fact of a run (see the module's doc), computed by :func:`leadership`."""
 
-    changes: LeaderChanges = LeaderChanges()
+    changes: LeaderChanges = field(default_factory=LeaderChanges)
     failovers: tuple[Failover, ...] = ()
     leaderless: tuple[Leaderless, ...] = ()
     elections: tuple[Election, ...] = ()  # while the run goes on

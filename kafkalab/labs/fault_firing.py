@@ -14,7 +14,8 @@ from kafkalab.admin import ClusterSnapshot, ResetTarget
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import NetAction, NetRequest
 from kafkalab.errors import KafkalabError
-from kafkalab.labs.events import CheckEvent, EventKind, FaultEvent, FaultProblem
+from kafkalab.labs.actors import NETWORK
+from kafkalab.labs.events import Actor, CheckEvent, EventKind, FaultEvent, FaultProblem
 from kafkalab.labs.expectations import parse_check
 from kafkalab.labs.faults import Fault, RunView, Target, TargetCategory, TargetKind
 from kafkalab.labs.measured import Measured, num
@@ -63,6 +64,7 @@ class FaultFiring:
         self.consumer_ids = list(consumer_ids)
         self.statuses = [FaultStatus(i, f.describe(), attendee=attendee, what=f.doing())
                          for i, f in enumerate(self.faults)]
+        self.actor = Actor.ATTENDEE if attendee else Actor.LAB
         self.checks: list[ExpectationResult] = []
 
     @property
@@ -157,8 +159,10 @@ class FaultFiring:
 
     def _nodes(self, host: FaultHost, fault: Fault, previous_nodes: list[str]) -> list[str]:
         names = self._resolve(host, fault.target, previous_nodes)
+        action = NodeAction(fault.action)
         for name in names:
-            host.node_action(name, NodeAction(fault.action))
+            with self.timeline.actors.acting(name, self.actor, action):  # the node's changes say whose fault
+                host.node_action(name, action)
         return names
 
     def _resolve(self, host: FaultHost, target: Target, previous_nodes: list[str]) -> list[str]:
@@ -190,7 +194,8 @@ class FaultFiring:
                                    both_ways=fault.both_ways) for s, e in links]
             arrow = "<->" if fault.both_ways else "->"
             shown = ", ".join(f"{s} {arrow} {e}" for s, e in links)
-        rules = [rule for request in requests for rule in host.net(request)]
+        with self.timeline.actors.acting(NETWORK, self.actor):
+            rules = [rule for request in requests for rule in host.net(request)]
         amount = {NetAction.DELAY: f" {fault.ms} ms" + (f" +/- {fault.jitter_ms} ms" if fault.jitter_ms else ""),
                   NetAction.LIMIT: f" {fault.bytes_per_s:,} B/s",
                   NetAction.HOLD: f", {held(fault.direction)} kept by the proxy until healed"}.get(action, "")
@@ -223,7 +228,7 @@ class FaultFiring:
         label = f"{fault.action} {fault.word}".strip()
         text = f"{label} {', '.join(targets)}".strip() + (f": {detail}" if detail else "")
         self.timeline.add(FaultEvent(source="lab", detail=text, action=fault.action, targets=tuple(targets),
-                                     trigger=fault.at.text))
+                                     trigger=fault.at.text, actor=self.actor))
 
     def _check(self, host: FaultHost, fault: Fault) -> None:
         expectation = parse_check(fault.expect, fault.line)

@@ -366,13 +366,19 @@ class Fault:
         what = f"{self.action} {self.word}".strip()
         on = f" {self.target.text}" if self.target.text else ""
         to = f" to {self.to.text}" if self.to is not None else ""
-        return f"{what}{on}{to} at {self.at.text}"
+        checked = f" {self.expect}" if self.expect else ""  # a check says what it checks
+        return f"{what}{checked}{on}{to} {self.when}"
+
+    @property
+    def when(self) -> str:
+        """"at progress 20%", "after 12s" (never "at after 12s")."""
+        return self.at.text if self.at.text.startswith("after") else f"at {self.at.text}"
 
     def doing(self) -> str:
         """What it does, without when, as a sentence names it: "kill broker 2", "a note"."""
         if self.action in ANY_ACTIONS:
             return f"a {self.action}"
-        return self.describe().removesuffix(f" at {self.at.text}")
+        return self.describe().removesuffix(f" {self.when}")
 
 
 def parse_action(text: str, target: Target) -> tuple[str, str]:

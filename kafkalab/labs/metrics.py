@@ -188,13 +188,13 @@ def assign_wait_summary(values: Mapping[str, Measured], groups: Mapping[int, str
     parts = []
     for local_id, group in groups.items():
         wait = values.get(f"consumer.{local_id}.assign_wait_s", Unmeasured.NOT_OBSERVED)
-        waited = "never any" if wait == Unmeasured.NEVER else seconds(wait)
+        waited = "never got any" if wait == Unmeasured.NEVER else seconds(wait)
         if values.get(f"consumer.{local_id}.fatal_error"):
             said = "fatal error, " + (waited if isinstance(wait, Unmeasured) else f"yet {waited}")
         else:
             said = waited
         parts.append(f"consumer-{local_id} ({group}) {said}")
-    return "wait for partitions from start: " + "; ".join(parts) if parts else ""
+    return "how long each consumer waited for its first partitions: " + "; ".join(parts) if parts else ""
 
 
 def voter_node(node_id: int) -> str:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from kafkalab.cluster.node import EndCause, Node, NodeState
 from kafkalab.labs.actors import Actors
-from kafkalab.labs.events import NodeEvent
+from kafkalab.labs.events import NodeEvent, by_whom
 
 # a node in one of these states was ended by a fault, not by the run's teardown that later shows it stopped
 DOWN_BY_FAULT = (NodeState.KILLED, NodeState.FAILED)
@@ -43,8 +43,9 @@ def action_of(e: NodeEvent) -> str:
 
 
 def node_label(e: NodeEvent) -> str:
-    """The chart's words for a node acted on: 'kill broker-3 by hand', 'broker-2 failed'."""
+    """The chart's words for a node acted on: 'kill broker-2' (the lab's), 'kill broker-3 by hand', 'broker-2
+    failed'."""
     action = action_of(e)
     if action == "crash":
         return f"{e.source} failed"
-    return f"{action} {e.source}" + (f" {e.actor.words}" if e.actor is not None else "")
+    return f"{action} {e.source}{by_whom(e.actor)}"

@@ -27,8 +27,8 @@ from kafkalab.cluster.netwiring import ClusterNet, NetChange
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
-from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.actors import NETWORK
+from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.events import EventKind, NetEvent
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.interruptible import in_thread

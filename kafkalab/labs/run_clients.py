@@ -130,7 +130,7 @@ class RunClients:
         timing = self.deps.timing
         deadline = time.monotonic() + self.lab.drain_s
         running = [cs[-1] for cs in self.consumers.values() if cs and cs[-1].running]
-        self.say(f"draining {len(running)} consumers")
+        self.say(f"draining {len(running)} consumer{'s' if len(running) != 1 else ''}: they catch up, then close")
         last, quiet_since = -1, time.monotonic()
         while running and time.monotonic() < deadline:
             stats = [c.stats() for c in running]

@@ -65,7 +65,7 @@ def presenter_line(stats: ProducerStats | None, consumers: tuple[ConsumerStats, 
     if consumers:
         line.append("  consumed ", style="dim").append(f"{sum(c.processed for c in consumers):,}", style="bold")
         lag = sum(c.total_lag for c in consumers)  # as the consumers pane's "unread" (not the Groups tab's lag)
-        unmeasured = "+?" if any(set(c.assignment) - set(c.lag) for c in consumers) else ""
+        unmeasured = " or more" if any(set(c.assignment) - set(c.lag) for c in consumers) else ""  # not "+?"
         line.append("  unread ", style="dim").append(f"{lag:,}{unmeasured}",
                                                      style="yellow" if lag or unmeasured else "")
     return line

@@ -1,0 +1,84 @@
+"""A truncation said the same in every live view, from lines Kafka 3.9.2 wrote (a zombie leader, broker 2 of a
+ZooKeeper-mode cluster, isolated, given 2,200 acks=1 records through its proxy, healed): the sentence, the
+console's watch as its frames bring the lines, the CLI's lines from a cluster's state dir, the console's toast."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from kafkalab.cli.truncation_lines import cluster_truncations, truncation_lines
+from kafkalab.cluster.control_socket import SPEC_FILE
+from kafkalab.cluster.truncations import TruncationWatch, read_truncations
+from kafkalab.ui.app import ToastKind, toast_kind
+from tests.test_ui_app import running, settle, sync
+from tests.test_ui_feed import FakeSource
+from tests.test_unclean_election import BROKER_2_LOG
+
+ZOMBIE = ("broker-2 truncated test-topic/0 from 2,500 to 300 following broker-3: 2,200 records only it had are gone "
+          "(uncommitted: acknowledged by it alone if written with acks=1)")
+
+
+def stamp(at: float) -> str:
+    return time.strftime("[%Y-%m-%d %H:%M:%S,000]", time.localtime(at))
+
+
+def zombie_lines(at: float) -> list[str]:
+    """Broker 2's lines as it rejoined (the ``Leader`` line before: it had been leader, at epoch 0)."""
+    return [
+        f"{stamp(at)} INFO [Broker id=2] Leader test-topic-0 with topic id Some(WMIFXM_8R_Sb_GLmWQUIiQ) starts at "
+        "leader epoch 0 from offset 0 with partition epoch 0, high watermark 0, ISR [2,3,1], adding replicas [] and "
+        "removing replicas [] . Previous leader None and previous leader epoch was -1. (state.change.logger)",
+        f"{stamp(at)} INFO [Broker id=2] Follower test-topic-0 starts at leader epoch 2 from offset 2500 with "
+        "partition epoch 2 and high watermark 300. Current leader is 3. Previous leader Some(3) and previous leader "
+        "epoch was 2. (state.change.logger)",
+        f"{stamp(at)} INFO [ReplicaFetcher replicaId=2, leaderId=3, fetcherId=0] Truncating partition test-topic-0 "
+        "with TruncationState(offset=300, completed=true) due to leader epoch and offset EpochEndOffset(errorCode=0, "
+        "partition=0, leaderEpoch=0, endOffset=300) (kafka.server.ReplicaFetcherThread)",
+        f"{stamp(at)} INFO [UnifiedLog partition=test-topic-0, dir=/tmp/g-state/broker-2/data] Truncating to offset "
+        "300 (kafka.log.UnifiedLog)",
+    ]
+
+
+def test_a_zombie_s_truncation_is_said_with_its_count_and_that_none_of_it_was_committed() -> None:
+    [cut] = read_truncations(zombie_lines(time.time()), 2, 0.0, None)
+    assert (cut.from_offset, cut.to_offset, cut.records, cut.committed) == (2500, 300, 2200, 0)
+    assert cut.said() == ZOMBIE
+
+
+def test_an_unclean_election_s_truncation_says_how_many_committed_records_went() -> None:
+    [cut] = read_truncations(BROKER_2_LOG, 2, 0.0, {"test-topic"})
+    assert cut.said() == ("broker-2 truncated test-topic/0 from 3,847 to 917 following broker-3: 2,930 records only "
+                          "it had are gone, 2,862 of them committed (acknowledged even with acks=all)")
+
+
+def test_the_watch_reads_a_truncation_across_frames_and_only_the_brokers_lines_since_it_began() -> None:
+    now = time.time()
+    watch = TruncationWatch(since=now)
+    lines = zombie_lines(now + 1)
+    assert watch.feed({"broker-2": lines[:2], "zookeeper": lines}) == []
+    [cut] = watch.feed({"broker-2": lines[2:], "controller-1": lines})
+    assert cut.said() == ZOMBIE
+    assert TruncationWatch(since=now + 2).feed({"broker-2": lines}) == []  # before the console began: no news
+
+
+def test_the_cli_lines_are_this_cluster_s_own(tmp_path: Path) -> None:
+    now = time.time()
+    logs = tmp_path / "broker-2" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "server.log").write_text("\n".join(zombie_lines(now - 600) + zombie_lines(now)) + "\n")
+    (tmp_path / SPEC_FILE).write_text("{}")
+    os.utime(tmp_path / SPEC_FILE, (now - 60, now - 60))  # started a minute ago: the first episode is an earlier one's
+    assert truncation_lines(cluster_truncations(tmp_path)) == [f"{time.strftime('%H:%M:%S', time.localtime(now))} {ZOMBIE}"]
+
+
+@sync
+async def test_the_console_toasts_a_truncation_as_the_broker_logs_it() -> None:
+    feed = FakeSource()
+    async with running(feed) as (app, pilot):
+        with feed.lock:
+            feed.logs = {"broker-2": tuple(zombie_lines(time.time() + 1))}
+        await settle(pilot)
+        toasts = [n for n in app._notifications if toast_kind(n) == ToastKind.TRUNCATED]
+        assert [(n.title, n.message, n.severity) for n in toasts] == [("records truncated", ZOMBIE, "warning")]
