@@ -165,7 +165,8 @@ class LabConsole(App[None]):
         ]
         self.groups_feed = groups_feed or AdminGroupsFeed(source.cluster_now)
         self.pollers += [
-            Poller(self, "groups", self.groups_feed.groups, lambda f: self.query_one(GroupsPane).show(f),
+            Poller(self, "groups", self.groups_feed.groups,
+                   lambda f: self.query_one(GroupsPane).show(f, run_groups(self.run_frame)),
                    poll_s or GROUPS_POLL_S, self.show_error),
             Poller(self, "records", self.groups_feed.records, lambda f: self.query_one(RecordsPane).show(f),
                    poll_s or RECORDS_POLL_S, self.show_error),
@@ -381,7 +382,7 @@ class LabConsole(App[None]):
         previous, self.run_frame = self.run_frame, frame
         rates = [rate for _t, rate in frame.throughput]
         self.query_one(ProducerPane).show(frame.producer, frame.settings, rates)
-        self.query_one("#presenter-run", Line).show(presenter_line(frame.producer, frame.consumers))
+        self.query_one("#presenter-run", Line).show(presenter_line(frame.producer, frame.consumers, frame.leadership))
         self.query_one(ConsumersTable).show(frame.consumers)
         self.query_one(LabPane).show(frame.lab)
         self.query_one(ResultsPane).show(frame)
@@ -405,7 +406,7 @@ class LabConsole(App[None]):
             self.set_action(run_ended(frame))
         elif (frame.phase, frame.lab and frame.lab.lab_id) != (previous.phase, previous.lab and previous.lab.lab_id):
             self.update_topbar()
-        if frame.live != previous.live:
+        if frame.live != previous.live or frame.electing != previous.electing:
             self.show_waiting()
 
     def show_task_first(self, previous: RunFrame, frame: RunFrame) -> None:
@@ -430,9 +431,9 @@ class LabConsole(App[None]):
             self.refresh_bindings()
 
     def show_waiting(self) -> None:
-        """While a run is live, say what its producer waits for (a leader, in-sync replicas) and why."""
-        topic = self.run_frame.settings.get("producer.topic", DEMO_TOPIC)
-        waiting = waiting_for(self.snapshot, topic) if self.run_frame.live and self.snapshot else ""
+        """While a run is live, say the leader being elected after a fault, or what its producer waits for."""
+        frame, topic = self.run_frame, self.run_frame.settings.get("producer.topic", DEMO_TOPIC)
+        waiting = frame.electing or (waiting_for(self.snapshot, topic) if frame.live and self.snapshot else "")
         if waiting != self.waiting:
             self.waiting = waiting
             self.update_topbar()
@@ -941,6 +942,11 @@ def freeze_long_lived() -> None:
     objects, ~15 ms). No collection first: it would be one such pause, during the cluster's start.
     """
     gc.freeze()
+
+
+def run_groups(frame: RunFrame) -> tuple[str, ...]:
+    """The groups the run's consumers use, for the Groups tab to name one the brokers do not know."""
+    return tuple(sorted({c.group for c in frame.consumers}))
 
 
 def report_title(frame: RunFrame) -> str:

@@ -118,6 +118,18 @@ class GroupCard(Vertical):
             self.rows = rows
 
 
+def unknown_groups(frame: GroupsFrame, used: tuple[str, ...]) -> Text:
+    """The run's consumers' groups that the brokers do not know: a consumer that never got a coordinator has
+    no group to describe, and an empty tab would read as "no consumer ran"."""
+    known = {g.group_id for g in frame.groups}
+    missing = [g for g in used if g not in known]
+    if not missing:
+        return Text()
+    names = ", ".join(missing)
+    return Text.assemble(("\nthe run's consumers use ", ""), (names, "bold"),
+                         (f", which the brokers do not know: `kafkalab group describe {missing[0]}` says why", ""))
+
+
 class GroupsPane(VerticalScroll):
     """Every consumer group of the cluster, one card each; ``]`` picks the group the reset key acts on."""
 
@@ -130,14 +142,16 @@ class GroupsPane(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(Text("consumer groups appear here once a consumer joins one", style="dim"), id="groups-status")
 
-    def show(self, frame: GroupsFrame) -> None:
+    def show(self, frame: GroupsFrame, used: tuple[str, ...] = ()) -> None:
+        """``used``: the groups the run's consumers use; one the brokers do not know is named, not left out."""
         status = self.query_one("#groups-status", Static)
         if frame.error:
             status.update(Text(f"groups: {frame.error} (last values shown)", style="red"))
             return
         self.frame = frame
-        status.update(Text(f"{len(frame.groups)} group(s) · ] picks one · O resets its offsets", style="dim")
-                      if frame.groups else Text("no consumer group yet", style="dim"))
+        line = Text(f"{len(frame.groups)} group(s) · ] picks one · O resets its offsets", style="dim") \
+            if frame.groups else Text("no consumer group on the brokers yet", style="dim")
+        status.update(line.append_text(unknown_groups(frame, used)))
         names = [g.group_id for g in frame.groups]
         if self.selected not in names:
             self.selected = names[0] if names else None
