@@ -48,7 +48,7 @@ def test_a_snapshot_crosses_the_helpers_pipe_unchanged() -> None:
     offline = PartitionState("t", 4, None, (3, 1, 2), (), end_offset=-1001, min_isr=3, leader_epoch=0)
     snap = ClusterSnapshot(taken_at=1_700_000_000.123456, reachable=False, controller=2, brokers=(1, 2, 3),
                            partitions=(led, offline), error="no answer", elapsed_s=0.1 + 0.2, answered_by=3,
-                           helper_failed=True)
+                           disowned=(4,), helper_failed=True)
     for obj in (led, snap):
         every_field_set(obj)
     assert ClusterSnapshot.from_wire(through_the_pipe(snap.to_wire())) == snap  # a list is no tuple: not equal

@@ -123,3 +123,68 @@ def test_console_record_in_a_terminal_writes_keys_captions_and_resizes(tmp_path:
     shown = [screen for screen in screens(cast) if any("⌨  l  v" in line for line in screen)]
     assert shown, "the key captions are not in the recording"
     assert "leader-failover" in shown[-1][0]
+
+
+REPAINT_SCRIPT = """
+import sys, time
+def screen(mark):
+    rows = []
+    for y in range(24):
+        cells = "".join(f"\\x1b[0m\\x1b[38;2;{y * 9};{x * 3};200;48;2;20;20;{x}m{chr(65 + (x + y) % 26)}"
+                        for x in range(80))
+        rows.append(f"\\x1b[{y + 1};1H" + cells)
+    return "".join(rows) + f"\\x1b[0m\\x1b[1;1H{mark}"
+out = sys.stdout
+out.write("\\x1b[?1049h\\x1b[?25l")
+for _ in range(50):  # the same screen again and again, as a full repaint does
+    out.write(screen("A")); out.flush(); time.sleep(0.01)
+out.write(screen("Z")); out.flush(); time.sleep(0.3)
+out.write("\\x1b[?1049l\\x1b[?25h")
+"""
+
+
+def test_a_cast_keeps_what_the_terminal_showed_not_every_repaint(tmp_path: Path) -> None:
+    """A 5-minute cast of the console took 7.6 MB: every repaint went in whole, each cell from an SGR reset. A
+    screen drawn 51 times, once with one cell changed, now costs about one screen's worth."""
+    import sys
+
+    from kafkalab.cast import record_headless
+
+    cast = tmp_path / "repaint.cast"
+    assert record_headless([sys.executable, "-c", REPAINT_SCRIPT], cast, 80, 24) == 0
+    one_screen = 80 * 24 * len("\\u001b[0m\\u001b[38;2;99;99;200;48;2;20;20;99mA")
+    assert cast.stat().st_size < 2 * one_screen, cast.stat().st_size
+    screen = final_screen(cast)
+    assert screen[0][:4] == "ZBCD" and screen[23][-2:] == "XY", screen
+
+
+def test_the_compacted_cast_of_a_replay_shows_each_frame_as_the_terminal_did(tmp_path: Path) -> None:
+    """The console's own output (the recorded run's replay, 16x), written raw and compacted from the same bytes:
+    every compacted frame is the screen the raw stream showed at that instant, in a fraction of the bytes."""
+    import sys
+
+    from tests.cast_frames import capture, frames_unlike_raw, write_compact, write_raw
+
+    cols, rows = RECORD_SIZE
+    output = capture([sys.executable, "-m", "kafkalab", "replay", str(RUN_DIR), "--speed", "16", "--exit-at-end"],
+                     cols, rows)
+    raw = write_raw(output, tmp_path / "raw.cast", cols, rows)
+    compact = write_compact(output, tmp_path / "compact.cast", cols, rows)
+    assert not compact.raw, "the screen met a sequence it does not model"
+    assert frames_unlike_raw(raw, tmp_path / "compact.cast") == []
+    assert (tmp_path / "compact.cast").stat().st_size * 8 < raw.stat().st_size
+
+
+@pytest.mark.parametrize("text", [
+    "漢字 wide, e\u0301 combined, \x1b[1;31mbold red\x1b[22m not bold\x1b[0m\r\n\x1b[44m\x1b[2Kblue line\x1b[0m",
+    "\x1b[?7l" + "x" * 85 + "\x1b[?7h\r\n" + "y" * 85,  # autowrap off (Textual's way), then on
+    "\x1b[1;1Habc\x1b[2;3r\x1b[3;1H\n\n\nscrolled in a region",  # a scroll region: not modelled, written as it came
+])
+def test_a_compacted_cast_shows_what_the_terminal_showed(tmp_path: Path, text: str) -> None:
+    from tests.cast_frames import frames_unlike_raw, write_compact, write_raw
+
+    output = [(i * 0.04, chunk.encode()) for i, chunk in enumerate(text[j:j + 7] for j in range(0, len(text), 7))]
+    raw = write_raw(output, tmp_path / "raw.cast", 40, 6)
+    compact = write_compact(output, tmp_path / "compact.cast", 40, 6)
+    assert compact.raw == ("\x1b[2;3r" in text)
+    assert frames_unlike_raw(raw, tmp_path / "compact.cast") == []

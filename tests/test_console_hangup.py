@@ -8,6 +8,7 @@ starts."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -56,9 +57,14 @@ def other_cluster(root: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def tmux() -> Iterator[Tmux]:
+    """A tmux server of the test's own; whatever ran in it is gone after the test, even when it failed."""
     t = Tmux(f"kafkalab-hup-{os.getpid()}")
     yield t
+    pids = t.run("list-panes", "-a", "-F", "#{pane_pid}", check=False).split()
     t.run("kill-server", check=False)
+    for pid in map(int, pids):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(pid).kill()
 
 
 def console_in(tmux: Tmux, root: Path, *args: str) -> int:
@@ -84,7 +90,7 @@ def assert_gone_after_hangup(tmux: Tmux, pid: int, root: Path) -> None:
 def test_a_console_asking_about_the_port_clash_exits_when_its_terminal_closes(
         tmux: Tmux, root: Path, other_cluster: Path, tmp_path: Path) -> None:
     pid = console_in(tmux, root, "--no-lab", "--no-spark-warmup")
-    tmux.wait_for(lambda s: "choose free ports, attach or quit" in s and "Free ports (f)" in s, 90,
+    tmux.wait_for(lambda s: "Free ports (f)" in s and "Quit (q)" in s, 90,
                   "the port-clash question")
     assert_gone_after_hangup(tmux, pid, root)
 

@@ -218,3 +218,10 @@ def test_nothing_processed_is_not_named_a_commit_too_early() -> None:
     assert "committed" not in said
     assert "committed before" in verdict({"missed_by_consumers": 341, "lost_by_brokers": 0}, acknowledged=2000,
                                          consumed=1659)
+
+
+def test_a_broker_line_takes_one_setting_and_says_so() -> None:
+    """`broker X=1 -consumer.y` once read `1 -consumer.y` as X's value, and Kafka refused a number that was none."""
+    with pytest.raises(KafkalabError, match="one broker setting a line") as err:
+        change_from_text(3, "broker offsets.topic.replication.factor=1 -consumer.auto-offset-reset")
+    assert "'-consumer.auto-offset-reset' on a line of its own" in str(err.value)

@@ -115,12 +115,13 @@ def test_faults_fire_in_order_on_progress_and_isr(tmp_path: Path) -> None:
     by_kind: dict[str, dict[str, object]] = {}
     for e in saved["events"]:
         by_kind.setdefault(e["kind"], e)  # the first of each kind
-    assert set(by_kind["fault"]) == {"t", "ts", "kind", "source", "detail", "action", "targets", "trigger"}
+    assert set(by_kind["fault"]) == {"t", "ts", "kind", "source", "detail", "action", "targets", "trigger", "actor"}
     assert by_kind["fault"]["targets"] == ["broker-1"]
     assert by_kind["leader-change"]["topic"] == "test-topic" and by_kind["leader-change"]["isr"] == [2, 3]
     assert set(by_kind["leader-change"]) >= {"partition", "leader", "previous"}
     assert by_kind["node"]["state"] == "running"  # the cluster's start
     assert [e["state"] for e in saved["events"] if e["kind"] == "node"][4:] == ["killed", "running"]
+    assert [e["actor"] for e in saved["events"] if e["kind"] == "node"][4:] == ["lab", "lab"]  # its kill, its start
     assert by_kind["check"]["held"] is True
     assert [w.closed for w in world.watch_snapshots] == [True]  # the watch's snapshots (a helper) ended with it
 

@@ -1,8 +1,10 @@
-"""An offset Kafka does not know yet (OFFSET_INVALID, -1001, as ListOffsets answers just after a leader died) is
-shown as not known, never as Kafka's sentinel number."""
+"""An offset Kafka does not know yet (OFFSET_INVALID, -1001, as librdkafka's ListOffsets answers just after a leader
+died; an error and -1 on the wire, as the snapshot asks the leader itself) is shown as not known, never as a
+sentinel number."""
 
 from __future__ import annotations
 
+import struct
 from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
@@ -11,7 +13,7 @@ import pytest
 from confluent_kafka import OFFSET_INVALID, TopicPartition
 from rich.console import Console
 
-from kafkalab.admin import Admin
+from kafkalab.admin import Admin, broker_wire
 from kafkalab.cli import cluster_cmds
 
 
@@ -21,13 +23,30 @@ def answered(value: Any) -> Future[Any]:
     return fut
 
 
+def just_after_a_kill(address: str, api: tuple[int, int], body: bytes, timeout_s: float) -> broker_wire._Reader:
+    """Broker 1's replies (after their correlation id) right after broker 2 was killed: its metadata (v7), and its
+    end offsets (ListOffsets v4), partition 0's not known yet (OFFSET_NOT_AVAILABLE, offset -1)."""
+    if api == broker_wire.METADATA:
+        partition = struct.pack(">hiii", 0, 0, 1, 1) + ids(1, 2) + ids(1) + ids()
+        reply = struct.pack(">ii", 0, 1) + struct.pack(">i", 1) + text("127.0.0.1") + struct.pack(">ih", 1, -1)
+        reply += struct.pack(">hii", -1, 1, 1) + struct.pack(">h", 0) + text("orders") + struct.pack(">bi", 0, 2)
+        reply += partition + partition.replace(struct.pack(">hi", 0, 0), struct.pack(">hi", 0, 1), 1)
+    else:
+        reply = struct.pack(">ii", 0, 1) + text("orders") + struct.pack(">i", 2)
+        reply += struct.pack(">ihqqi", 0, 78, -1, -1, -1) + struct.pack(">ihqqi", 1, 0, -1, 42, 1)
+    return broker_wire._Reader(reply)
+
+
+def ids(*brokers: int) -> bytes:
+    return struct.pack(f">i{len(brokers)}i", len(brokers), *brokers)
+
+
+def text(value: str) -> bytes:
+    return struct.pack(">h", len(value)) + value.encode()
+
+
 class JustAfterAKill:
     """An admin client as librdkafka answers right after a broker kill: partition 0's end offset not known yet."""
-
-    def list_topics(self, timeout: float) -> Any:
-        parts = {p: SimpleNamespace(leader=1, replicas=[1, 2], isrs=[1]) for p in (0, 1)}
-        return SimpleNamespace(topics={"orders": SimpleNamespace(partitions=parts)}, controller_id=1,
-                               brokers={1: None}, orig_broker_id=1)
 
     def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Future[Any]]:
         return {}
@@ -37,7 +56,8 @@ class JustAfterAKill:
 
 
 @pytest.fixture
-def admin() -> Admin:
+def admin(monkeypatch: pytest.MonkeyPatch) -> Admin:
+    monkeypatch.setattr(broker_wire, "_exchange", just_after_a_kill)
     admin = Admin("127.0.0.1:1", timeout_s=1.0)
     admin._client = JustAfterAKill()  # type: ignore[assignment]
     return admin

@@ -206,6 +206,37 @@ def test_a_session_run_records_what_the_replay_shows(tmp_path: Path) -> None:
     assert replay.snapshot().reachable  # node states: the fake cluster reports none (the recorded run has them)
 
 
+def test_the_replayed_chart_is_the_one_the_live_console_showed(tmp_path: Path) -> None:
+    """The replay drew its chart from the producer samples again (935/s over 73 s against the live 984/s over
+    80 s): the points the live console showed are recorded, and the replay shows those."""
+    import threading
+
+    from kafkalab.feeds.lab_source import LabSource
+    from kafkalab.labs import LabSession
+    from tests.lab_fakes import World
+    from tests.test_labs_run import lab_of
+
+    session = LabSession(lab_of(tmp_path, ""), tmp_path / "runs", deps=World(rate=400.0).deps())
+    live = LabSource(session)
+    done = threading.Event()
+
+    def console_polls() -> None:  # as the console's run poller does
+        while not done.wait(0.5):
+            live.run()
+
+    poller = threading.Thread(target=console_polls)
+    poller.start()
+    try:
+        result = session.run()
+    finally:
+        done.set()
+        poller.join()
+    shown = live.run().throughput
+    replay = ReplaySource(result.run_dir)
+    replay.clock.seek(replay.clock.end - replay.clock.start + 1.0)
+    assert len(shown) >= 4 and replay.run().throughput == shown
+
+
 KRAFT_RUN_DIR = Path(__file__).parent / "recorded" / "controller-failover"  # `kafkalab run controller-failover`
 
 

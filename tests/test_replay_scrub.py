@@ -17,7 +17,8 @@ from textual.widgets import Static, TabbedContent
 
 from kafkalab.cluster import NodeState
 from kafkalab.feeds.frames import CLUSTER_STARTING
-from kafkalab.feeds.replay_source import ReplayClock, ReplaySource
+from kafkalab.feeds.frames import Marker, MarkerKind
+from kafkalab.feeds.replay_source import ReplayClock, ReplaySource, event_stops
 from kafkalab.labs.recording import RECORDING, RecordedRun
 from kafkalab.ui import replay_app
 from kafkalab.ui.broker import BrokerPane
@@ -295,3 +296,54 @@ async def test_the_replays_place_stays_in_the_top_bar_and_a_jump_back_leaves_the
         assert "g runs again" not in topbar
         assert side.active == "tab-run" and app.query_one(PartitionTable).display
         assert not app.check_action("show_tab", ("records",)) and not app.check_action("show_tab", ("groups",))
+
+
+def test_a_runs_stops_are_its_events_grouped_and_its_verdict() -> None:
+    """A kill and the elections it causes are one stop; a stop lands just after its first event, when the
+    recording has what it changed; the verdict is the last (never past the recording's end)."""
+    marks = [Marker(10.0, "kill broker-2", MarkerKind.FAULT), Marker(10.4, "t/0 leader 2 -> 3", MarkerKind.LEADER),
+             Marker(30.0, "isolate broker-1", MarkerKind.NET), Marker(31.5, "t/0 leader 3 -> 1", MarkerKind.LEADER)]
+    stops = event_stops(marks, verdict_at=50.0, end=50.2)
+    assert [(s.at, [m.label for m in s.markers]) for s in stops] == [
+        (10.5, ["kill broker-2", "t/0 leader 2 -> 3"]), (30.5, ["isolate broker-1"]), (32.0, ["t/0 leader 3 -> 1"]),
+        (50.2, [])]
+
+
+@sync
+async def test_the_keys_jump_to_the_start_the_end_and_from_event_to_event() -> None:
+    """Scrubbing moved 5 s a press: the failover at 56 s was eleven presses away. Home and End go to the
+    recording's ends, PgDn and PgUp from event to event (the leader changes, the verdict), the top bar saying
+    which, and each time the screen is the recorded instant."""
+    source = ReplaySource(RUN_DIR)
+    run = source.recorded
+    app = ReplayConsole(source, poll_s=POLL_S)
+    clock = source.clock
+
+    def topbar() -> str:
+        return str(app.query_one("#topbar", Line).render())
+
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space", "end")
+        await pilot.pause(SETTLE_S)
+        assert clock.now() == clock.end and app.run_frame.report is not None
+        await pilot.press("home")
+        await pilot.pause(SETTLE_S)
+        assert clock.now() == clock.start and screen_of(app) == recorded_screen(run, clock.start)
+        for n, stop in enumerate(source.stops, start=1):
+            await pilot.press("pagedown")
+            await pilot.pause(SETTLE_S)
+            assert clock.now() == stop.at
+            assert screen_of(app) == recorded_screen(run, stop.at), f"at {stop.at:.1f} s"
+            assert f"event {n} of {len(source.stops)}" in topbar(), topbar()
+        assert len(source.stops) >= 3 and app.run_frame.report is not None  # the last stop: the verdict
+        await pilot.press("pagedown")
+        assert clock.now() == source.stops[-1].at and "no later event" in topbar()
+        for stop in reversed(source.stops[:-1]):
+            await pilot.press("pageup")
+            assert clock.now() == stop.at
+        await pilot.press("pageup")
+        assert clock.now() == source.stops[0].at and "no earlier event" in topbar()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        ids = {row[2] for row in app.screen.rows}  # type: ignore[attr-defined]
+        assert {"replay.start", "replay.end", "replay.previous_event", "replay.next_event"} <= ids

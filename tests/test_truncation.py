@@ -12,6 +12,7 @@ import pytest
 
 from kafkalab.analysis.report import Report
 from kafkalab.cluster import NodeState
+from kafkalab.cluster.truncations import Truncation, read_truncations
 from kafkalab.labs import progress
 from kafkalab.labs.events import Event, LeaderChange, NetEvent, NodeEvent
 from kafkalab.labs.expectations import is_metric
@@ -20,7 +21,6 @@ from kafkalab.labs.judge import judge
 from kafkalab.labs.loader import load_lab
 from kafkalab.labs.results import Outcome, RunResult
 from kafkalab.labs.timeline import Timeline
-from kafkalab.cluster.truncations import Truncation, read_truncations
 from kafkalab.labs.truncation import broker_logs, describe, find_truncations, run_began, summary, truncated_total
 
 LABS = Path(__file__).resolve().parent.parent / "labs"
@@ -189,10 +189,10 @@ def test_judge_names_the_truncation_and_counts_it(tmp_path: Path) -> None:
     faults = FaultFiring(lab.faults, timeline, random.Random(1), [1])
     said = "4,414 acknowledged records never reached the log"
     result = judge(RunResult(lab.id, tmp_path, Outcome.ERROR), lab, {}, {}, report(said), faults, timeline)
-    assert result.verdict.split("\n") == [said, (
+    assert result.verdict.split("\n") == [said, "leader of test-topic/0: broker 1 -> 3 in 10.3 s (isolated at 7.7 s)", (
         "partition 0: broker-1 truncated 4,414 records (offsets 1,391-5,804) at 27.3 s, when it rejoined; it had "
         "acknowledged them as leader while it was isolated (7.7-26.1 s)")]
-    assert result.findings == result.verdict.split("\n")[1:]
+    assert result.findings == result.verdict.split("\n")[2:]
     assert result.metrics["truncated"] == 4414
     assert result.as_dict()["findings"] == result.findings
     assert [e.held for e in result.expectations if e.text.startswith("truncated")] == [True]
@@ -217,4 +217,4 @@ def test_truncated_is_a_metric_and_no_logs_is_none(tmp_path: Path) -> None:
     timeline = zombie_timeline()
     faults = FaultFiring(lab.faults, timeline, random.Random(1), [1])
     result = judge(RunResult(lab.id, tmp_path, Outcome.ERROR), lab, {}, {}, report("x"), faults, timeline)
-    assert result.metrics["truncated"] == 0 and result.verdict == "x" and result.findings == []
+    assert result.metrics["truncated"] == 0 and "truncated" not in result.verdict and result.findings == []

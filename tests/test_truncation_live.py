@@ -70,7 +70,8 @@ def test_the_cli_lines_are_this_cluster_s_own(tmp_path: Path) -> None:
     (logs / "server.log").write_text("\n".join(zombie_lines(now - 600) + zombie_lines(now)) + "\n")
     (tmp_path / SPEC_FILE).write_text("{}")
     os.utime(tmp_path / SPEC_FILE, (now - 60, now - 60))  # started a minute ago: the first episode is an earlier one's
-    assert truncation_lines(cluster_truncations(tmp_path)) == [f"{time.strftime('%H:%M:%S', time.localtime(now))} {ZOMBIE}"]
+    said = f"{time.strftime('%H:%M:%S', time.localtime(now))} {ZOMBIE}"
+    assert truncation_lines(cluster_truncations(tmp_path)) == [said]
 
 
 @sync

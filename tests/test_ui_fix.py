@@ -327,8 +327,8 @@ async def test_giving_up_asks_then_shows_the_solution_and_runs_it_graded(tmp_pat
         assert isinstance(app.screen, ConfirmScreen) and "Give up" in app.screen.question
         await pilot.press("y")
         await until(pilot, lambda: isinstance(app.screen, TextScreen))
-        assert isinstance(app.screen, TextScreen) and "The reference solution: producer.acks=all" in str(
-            app.screen.body)
+        assert isinstance(app.screen, TextScreen) and "The reference solution: producer.acks=all" in (
+            app.screen.body_text)
         await pilot.press("escape")
         await until(pilot, lambda: app.run_frame.check.grade is not None)
         grade = app.run_frame.check.grade

@@ -77,7 +77,7 @@ async def test_giving_up_shows_the_cause_the_cure_and_the_solution_under_a_true_
         await pilot.press("G", "y")
         await until(pilot, lambda: isinstance(app.screen, TextScreen))
         assert isinstance(app.screen, TextScreen)
-        body = str(app.screen.body)
+        body = app.screen.body_text
         assert "EXPLANATION" in body and "CURE" in body and "producer.acks=all" in body
         assert "cause" in app.screen.title_text and "solution" in app.screen.title_text
 
@@ -92,7 +92,7 @@ async def test_a_fix_lab_given_up_names_what_it_shows_in_the_title(tmp_path: Pat
         await pilot.press("G", "y")
         await until(pilot, lambda: isinstance(app.screen, TextScreen))
         assert isinstance(app.screen, TextScreen)
-        body = str(app.screen.body)
+        body = app.screen.body_text
         assert "The cause: Acks." in body and "producer.acks=all" in body, body
         assert app.screen.title_text == "the cause and the solution"
 

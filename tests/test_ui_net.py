@@ -9,13 +9,14 @@ from pathlib import Path
 
 from textual.widgets import Static
 
+from kafkalab.cluster import EndCause, NodeState
 from kafkalab.cluster.netwiring import NetAction, NetRequest
 from kafkalab.feeds.frames import MarkerKind, NodesFrame
 from kafkalab.feeds.lab_source import markers
 from kafkalab.feeds.net_view import NetView
 from kafkalab.feeds.replay_source import ReplaySource
 from kafkalab.feeds.source import NO_NET_PROXIES
-from kafkalab.labs.events import EventKind
+from kafkalab.labs.events import Actor, FaultEvent, NetEvent, NodeEvent
 from kafkalab.labs.recording import RECORDING, RecordedRun
 from kafkalab.netfaults import Cut, Delay, Direction, Drop, Link, Rule
 from kafkalab.netfaults.rules import rule_to_json
@@ -166,9 +167,16 @@ async def test_at_100_columns_every_footer_key_shows_whole_and_none_covers_anoth
 
 def test_a_network_change_is_a_marker_named_by_its_action_and_drawn_on_the_chart() -> None:
     detail = "network isolate broker-1: cut broker-2 -> broker-1; cut broker-1 -> broker-2"
-    marks = markers([(12.0, str(EventKind.NET), detail, ""), (3.0, str(EventKind.FAULT), "kill broker-2", "kill"),
-                     (11.9, str(EventKind.FAULT), "isolate broker-1: 5 rules", "isolate"),  # marked by its change
-                     (20.0, str(EventKind.NET), "network heal every link: cut broker-2 -> broker-1", "")])
+    marks = markers([
+        NetEvent(t=12.0, source="network", detail=detail, action="isolate", nodes=("broker-1",), rules=()),
+        NodeEvent(t=3.0, source="broker-2", state=NodeState.KILLED, was=NodeState.RUNNING, cause=EndCause.KILLED,
+                  actor=Actor.LAB),
+        FaultEvent(t=3.0, source="lab", detail="kill broker-2", action="kill", targets=("broker-2",),
+                   trigger="after 3s"),  # marked by the node's change
+        FaultEvent(t=11.9, source="lab", detail="isolate broker-1: 5 rules", action="isolate", targets=("broker-1",),
+                   trigger="after 11s"),  # marked by its change
+        NetEvent(t=20.0, source="network", detail="network heal every link: cut broker-2 -> broker-1", action="heal",
+                 nodes=(), rules=())])
     assert [(m.at_s, m.label, m.kind) for m in marks] == [
         (3.0, "kill broker-2", MarkerKind.FAULT), (12.0, "isolate broker-1", MarkerKind.NET),
         (20.0, "heal every link", MarkerKind.NET)]

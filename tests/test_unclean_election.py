@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalab.cluster import NodeState
+from kafkalab.cluster.truncations import Election, Truncation, read_truncations
 from kafkalab.labs.events import IsrShrink, LeaderChange, NetEvent, NodeEvent
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.timeline import Timeline
-from kafkalab.cluster.truncations import Election, Truncation, read_truncations
 from kafkalab.labs.truncation import find_truncations, read_elections, summary, unclean_election
 from tests.test_truncation import T0, at, stamp
 

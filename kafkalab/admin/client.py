@@ -29,8 +29,8 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
-from kafkalab.admin.broker_metadata import Unanswered
-from kafkalab.admin.metadata_source import MetadataSource
+from kafkalab.admin.broker_wire import Unanswered
+from kafkalab.admin.metadata_source import MetadataSource, end_offsets
 from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescription
 from kafkalab.errors import KafkalabError, short_error
 
@@ -64,7 +64,8 @@ class Admin:
 
     # ---- snapshots -------------------------------------------------------------------------------
     def snapshot(self, offsets: bool = True, internal: bool = False, wait_s: float | None = None) -> ClusterSnapshot:
-        """Controller, live brokers and every partition's leader/replicas/ISR (and end offsets).
+        """Controller, live brokers and every partition's leader/replicas/ISR (and end offsets), as the live brokers
+        see them: never a cut-off broker's stale view (:mod:`kafkalab.admin.metadata_source`).
 
         ``wait_s`` bounds the wait for what is asked after the metadata (end offsets; unanswered ones are
         None): the console's table must not wait on a broker that was just killed to show who leads now.
@@ -80,8 +81,7 @@ class Admin:
         topics = meta.topics(internal)
         parts = meta.partitions(topics, self._topic_min_isr(topics))
         if offsets and parts:
-            ends = self.end_offsets([(p.topic, p.partition) for p in parts if p.leader is not None],
-                                    deadline - time.monotonic())
+            ends = end_offsets(meta, parts, deadline - time.monotonic())
             parts = [_with_end(p, ends.get((p.topic, p.partition))) for p in parts]
         # The controller as the chosen broker's metadata names it. DescribeCluster is not asked: librdkafka 2.16
         # aborts the whole process ("rd_kafka_admin_response_parse: Assertion `rko_result' failed") when a broker

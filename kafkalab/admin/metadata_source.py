@@ -6,8 +6,10 @@ from the cache it had: itself leader, every ISR whole, the controller it last he
 controller meanwhile dropped it (ZooKeeper mode: its session expired and /brokers/ids lost it; KRaft: the quorum
 fenced it), moved its leaderships and shrank the ISRs, and told the other brokers, whose answers now leave it
 out. So a broker counts as alive when most of the brokers that answered list it; only a view of such a broker
-is shown (the controller's own when it is among them, as that is where the others' views come from), and a
-broker that answers but is not alive to the others is named as *disowned*, its view left out.
+is shown, and a broker that answers but is not alive to the others is named as *disowned*, its view left out.
+Of the live brokers' views the newest is shown: the controller raises a partition's leader epoch with every
+leader it elects, and its updates reach the brokers a few milliseconds apart; between equals, the controller's
+own (where the others' come from).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from kafkalab.admin.broker_metadata import BrokerMetadata, Unanswered, ask
+from kafkalab.admin.broker_wire import BrokerMetadata, Unanswered, ask_end_offsets, ask_metadata
 from kafkalab.admin.snapshot import PartitionState
 
 
@@ -47,9 +49,14 @@ def choose(views: Sequence[BrokerMetadata]) -> ClusterMetadata:
     alive = [b for b in answers if b is not None and 2 * sum(b in v.brokers for v in answers.values()) > voters]
     trusted = [answers[b] for b in sorted(alive)] or list(answers.values())
     named = Counter(v.controller for v in trusted if v.controller is not None).most_common(1)
-    own = next((v for v in trusted if named and _identity(v, views) == named[0][0]), trusted[0])
+    own = max(trusted, key=lambda v: (_epochs(v), bool(named) and _identity(v, views) == named[0][0]))
     disowned = tuple(sorted(b for b in answers if b is not None and b not in alive)) if alive else ()
     return ClusterMetadata(own, _identity(own, views), disowned, tuple(v.address for v in views))
+
+
+def _epochs(view: BrokerMetadata) -> int:
+    """How far a view has come: its leader epochs summed (each only ever rises)."""
+    return sum(p.leader_epoch or 0 for partitions in view.topics.values() for p in partitions)
 
 
 def _identity(view: BrokerMetadata, views: Iterable[BrokerMetadata]) -> int | None:
@@ -97,6 +104,26 @@ class MetadataSource:
 
     def _ask(self, address: str) -> BrokerMetadata | Unanswered:
         try:
-            return ask(address, self.timeout_s)
+            return ask_metadata(address, self.timeout_s)
         except Unanswered as failure:
             return failure
+
+
+def end_offsets(meta: ClusterMetadata, partitions: list[PartitionState], wait_s: float) -> dict[tuple[str, int], int]:
+    """The end offsets of ``partitions`` that their leaders, as ``meta`` names them and at its leader epochs, give
+    within ``wait_s`` (all asked at once): never a cut-off broker's, which still takes itself for the leader."""
+    by_leader: dict[str, dict[tuple[str, int], int | None]] = {}
+    for p in partitions:
+        if p.leader is not None and p.leader in meta.view.brokers:
+            by_leader.setdefault(meta.view.brokers[p.leader], {})[(p.topic, p.partition)] = p.leader_epoch
+    if not by_leader:
+        return {}
+
+    def ask(address: str) -> dict[tuple[str, int], int]:
+        try:
+            return ask_end_offsets(address, by_leader[address], max(0.05, wait_s))
+        except Unanswered:  # a leader killed or paused since the metadata: its partitions' ends not known
+            return {}
+
+    with ThreadPoolExecutor(max_workers=len(by_leader)) as pool:
+        return {tp: end for ends in pool.map(ask, by_leader) for tp, end in ends.items()}

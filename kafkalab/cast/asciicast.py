@@ -42,7 +42,10 @@ class CastWriter:
         self._fh.write(json.dumps([t, kind, data], ensure_ascii=False) + "\n")
 
     def output(self, data: bytes) -> None:
-        text = self._decoder.decode(data)
+        self.output_text(self._decoder.decode(data))
+
+    def output_text(self, text: str) -> None:
+        """Output already decoded (a :class:`~kafkalab.cast.compact.CompactCast`'s frame)."""
         if text:
             self._event("o", text)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kafkalab.cast.asciicast import CastWriter, end_on_last_frame
+from kafkalab.cast.compact import CompactCast
 
 SHOW_KEYS_ENV = "KAFKALAB_SHOW_KEYS"  # set for the child: the console draws the keys pressed as captions
 HEADLESS_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor"}
@@ -60,7 +61,7 @@ def _read(fd: int) -> bytes:
 class _Pump:
     """Copies the child's output to the cast (and a terminal), input to the child, until the child ends."""
 
-    def __init__(self, pid: int, master: int, cast: CastWriter, out_fd: int | None = None,
+    def __init__(self, pid: int, master: int, cast: CompactCast, out_fd: int | None = None,
                  in_fd: int | None = None, tick: Callable[[], None] | None = None) -> None:
         self.pid, self.master, self.cast = pid, master, cast
         self.out_fd, self.in_fd = out_fd, in_fd
@@ -79,6 +80,7 @@ class _Pump:
                 deadline = float("inf")
             fds = [self.master] + ([self.in_fd] if self.in_fd is not None else [])
             ready, _, _ = select.select(fds, [], [], 0.1)
+            self.cast.flush_due()  # a frame after the child's last output, though nothing more comes
             if self.tick is not None:
                 self.tick()
             if self.master in ready:
@@ -116,7 +118,7 @@ def record_interactive(argv: Sequence[str], cast_path: Path, env: Mapping[str, s
     cols, rows = os.get_terminal_size(out_fd)
     child_env = {**os.environ, **(env or {})}
     pid, master = _spawn(argv, cols, rows, child_env)
-    cast = CastWriter(cast_path, cols, rows, env=_recorded_env(child_env))
+    cast = CompactCast(CastWriter(cast_path, cols, rows, env=_recorded_env(child_env)), cols, rows)
     resized: list[bool] = []
 
     def follow_size() -> None:
@@ -146,7 +148,7 @@ def record_headless(argv: Sequence[str], cast_path: Path, cols: int = 160, rows:
     ``timeout_s``. Returns its exit code."""
     child_env = {**os.environ, **HEADLESS_ENV, **(env or {})}
     pid, master = _spawn(argv, cols, rows, child_env)
-    cast = CastWriter(cast_path, cols, rows, env=_recorded_env(child_env))
+    cast = CompactCast(CastWriter(cast_path, cols, rows, env=_recorded_env(child_env)), cols, rows)
     try:
         return _Pump(pid, master, cast).run(time.monotonic() + timeout_s)
     finally:

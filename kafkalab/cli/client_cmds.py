@@ -11,16 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from kafkalab.cli.common import add_target_args, client_bootstrap_for
 from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.clients.audit import audit_topic
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.control_words import CONTROL_WORDS, send_control
-from kafkalab.clients.options import BOOTSTRAP, DEFAULT_BOOTSTRAP, parse_defines, role_options
+from kafkalab.clients.options import BOOTSTRAP, parse_defines, role_options
 from kafkalab.clients.producer import Producer
 from kafkalab.clients.seed_export import export_seed_format
 from kafkalab.clients.stats import ClientEvent, ClientState
-from kafkalab.cluster.control_socket import read_cluster_file
-from kafkalab.cluster.supervision import running_state_dirs
 from kafkalab.errors import KafkalabError
 
 _PLAIN_EVERY_S = 2.0
@@ -41,6 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--topic", default="test-topic", help="topic (default test-topic)")
     p.add_argument("--all-partitions", action="store_true", help="one record to every partition")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="bootstrap.server=HOST:PORT")
+    add_target_args(p)
     p.set_defaults(func=cmd_send)
 
     p = sub.add_parser("audit", help="read a topic in full (no group) into audit.csv: what the brokers hold")
@@ -48,6 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--log-dir", type=Path, default=None, help="the run's directory (default ./kafkalab-logs/RUN)")
     p.add_argument("--run", default="manual", help="run name (default manual)")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="bootstrap.server=HOST:PORT")
+    add_target_args(p)
     p.set_defaults(func=cmd_audit)
 
     logs = sub.add_parser("logs", help="payload log tools")
@@ -65,23 +66,23 @@ def _add_client_args(p: argparse.ArgumentParser, role: str) -> None:
     p.add_argument("--log-dir", type=Path, default=None, help="the run's directory (default ./kafkalab-logs/RUN)")
     p.add_argument("--run", default="manual", help="run name, part of every message id (default manual)")
     p.add_argument("--options", action="store_true", help="list the options with their defaults and exit")
+    add_target_args(p)
 
 
 def _log_dir(args: argparse.Namespace) -> Path:
     return Path(args.log_dir) if args.log_dir else Path.cwd() / "kafkalab-logs" / args.run
 
 
-def _bootstrap(settings: dict[str, str]) -> str:
-    """-D bootstrap.server, else the one cluster kafkalab runs here, else the course's default."""
+def _bootstrap(args: argparse.Namespace, settings: dict[str, str], *, proxied: bool = True) -> str:
+    """-D bootstrap.server (the course's option) or --bootstrap, else the cluster --state-dir names or the one
+    kafkalab cluster running here; never a default address, which may be someone else's cluster. ``proxied``: see
+    :func:`client_bootstrap_for`."""
     if BOOTSTRAP in settings:
+        if args.bootstrap is not None:
+            raise KafkalabError(f"--bootstrap {args.bootstrap} and -D {BOOTSTRAP}={settings[BOOTSTRAP]} both name "
+                                "the brokers: give one")
         return settings[BOOTSTRAP]
-    running = running_state_dirs()
-    if len(running) == 1:
-        try:
-            return str(read_cluster_file(running[0])["bootstrap"])
-        except (KafkalabError, KeyError):
-            pass
-    return DEFAULT_BOOTSTRAP
+    return client_bootstrap_for(args, proxied=proxied)
 
 
 def _print_options(role: str) -> int:
@@ -125,7 +126,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
     settings = parse_defines(args.defines)
     console = Console(highlight=False, soft_wrap=True)
     log_dir = _log_dir(args)
-    producer = Producer(settings, log_dir, args.run, _bootstrap(settings),
+    producer = Producer(settings, log_dir, args.run, _bootstrap(args, settings),
                         on_event=_event_printer(console), seed=args.seed)
     producer.start()
     try:
@@ -168,7 +169,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
         return _print_options("consumer")
     settings = parse_defines(args.defines)
     console = Console(highlight=False, soft_wrap=True)
-    consumer = Consumer(settings, _log_dir(args), _bootstrap(settings), on_event=_event_printer(console))
+    consumer = Consumer(settings, _log_dir(args), _bootstrap(args, settings), on_event=_event_printer(console))
     consumer.start()
 
     def counters() -> str:
@@ -203,7 +204,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     unknown = set(settings) - {BOOTSTRAP}
     if unknown:
         raise KafkalabError(f"send takes only -D {BOOTSTRAP}=..., not {', '.join(sorted(unknown))}")
-    sent = send_control(_bootstrap(settings), args.topic, args.word, args.all_partitions)
+    # the brokers' own listeners, as the console's keys send it: a network fault does not keep it from the consumers
+    sent = send_control(_bootstrap(args, settings, proxied=False), args.topic, args.word, args.all_partitions)
     print(f"sent {args.word!r} to {args.topic} ({sent} record{'s' if sent != 1 else ''})")
     return 0
 
@@ -212,14 +214,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     settings = parse_defines(args.defines)
     console = Console(highlight=False, soft_wrap=True)
     log_dir = _log_dir(args)
+    bootstrap = _bootstrap(args, settings, proxied=False)  # what the brokers hold, as a lab's audit reads it
     if console.is_terminal:
         with Progress(TextColumn("audit"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=console, transient=True) as bar:
             task = bar.add_task("audit", total=None)
-            path, count = audit_topic(_bootstrap(settings), args.topic, log_dir,
+            path, count = audit_topic(bootstrap, args.topic, log_dir,
                                       progress=lambda done, total: bar.update(task, completed=done, total=total))
     else:
-        path, count = audit_topic(_bootstrap(settings), args.topic, log_dir)
+        path, count = audit_topic(bootstrap, args.topic, log_dir)
     console.print(f"{count} records of {args.topic} in {path}")
     return 0
 

@@ -62,6 +62,7 @@ from kafkalab.kafka_install.fetch import cached
 from kafkalab.labs.runner import catalog_rows
 
 console = Console(stderr=False, highlight=False)
+READY = "cluster ready"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -249,7 +250,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         write_cluster_file(cluster)
         server = ControlServer(cluster, down)
-        print(f"cluster ready: bootstrap {cluster.spec.client_bootstrap} (state dir {spec.state_dir})", flush=True)
+        print(bootstrap_line(read_cluster_file(spec.state_dir)), flush=True)
+        print(f"{READY} (state dir {spec.state_dir})", flush=True)  # what a detaching `cluster up` waits for
         if not args.daemon:
             quorum = cluster.quorum().as_dict() if spec.kraft else None
             _print_status(spec.state_dir, [i.as_dict() for i in cluster.infos()], Admin(cluster.bootstrap).snapshot(),
@@ -296,14 +298,22 @@ def _detach(args: argparse.Namespace, spec: ClusterSpec) -> int:
             for line in lines[shown:]:
                 status.update(line)
             shown = len(lines)
-            if any(line.startswith("cluster ready") for line in lines):
+            if any(line.startswith(READY) for line in lines):
                 break
             if proc.poll() is not None:
                 errors = [ln for ln in lines if ln.startswith("kafkalab: error")] or lines[-1:]
                 last = errors[-1] if errors else ""
                 raise KafkalabError(last.removeprefix("kafkalab: error: ") or f"the cluster owner exited: see {log}")
             time.sleep(0.2)
+    print(bootstrap_line(read_cluster_file(spec.state_dir)), flush=True)
     return cmd_status(argparse.Namespace(state_dir=spec.state_dir, json=False))
+
+
+def bootstrap_line(facts: dict[str, Any]) -> str:
+    """The first thing `cluster up` says once the cluster is up: where clients connect (the brokers' own ports,
+    which the status table lists, are kafkalab's view, which no network fault cuts)."""
+    through = "; it goes through the network-fault proxies" if facts.get("net_proxies") else ""
+    return f"bootstrap {facts['client_bootstrap']} (clients: use this{through})"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -359,8 +369,8 @@ def _print_status(state_dir: Path, nodes: list[dict[str, Any]], snapshot: Cluste
     else:
         console.print(f"brokers alive: {list(snapshot.brokers)}{whose}")
     for broker in snapshot.disowned:
-        console.print(f"[yellow]broker {broker} answers, but the live brokers no longer count it:[/] its own stale "
-                      "view (cut off, as an isolated broker is) is not shown")
+        console.print(f"[yellow]broker {broker} still answers, but the live brokers have dropped it:[/] its own view "
+                      "is stale and not shown")
     if snapshot.partitions:
         _print_partitions(snapshot)
 

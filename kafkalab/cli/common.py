@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import errno
 import os
-import signal
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import TypedDict
 from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS
 from kafkalab.cluster.control_socket import read_cluster_file
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
-from kafkalab.cluster.supervision import running_state_dirs
+from kafkalab.cluster.supervision import is_driven, running_state_dirs
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.model import Lab
@@ -117,12 +116,17 @@ def with_net_proxies(lab: Lab, args: argparse.Namespace) -> Lab:
     return dataclasses.replace(lab, cluster=dataclasses.replace(lab.cluster, net_proxies=chosen))
 
 
-def target_state_dir(args: argparse.Namespace) -> Path:
-    """--state-dir, else the one running cluster; two or more running need --state-dir."""
+def target_state_dir(args: argparse.Namespace, *, running_only: bool = False) -> Path:
+    """--state-dir, else the one running cluster; two or more running need --state-dir. None running: the default
+    dir, or with ``running_only`` (a command that talks to a cluster and starts none) a refusal, as is a
+    --state-dir where none runs."""
     if args.state_dir is not None:
         path = Path(args.state_dir).expanduser().resolve()
         if path.exists() and not path.is_dir():
             raise KafkalabError(f"--state-dir {path} is not a directory: give a directory")
+        if running_only and not is_driven(path):
+            raise KafkalabError(f"no cluster running in {path}: start one with `kafkalab cluster up --detach "
+                                f"--state-dir {path}`, or give --bootstrap HOST:PORT")
         return path
     running = running_state_dirs()
     if len(running) == 1:
@@ -130,6 +134,10 @@ def target_state_dir(args: argparse.Namespace) -> Path:
     if len(running) > 1:
         names = ", ".join(map(str, running))
         raise KafkalabError(f"{len(running)} clusters are running ({names}): pick one with --state-dir")
+    if running_only:
+        raise KafkalabError("no kafkalab cluster is running here: start one with `kafkalab cluster up --detach` "
+                            "(or name its --state-dir), or give --bootstrap HOST:PORT for a cluster kafkalab did "
+                            "not start")
     return default_state_dir()
 
 
@@ -142,6 +150,16 @@ def bootstrap_for(args: argparse.Namespace) -> str:
     if getattr(args, "bootstrap", None):
         return str(args.bootstrap)
     return str(read_cluster_file(target_state_dir(args))["bootstrap"])
+
+
+def client_bootstrap_for(args: argparse.Namespace, *, proxied: bool = True) -> str:
+    """--bootstrap if given, else the running target's: the bootstrap clients use (through the network-fault
+    proxies, where the cluster has them), or with ``proxied=False`` the brokers' own listeners, which no network
+    fault cuts (kafkalab's own reading and control, as in a lab run)."""
+    if getattr(args, "bootstrap", None):
+        return str(args.bootstrap)
+    facts = read_cluster_file(target_state_dir(args, running_only=True))
+    return str(facts["client_bootstrap" if proxied else "bootstrap"])
 
 
 def add_target_args(parser: argparse.ArgumentParser) -> None:
@@ -179,19 +197,3 @@ def output_gone_quietly() -> Iterator[None]:
         if exc.errno not in OUTPUT_GONE:
             raise
         silence_output()
-
-
-@contextlib.contextmanager
-def hangup_as_interrupt() -> Iterator[None]:
-    """SIGHUP (the terminal closed) acts as Ctrl-C: the output, now without a reader, is silenced and
-    KeyboardInterrupt raised, so the console's quit path stops the run and writes its files (Python's default
-    for SIGHUP ends the process there and then)."""
-    def on_hangup(_signum: int, _frame: object) -> None:
-        silence_output()
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGHUP, on_hangup)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGHUP, previous)

@@ -17,19 +17,20 @@ from rich.console import Console
 from kafkalab.cli.common import (
     add_mode_args,
     add_net_proxies_arg,
-    hangup_as_interrupt,
     kafka_version,
     mode_fields,
     net_proxies_asked,
     on_platform,
     with_net_proxies,
 )
+from kafkalab.cli.console_hangup import HANGUP_EXIT, Hangup, HangupWatch, hangup_watch
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
 
 if TYPE_CHECKING:
     from kafkalab.feeds.source import Source
+    from kafkalab.ui.app import LabConsole
     from kafkalab.ui.controllers import MetadataPanes
 
 DEFAULT_LAB = "leader-failover"
@@ -76,10 +77,17 @@ def console_args(argv: Sequence[str] = ()) -> argparse.Namespace:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
-    from kafkalab.cast.pty_session import SHOW_KEYS_ENV
-
     if args.record is not None and not os.environ.get(RECORDED_ENV):
         return _record(args)
+    with hangup_watch() as watch:
+        try:
+            return _console(args, watch)
+        except Hangup:
+            return HANGUP_EXIT
+
+
+def _console(args: argparse.Namespace, watch: HangupWatch) -> int:
+    from kafkalab.cast.pty_session import SHOW_KEYS_ENV
     from kafkalab.ui.app import LabConsole
     from kafkalab.ui.bindings import load_keymap
 
@@ -94,15 +102,26 @@ def cmd_console(args: argparse.Namespace) -> int:
 
         console_class = CaptionedConsole
     app = console_class(source, broker_ids, keymap=keymap, presenter=args.presenter, metadata=metadata)
+    watch.close_app = lambda: _close_quietly(app, source)  # the terminal closing ends what the console started
     try:
-        with hangup_as_interrupt():  # the terminal closed: the run stopped and its files written, as on quit
-            app.run()
+        app.run()
     finally:
+        watch.closing = True
         with Console(stderr=True).status(source.closing):
             source.close()  # idempotent: the app closed it on quit; this covers a crash
+    if watch.heard:
+        return HANGUP_EXIT
     if source.after_quit:  # an attached cluster: say it still runs, and how to stop it
         print(f"kafkalab: {source.after_quit}")
     return 0
+
+
+def _close_quietly(app: LabConsole, source: Source) -> None:
+    """What quitting the console ends, with no screen to say so on (the terminal is gone)."""
+    try:
+        app.groups_feed.close()
+    finally:
+        source.close()
 
 
 def _record(args: argparse.Namespace) -> int:

@@ -15,13 +15,17 @@ class ThroughputSampler:
         self._points: deque[tuple[float, float]] = deque(maxlen=THROUGHPUT_POINTS)
         self._last: tuple[float, int] | None = None
 
-    def add(self, t: float, acked: int) -> None:
+    def add(self, t: float, acked: int) -> tuple[float, float] | None:
+        """Returns the point this sample made, if it made one (the first sample and one too close make none)."""
         last = self._last
         if last is not None and t - last[0] < MIN_GAP_S:
-            return
-        if last is not None:
-            self._points.append((round(t, 2), max(0.0, (acked - last[1]) / (t - last[0]))))
+            return None
         self._last = (t, acked)
+        if last is None:
+            return None
+        point = (round(t, 2), max(0.0, (acked - last[1]) / (t - last[0])))
+        self._points.append(point)
+        return point
 
     def clear(self) -> None:
         self._points.clear()

@@ -177,3 +177,8 @@ class RunFrame:
     def check(self) -> CheckStatus:
         """The graded check's status (idle for a lab without an exercise): the exercise's, not a copy."""
         return self.exercise.check if self.exercise is not None else CheckStatus()
+
+    @property
+    def electing(self) -> str:
+        """The elections under way, in words ('electing a leader for test-topic/0 (broker 2 killed 1.2 s ago)')."""
+        return "; ".join(e.line for e in self.leadership.elections) if self.live else ""

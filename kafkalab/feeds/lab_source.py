@@ -16,7 +16,6 @@ from kafkalab.analysis import WarmSession
 from kafkalab.analysis.job import CLASSES, Sample
 from kafkalab.analysis.report import loss_split
 from kafkalab.clients.control_words import send_control
-from kafkalab.clients.throughput import ThroughputSampler
 from kafkalab.cluster import Cluster, EndCause, NodeAction, NodeState
 from kafkalab.cluster.control_socket import NETWORK, ControlServer, write_cluster_file
 from kafkalab.cluster.netwiring import NET_ACTIONS, NetRequest
@@ -50,7 +49,7 @@ from kafkalab.labs.model import Lab, platform_name, platform_short
 from kafkalab.labs.node_events import action_of, node_label
 from kafkalab.labs.results import FaultState, FaultStatus, Outcome, RunResult
 from kafkalab.labs.run import LabRun
-from kafkalab.labs.session import LabSession, Phase, SessionState
+from kafkalab.labs.session import LabSession, Phase
 
 LIVE_PHASES = (Phase.STARTING, Phase.RUNNING, Phase.DRAINING, Phase.AUDITING, Phase.ANALYZING)
 # what every lab offers; a lab with a [fix] or an [incident] adds its exercise's keys
@@ -90,7 +89,6 @@ class LabSource(Source):
         self._facts = MetadataFacts()
         self._down = threading.Event()
         self._lock = threading.Lock()
-        self._throughput = ThroughputSampler()
 
     @property
     def lab(self) -> Lab:
@@ -159,7 +157,6 @@ class LabSource(Source):
     # ---- the run ---------------------------------------------------------------------------------
     def run(self) -> RunFrame:
         state = self.session.state()
-        self._sample(state)
         lab = self.lab
         run = self.session.current
         exercise = self.exercise.view() if self.exercise else None
@@ -167,20 +164,11 @@ class LabSource(Source):
         events = run.timeline.events() if run else []
         return RunFrame(
             live=state.phase in LIVE_PHASES or checking, phase=state.phase, producer=state.producer,
-            consumers=tuple(state.consumers.values()), throughput=self._throughput.points,
+            consumers=tuple(state.consumers.values()), throughput=state.throughput,
             markers=markers(events, lab_topics(lab)), lab=lab_view(lab, state.faults, exercise),
             report=None if checking else report_view(state.result), settings=dict(lab.producer.settings),
             message=state.message, leadership=run_leadership(run, lab, events, live=state.phase in LIVE_PHASES),
         )
-
-    def _sample(self, state: SessionState) -> None:
-        """Acknowledged records per second over the run, from successive producer snapshots."""
-        if state.producer is None or state.phase == Phase.IDLE:
-            if state.phase in (Phase.IDLE, Phase.STARTING):
-                self._throughput.clear()
-            return
-        if state.phase in LIVE_PHASES:
-            self._throughput.add(state.elapsed_s, state.producer.acked)
 
     def start_run(self) -> str:
         """Starts the run; says whether it reuses the running cluster or why a fresh one starts. In a fix lab

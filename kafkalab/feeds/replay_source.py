@@ -9,14 +9,14 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeState
 from kafkalab.errors import KafkalabError
-from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
+from kafkalab.feeds.frames import CLUSTER_STARTING, Marker, MarkerKind, NodesFrame, RunFrame
 from kafkalab.feeds.lab_source import LIVE_PHASES, lab_view, markers, report_view
 from kafkalab.feeds.net_view import NetView
 from kafkalab.feeds.source import Source
@@ -75,14 +75,46 @@ class ReplayClock:
             self._rebase(at)
 
     def seek(self, delta_s: float) -> None:
-        at = self.now()
+        self.seek_to(self.now() + delta_s)
+
+    def seek_to(self, at: float) -> None:
         with self._lock:
-            self._rebase(at + delta_s)
+            self._rebase(at)
             self.jumps += 1
 
     @property
     def at_end(self) -> bool:
         return self.now() >= self.end
+
+
+STOP_KINDS = (MarkerKind.FAULT, MarkerKind.NET, MarkerKind.LEADER)  # another topic's leader change is no stop
+STOP_GROUP_S = 1.0  # events this close after a stop's first are that stop (a kill's leader changes come together)
+SETTLE_S = 0.5  # a stop lands this long after its first event: the recording has what the event changed by then
+NEAR_S = 0.05  # the replay this close to a stop is at it: the next and previous stops are the ones beyond
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a jump to the previous or next event lands (``at``), and the chart's marks there (none: the
+    verdict)."""
+
+    at: float
+    markers: tuple[Marker, ...] = ()
+
+
+def event_stops(marks: Sequence[Marker], verdict_at: float | None, end: float) -> tuple[Stop, ...]:
+    """The stops of a recorded run, in time order: its faults, network changes and leader changes, grouped when
+    close, and its verdict."""
+    groups: list[list[Marker]] = []
+    for m in sorted((m for m in marks if m.kind in STOP_KINDS), key=lambda m: m.at_s):
+        if groups and m.at_s - groups[-1][0].at_s <= STOP_GROUP_S:
+            groups[-1].append(m)
+        else:
+            groups.append([m])
+    stops = [Stop(min(end, g[0].at_s + SETTLE_S), tuple(g)) for g in groups]
+    if verdict_at is not None:
+        stops.append(Stop(min(end, verdict_at + SETTLE_S)))
+    return tuple(sorted(stops, key=lambda s: s.at))
 
 
 @dataclass(frozen=True)
@@ -118,6 +150,15 @@ class ReplaySource(Source):
                                                          uptime_s=0.0, restarts=0, cause=None)
                              for i in self.recorded.nodes(end)}
         self.voters = self.recorded.voters or (self.lab.cluster.controllers if self.lab is not None else 0)
+        self.stops = event_stops(self.run(end).markers, self.recorded.result_at, end)  # the marks the chart shows
+
+    def next_stop(self) -> Stop | None:
+        now = self.clock.now()
+        return next((s for s in self.stops if s.at > now + NEAR_S), None)
+
+    def previous_stop(self) -> Stop | None:
+        now = self.clock.now()
+        return next((s for s in reversed(self.stops) if s.at < now - NEAR_S), None)
 
     @property
     def closing(self) -> str:

@@ -90,6 +90,9 @@ def setting_change(text: str) -> Change:
 def broker_change(text: str) -> Change:
     """``unclean.leader.election.enable=true`` (``--broker-config``)."""
     name, value = name_value(text, "--broker-config", "min.insync.replicas=2", need_value=True)
+    if len(value.split()) > 1:  # "broker X=1 -consumer.y" read 1 -consumer.y as the value: say what went wrong
+        raise KafkalabError(f"broker {text.strip()}: one broker setting a line (its value has no spaces): put "
+                            f"{value.split(maxsplit=1)[1]!r} on a line of its own")
     return Change(ChangeKind.BROKER, f"broker.{name.removeprefix('broker.')}", value)
 
 

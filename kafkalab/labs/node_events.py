@@ -30,15 +30,18 @@ def node_event(node: Node, state: NodeState, reason: str, before: NodeState | No
 
 def action_of(e: NodeEvent) -> str:
     """What was done to the node in this change ('kill', 'stop', 'pause', 'start', 'resume'), 'crash' when it
-    failed on its own; '' for a change that follows on its own (a stop ending, the node ready)."""
+    failed on its own; '' for a change that follows on its own (a stop ending, the node ready) and for kafkalab
+    ending the run's cluster (no fault: it is tidied away)."""
     if e.state == NodeState.FAILED:
         return "crash"
     if e.state == NodeState.KILLED:
         return "kill" if e.cause == EndCause.KILLED else ""  # not a stop's SIGKILL after its bound
     if e.was == NodeState.PAUSED and e.state in (NodeState.RUNNING, NodeState.STARTING):
         return "resume"
-    if e.state == NodeState.STARTING:
-        return "start" if e.was in (*_DOWN, None) else ""
+    if e.state in (NodeState.STARTING, NodeState.RUNNING):  # not a node's first state: the cluster's start
+        return "start" if e.was in _DOWN else ""
+    if e.state == NodeState.STOPPED:  # at once, without stopping first: a start cancelled
+        return "stop" if e.was not in (NodeState.STOPPING, *_DOWN) and e.cause != EndCause.ENDED else ""
     return {NodeState.STOPPING: "stop", NodeState.PAUSED: "pause"}.get(e.state, "")
 
 

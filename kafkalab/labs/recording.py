@@ -12,6 +12,9 @@
 - ``clients``: the producer's and consumers' stats, every ``SAMPLE_S`` while they change: the fields that
   changed only (``consumers`` by name), the first line has them all;
 - ``phase`` / ``message``: the run's phase and what it said it was doing;
+- ``throughput``: a point of the run's throughput chart, ``t`` (seconds into the run) and ``rate``
+  (acknowledged records/s), sampled here every ``SAMPLE_S`` while the run is under way: the live console shows
+  these same points (the session's state carries them), the replay draws them, none recomputes them;
 - ``faults``: the lab's fault list with each fault's state, when one changed;
 - ``net`` (a cluster with network-fault proxies): ``rules`` in force (each as the proxy's control socket writes
   a rule: ``kind``, ``source``, ``target``, ``direction``, its amounts) and ``nodes`` (those the proxy forwards
@@ -34,7 +37,7 @@ from typing import IO, Any, Protocol
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
-from kafkalab.clients.throughput import ThroughputSampler
+from kafkalab.clients.throughput import THROUGHPUT_POINTS, ThroughputSampler
 from kafkalab.cluster import Cluster, EndCause, NodeInfo, NodeKind, NodeState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
 from kafkalab.errors import KafkalabError
@@ -125,6 +128,12 @@ class RunRecorder:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last: dict[str, Any] = {}
+        self._throughput = ThroughputSampler()  # the run's chart: one sampler for the live console and the replay
+
+    def throughput(self) -> tuple[tuple[float, float], ...]:
+        """The chart's points of the run recorded last (or under way)."""
+        with self._lock:
+            return self._throughput.points
 
     def on_event(self, event: SessionEvent) -> None:
         match event:
@@ -144,6 +153,8 @@ class RunRecorder:
             return
         self._file = open(run.run_dir / RECORDING, "w", encoding="utf-8")  # noqa: SIM115 (closed by _end)
         self._last = {}
+        with self._lock:
+            self._throughput.clear()
         self._stop.clear()
         self._write({"kind": "phase", "phase": str(Phase.STARTING)})
         self._thread = threading.Thread(target=self._sample_loop, name="kafkalab-recorder", daemon=True)
@@ -192,6 +203,16 @@ class RunRecorder:
             producer = dataclasses.asdict(state.producer) if state.producer is not None else None
             consumers = {c.name: dataclasses.asdict(c) for c in state.consumers.values()}
             self._clients(producer, consumers)
+            self._chart_point(state)
+
+    def _chart_point(self, state: SessionState) -> None:
+        """The producer's acknowledgements per second since the last point, while the run is under way."""
+        if state.producer is None or state.phase in (Phase.IDLE, *FINAL_PHASES):
+            return
+        with self._lock:
+            point = self._throughput.add(state.elapsed_s, state.producer.acked)
+        if point is not None:
+            self._write({"kind": "throughput", "t": point[0], "rate": point[1]})
 
     def _net(self, cluster: Cluster | None) -> None:
         """The network faults in force, when the cluster has proxies; a proxy that does not answer is skipped
@@ -336,7 +357,11 @@ class RecordedRun:
         return producer, tuple(_consumer(c) for c in line["consumers"])
 
     def throughput(self, t: float) -> tuple[tuple[float, float], ...]:
-        """Acknowledged records per second up to ``t``, from successive producer samples."""
+        """The chart's points up to ``t``, as the live console showed them; a run recorded before they were kept
+        has them made again from its producer samples."""
+        if "throughput" in self.lines:
+            recorded = [(line["t"], line["rate"]) for at, line in self.lines["throughput"] if at <= t]
+            return tuple(recorded[-THROUGHPUT_POINTS:])  # the live chart keeps as many
         sampler = ThroughputSampler()
         for at, line in self.lines.get("clients", []):
             if at > t:

@@ -30,6 +30,8 @@ from kafkalab.labs import judge
 from kafkalab.labs.actors import NETWORK
 from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.events import EventKind, NetEvent
+from kafkalab.labs.failover import lab_topics
+from kafkalab.labs.failover_news import narrated
 from kafkalab.labs.fault_firing import FaultFiring
 from kafkalab.labs.interruptible import in_thread
 from kafkalab.labs.model import Lab
@@ -127,7 +129,7 @@ class LabRun:
         self.clients: RunClients | None = None
         self.watch: ClusterWatch | None = None
         self.watch_snapshots: WatchSnapshots | None = None  # the watch's helper process: ended in the teardown
-        self.timeline = Timeline(lab.id)
+        self.timeline = narrated(Timeline(lab.id), lab_topics(lab), self.say)  # failovers said as they are seen
         self.timeline.add_listener(lambda e: self._emit(TimelineEvent(e)))
         self.faults = FaultFiring(lab.faults, self.timeline, random.Random(self.seed),
                                   [c.local_id for c in lab.consumers])

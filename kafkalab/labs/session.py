@@ -111,7 +111,8 @@ class LabSession:
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._run: LabRun | None = None
-        self.add_listener(RunRecorder(self).on_event)  # recording.jsonl in every run dir, for `kafkalab replay`
+        self._recorder = RunRecorder(self)  # recording.jsonl in every run dir, for `kafkalab replay`
+        self.add_listener(self._recorder.on_event)
 
     # ---- the current run, as the console reads it ------------------------------------------------
     @property
@@ -278,7 +279,7 @@ class LabSession:
             nodes=run.cluster.infos() if run.cluster is not None else [], snapshot=run.snapshot(),
             producer=run.producer_stats(), consumers=clients.latest_stats() if clients is not None else {},
             faults=[f.copy() for f in run.faults.statuses], checks=list(run.faults.checks),
-            events=len(run.timeline.events()), result=run.result,
+            events=len(run.timeline.events()), result=run.result, throughput=self._recorder.throughput(),
         )
 
     def _emit(self, event: SessionEvent) -> None:

@@ -29,3 +29,4 @@ class SessionState:
     checks: list[ExpectationResult]
     events: int
     result: RunResult | None
+    throughput: tuple[tuple[float, float], ...] = ()  # the run's chart: (seconds into the run, acknowledged/s)

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.markdown import Markdown
 from rich.text import Text
 from textual import events, on
 from textual.actions import parse as parse_action
@@ -738,7 +739,7 @@ class LabConsole(App[None]):
         def shown(text: str) -> None:
             self.action_show_tab("lab")
             fixable = self.run_frame.exercise is not None and self.run_frame.exercise.fixable
-            self.push_screen(TextScreen("the cause and the solution" if fixable else "the cause", Text(text)))
+            self.push_screen(TextScreen("the cause and the solution" if fixable else "the cause", Markdown(text)))
             if fixable:  # given up first, then this
                 self.in_thread("solution check", self.source.check_solution)
 

@@ -10,10 +10,12 @@ from rich.text import Text
 from textual.widget import Widget
 
 from kafkalab.feeds.frames import Marker, MarkerKind
+from kafkalab.labs.failover import other_words
 from kafkalab.ui.widget_options import WidgetOptions
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
-MARK_STYLE = {MarkerKind.FAULT: "bold red", MarkerKind.NET: "bold magenta", MarkerKind.LEADER: "bold cyan"}
+MARK_STYLE = {MarkerKind.FAULT: "bold red", MarkerKind.NET: "bold magenta", MarkerKind.LEADER: "bold cyan",
+              MarkerKind.OTHER_LEADER: "cyan"}
 NAMED = (MarkerKind.FAULT, MarkerKind.NET)  # named in the legend, each; leader changes are counted when many
 AXIS_W = 8
 
@@ -50,13 +52,18 @@ def marker_groups(markers: Sequence[Marker], plot_w: int, span: float) -> dict[i
 
 
 def legend_entry(symbol: str, group: list[Marker]) -> str:
-    """'2 @14s kill broker-1, 3 leader changes': faults (a node's, a network change's) named, many leader changes
-    counted."""
+    """'2 @14s kill broker-1 by hand, 3 leader changes (+1 in __consumer_offsets)': faults (a node's, a network
+    change's, with who did it unless the lab) named, many leader changes of the lab's topics counted, those of
+    other topics only labelled as theirs (they are not the run's count)."""
     faults = [m.label for m in group if m.kind in NAMED]
     leaders = [m.label for m in group if m.kind == MarkerKind.LEADER]
     if len(leaders) > LEADER_LABELS_SHOWN:
         leaders = [f"{len(leaders)} leader changes"]
-    return f"{symbol} @{group[0].at_s:.0f}s " + ", ".join(faults + leaders)
+    others: dict[str, int] = {}
+    for m in group:
+        if m.kind == MarkerKind.OTHER_LEADER:
+            others[m.topic] = others.get(m.topic, 0) + 1
+    return f"{symbol} @{group[0].at_s:.0f}s " + (", ".join(faults + leaders) + other_words(others)).strip()
 
 
 def wrap_entries(entries: Sequence[str], width: int) -> list[str]:
@@ -86,7 +93,7 @@ def render_chart(series: Sequence[tuple[float, float]], markers: Sequence[Marker
     rows = max(2, height - 2 - len(legend))
     cols = columns(series, plot_w, span)
     peak = max(cols) or 1.0
-    kinds = {c: next(k for k in (*NAMED, MarkerKind.LEADER) if any(m.kind == k for m in g))
+    kinds = {c: next(k for k in (*NAMED, MarkerKind.LEADER, MarkerKind.OTHER_LEADER) if any(m.kind == k for m in g))
              for c, g in groups.items()}
     out = Text()
     for r in range(rows):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.markdown import Markdown
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -51,10 +52,15 @@ class _TextDialog(ModalScreen[None]):
     TITLE_STYLE = "bold"
     BODY_CLASSES = ""
 
-    def __init__(self, title: str, body: str | Text) -> None:
+    def __init__(self, title: str, body: str | Text | Markdown) -> None:
         super().__init__(classes="modal")
         self.title_text = title
         self.body = body
+
+    @property
+    def body_text(self) -> str:
+        """The body's words (a Markdown body's source)."""
+        return self.body.markup if isinstance(self.body, Markdown) else str(self.body)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes=self.DIALOG_CLASSES):

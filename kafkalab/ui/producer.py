@@ -11,6 +11,7 @@ from textual.widgets import ProgressBar, Sparkline
 
 from kafkalab.clients.error_words import error_sentence
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
+from kafkalab.labs.failover import Leadership
 from kafkalab.ui.line import Line
 from kafkalab.ui.nodepane import duration
 
@@ -53,11 +54,29 @@ def failures_line(stats: ProducerStats) -> Text:
     return line
 
 
-def presenter_line(stats: ProducerStats | None, consumers: tuple[ConsumerStats, ...]) -> Text:
-    """The run in one line for presenter mode, whose side pane (the clients) is hidden: the producer's
-    progress, its failures and what the consumers processed."""
+def presenter_line(stats: ProducerStats | None, consumers: tuple[ConsumerStats, ...],
+                   facts: Leadership | None = None) -> Text:
+    """The run in one line for presenter mode, whose side pane (the clients) is hidden: first, in large, the
+    election under way or the last failover (``facts``: the core's, as Results and the verdict say them); then
+    the producer's progress, its failures and what the consumers processed."""
     if stats is None:
         return Text("no run yet: g starts one", style="dim")
+    news = failover_badge(facts or Leadership())
+    return (news + Text("  ") if news.plain else Text()) + producer_summary(stats, consumers)
+
+
+def failover_badge(facts: Leadership) -> Text:
+    """' FAILOVER  electing a leader for test-topic/0 (broker 2 killed 1.2 s ago) ', then once elected ' FAILOVER
+    leader of test-topic/0: broker 2 -> 3 in 2.4 s (killed at 23.0 s) '; empty without either."""
+    if facts.elections:
+        return Text.assemble((" FAILOVER ", "bold reverse"), (f" {facts.elections[0].line} ", "bold black on yellow"))
+    if lines := facts.lines():
+        return Text.assemble((" FAILOVER ", "bold reverse"), (f" {lines[-1]} ", "bold black on cyan"))
+    return Text()
+
+
+def producer_summary(stats: ProducerStats, consumers: tuple[ConsumerStats, ...]) -> Text:
+    """The producer's progress and failures, what the consumers processed, on one line."""
     line = Text.assemble((f" {stats.state.upper()} ", "bold reverse"), " ", (f"{stats.acked:,}", "bold"), ("/", "dim"),
                          f"{stats.total:,}", (" acked  ", "dim"), f"{stats.rate:,.0f}/s")
     failed = stats.failed_total + stats.unknown

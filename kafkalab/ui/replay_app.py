@@ -10,8 +10,9 @@ from textual.screen import Screen
 from textual.widgets import TabbedContent
 
 from kafkalab.feeds.frames import RunFrame
-from kafkalab.feeds.replay_source import SPEEDS, ReplayClock, ReplaySource
+from kafkalab.feeds.replay_source import SPEEDS, ReplayClock, ReplaySource, Stop
 from kafkalab.ui.app import LabConsole
+from kafkalab.ui.chart import legend_entry
 from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.results import ResultsPane
@@ -31,6 +32,14 @@ class ReplayConsole(LabConsole):
         Binding("space", "pause", "Pause/Play", id="replay.pause", priority=True),
         Binding("left", "seek(-5)", f"-{SCRUB_S:.0f}s", id="replay.back", priority=True),
         Binding("right", "seek(5)", f"+{SCRUB_S:.0f}s", id="replay.forward", priority=True),
+        Binding("pageup", "jump('previous')", "Prev event", id="replay.previous_event", key_display="PgUp",
+                priority=True, tooltip="back to the fault, leader change or verdict before this second"),
+        Binding("pagedown", "jump('next')", "Next event", id="replay.next_event", key_display="PgDn",
+                priority=True, tooltip="on to the next fault, leader change or the verdict"),
+        Binding("home", "jump('start')", "Start", id="replay.start", priority=True, show=False,
+                tooltip="the recording's start (the cluster starting)"),
+        Binding("end", "jump('end')", "End", id="replay.end", priority=True, show=False,
+                tooltip="the run's end, its report in"),
     ]
 
     def __init__(self, source: ReplaySource, *, exit_at_end: bool = False, poll_s: float = REPLAY_POLL_S,
@@ -105,6 +114,24 @@ class ReplayConsole(LabConsole):
         self.show_instant()
         self.show_position()
 
+    def action_jump(self, where: str) -> None:
+        """To the recording's start or end, or the previous or next stop: its events said in the top bar."""
+        clock = self.replay.clock
+        if where in ("start", "end"):
+            clock.seek_to(clock.start if where == "start" else clock.end)
+            said = f"the recording's {where}"
+        else:
+            stop = self.replay.next_stop() if where == "next" else self.replay.previous_stop()
+            if stop is None:
+                self.set_action(f"no {'later' if where == 'next' else 'earlier'} event: Home and End go to the "
+                                "recording's start and end")
+                return
+            clock.seek_to(stop.at)
+            said = stop_words(stop, self.replay.stops)
+        self.show_instant()
+        self.show_position()
+        self.set_action(said)
+
     def show_instant(self) -> None:
         """After a jump every pane shows the new second whole, as a console opened at it would (a frame of the
         second left, polled before the jump, is dropped): no toast, no cell marked as changed, since nothing
@@ -152,6 +179,12 @@ def ended(frame: RunFrame) -> str:
     if frame.report is not None and frame.report.analysed:
         return "the run's end: its report is in Results (v)"
     return f"the run's end ({frame.phase}): no report, Results (v) says why"
+
+
+def stop_words(stop: Stop, stops: tuple[Stop, ...]) -> str:
+    """'event 2 of 4: @56s 3 leader changes', as the chart's legend names the marks; the last one, the verdict."""
+    what = legend_entry("", list(stop.markers)).strip() if stop.markers else "the verdict (its report in Results)"
+    return f"event {stops.index(stop) + 1} of {len(stops)}: {what}"
 
 
 def stamped(fetch: Callable[[], object], clock: ReplayClock) -> Callable[[], tuple[int, object]]:

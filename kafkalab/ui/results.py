@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from kafkalab.feeds.frames import ReportView, RunFrame
+from kafkalab.labs.failover import Leadership, other_words
 from kafkalab.labs.grade import Grade, GradeOutcome, cap
 from kafkalab.labs.graded_check import CheckPhase, CheckStatus
 from kafkalab.labs.results import Phase
@@ -57,19 +58,28 @@ def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
     return table
 
 
-def moved_text(per_partition: Mapping[int, Mapping[str, int]]) -> Text | None:
+def moved_text(per_partition: Mapping[int, Mapping[str, int]], facts: Leadership | None = None) -> Text | None:
     """What the run moved, under the verdict: a failover lesson's "no anomaly" is its point only once the
-    leaders it moved are named. None for a report without leader counts."""
+    leaders it moved are named, with the run's count of leader changes (the table's total; other topics' only
+    labelled as theirs), and how long each failover took (``facts``: the core's, as the verdict says them).
+    None for a report without leader counts."""
     if not any("leader_changes" in row for row in per_partition.values()):
         return None
+    facts = facts or Leadership()
     moved = {p: row["leader_changes"] for p, row in sorted(per_partition.items()) if row.get("leader_changes")}
     out = Text("what moved  ", style="bold")
     if not moved:
-        return out.append("no partition's leader: every one kept its broker", style="dim")
-    parts = [f"{p} ({n}×)" if n > 1 else str(p) for p, n in moved.items()]
-    names = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
-    plural = "s" if len(moved) > 1 else ""
-    return out.append(f"the leader{plural} of partition{plural} {names}")
+        out.append("no partition's leader: every one kept its broker", style="dim")
+    else:
+        parts = [f"{p} ({n}×)" if n > 1 else str(p) for p, n in moved.items()]
+        names = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+        plural = "s" if len(moved) > 1 else ""
+        total = sum(moved.values())
+        out.append(f"the leader{plural} of partition{plural} {names}: {total} leader change{'s' if total > 1 else ''}")
+    out.append(other_words(facts.changes.other_by_topic()), style="dim")
+    for line in facts.lines():
+        out.append("\nfailover  ", style="bold").append(line, style="bold cyan")
+    return out
 
 
 def grade_card(grade: Grade) -> Group:
@@ -80,7 +90,8 @@ def grade_card(grade: Grade) -> Group:
              else "bold black on yellow" if not grade.graded else "bold white on red")
     verdict = Text(f"\n  {grade.verdict}  \n", style=style, justify="center")
     what = Text()
-    what.append("your changes  ", style="bold").append(", ".join(grade.changes) or "none", style="cyan")
+    whose = "the solution's changes  " if grade.outcome == GradeOutcome.SOLUTION else "your changes  "
+    what.append(whose, style="bold").append(", ".join(grade.changes) or "none", style="cyan")
     if not grade.graded:
         for why in grade.ended_early:
             what.append("\n• ", style="bold").append(why)
@@ -185,7 +196,7 @@ class ResultsPane(VerticalScroll):
                                                                        style="bold red" if count else "green")
         if report.loss:  # which of the two "lost" was, as the card and the verdict say it
             totals = Text("lost  ", style="bold").append(report.loss, style="bold red").append("\n").append_text(totals)
-        moved = moved_text(report.per_partition)  # right under the verdict, the run's point
+        moved = moved_text(report.per_partition, frame.leadership)  # right under the verdict, the run's point
         if moved is not None:
             totals = moved.append("\n").append_text(totals) if totals.plain else moved
         self.query_one("#totals", Static).update(totals)
