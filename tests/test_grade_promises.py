@@ -153,7 +153,7 @@ def test_fix_after_a_give_up_on_the_command_line_is_capped(tmp_path: Path, capsy
     assert main(["fix", "acks-0", "-D", "producer.acks=all", "--runs-dir", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
     g = read_grade(next((tmp_path / "runs").rglob(GRADE_FILE)))
-    assert g.given_up and g.score == 50 and "score: 50 / 100" in out and "capped at 50" in out
+    assert g.given_up and g.score == 50 and "score: 50 / 100" in out and "at most 50" in out
     assert contradictions(g) == []
 
 

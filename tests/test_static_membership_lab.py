@@ -40,10 +40,12 @@ def test_the_lab_runs_on_kafka_4_only_with_one_session_for_both_protocols() -> N
 
 def test_the_summary_says_each_wait_and_a_refusal() -> None:
     values = {"consumer.6.assign_wait_s": 0.53, "consumer.5.assign_wait_s": 8.18,
-              "consumer.8.assign_wait_s": Unmeasured.NEVER, "consumer.8.fatal_error": 1.0, "consumer.4.assign_wait_s": Unmeasured.NEVER}
+              "consumer.8.assign_wait_s": Unmeasured.NEVER, "consumer.8.fatal_error": 1.0,
+              "consumer.4.assign_wait_s": Unmeasured.NEVER}
     assert assign_wait_summary(values, {6: "classic-static", 5: "classic-plain", 8: "kip848-static",
                                         4: "kip848-static"}) == (
-        "how long each consumer waited for its first partitions: consumer-6 (classic-static) 0.5 s; consumer-5 (classic-plain) 8.2 s; "
+        "how long each consumer waited for its first partitions: consumer-6 (classic-static) 0.5 s; "
+        "consumer-5 (classic-plain) 8.2 s; "
         "consumer-8 (kip848-static) fatal error, never got any; consumer-4 (kip848-static) never got any")
     assert assign_wait_summary(values, {}) == ""
 
@@ -52,13 +54,14 @@ def test_judge_adds_the_waits_of_the_consumers_the_expectations_name(tmp_path: P
     lab = load_lab(find_lab("static-membership-kip848"))
     faults = FaultFiring(lab.faults, Timeline(lab.id), random.Random(1), [1])
     after = {"consumer.5.assign_wait_s": 8.18, "consumer.6.assign_wait_s": 0.53, "consumer.7.assign_wait_s": 8.5,
-             "consumer.8.assign_wait_s": Unmeasured.NEVER, "consumer.8.fatal_error": 1.0, "consumer.9.assign_wait_s": 0.24,
+             "consumer.8.assign_wait_s": Unmeasured.NEVER, "consumer.8.fatal_error": 1.0,
+             "consumer.9.assign_wait_s": 0.24,
              "consumer.1.assign_wait_s": 2.1}
     result = judge(RunResult(lab.id, tmp_path, Outcome.ERROR), lab, {}, after, report(), faults)
     first, second = result.verdict.split("\n")
     assert first == SAID
-    assert second == ("how long each consumer waited for its first partitions: consumer-5 (classic-plain) 8.2 s; consumer-6 (classic-static) "
-                      "0.5 s; consumer-7 (kip848-plain) 8.5 s; consumer-8 (kip848-static) fatal error, never got any; "
+    assert second == ("how long each consumer waited for its first partitions: consumer-5 (classic-plain) 8.2 s; "
+                      "consumer-6 (classic-static) 0.5 s; consumer-7 (kip848-plain) 8.5 s; consumer-8 (kip848-static) fatal error, never got any; "
                       "consumer-9 (kip848-static) 0.2 s")  # consumer 1 is named by no expectation: left out
     setup = load_lab(find_lab("setup-check"))
     plain = judge(RunResult(setup.id, tmp_path, Outcome.ERROR), setup, {}, {}, report(),

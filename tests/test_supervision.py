@@ -14,8 +14,8 @@ import psutil
 import pytest
 
 from kafkalab.cluster import Cluster, EndCause, NodeState
-from kafkalab.errors import KafkalabError
 from kafkalab.cluster.process import marked_processes, node_marker
+from kafkalab.errors import KafkalabError
 from tests.conftest import TEST_STATE_ROOT, make_spec
 from tests.helpers import wait_until
 

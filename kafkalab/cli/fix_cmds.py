@@ -34,7 +34,6 @@ from kafkalab.labs.grade import (
     AttemptHistory,
     Grade,
     GradeOutcome,
-    cap,
     read_grade,
     set_name,
     who_am_i,
@@ -244,20 +243,10 @@ def print_grade(console: Console, g: Grade) -> None:
     for says in g.rules:
         console.print(f"- {says}", highlight=False)
     if g.graded:
-        console.print(f"score: {g.score_text}{score_notes(g)}", highlight=False)
+        console.print(f"score: {g.score_text} {g.score_notes}".rstrip(), highlight=False)
     console.print(f"[bold {style}]{escape(g.verdict)}[/]", highlight=False)
     if g.todo:
         console.print(g.todo, highlight=False)
-
-
-def score_notes(g: Grade) -> str:
-    """What took points off a score, or capped it, in words (the card and the console's card say the same)."""
-    notes = []
-    if g.hints_taken:
-        notes.append(f"{g.hints_taken} hint(s) taken: -{g.hint_cost}")
-    if g.capped:
-        notes.append(f"given up before this fix: capped at {cap(g.max_score)}")
-    return f" ({'; '.join(notes)})" if notes else ""
 
 
 # ---- kafkalab grades -----------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("replay", help="replay a finished run in the console (no cluster): 1x/2x/4x, pause, scrub")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run's dir, e.g. kafkalab-runs/LAB-TIMESTAMP")
     p.add_argument("--speed", type=float, default=1.0, metavar="1|2|4",
-                   help="replay speed (keys 1, 2, 4 change it; space pauses; arrows scrub 5 s)")
+                   help="replay speed (keys 1, 2, 4 change it; space pauses; arrows scrub 5 s; PgUp/PgDn jump "
+                        "between events, Home/End to the start and end)")
     p.add_argument("--presenter", action="store_true", help="presenter mode (projector: fewer panes)")
     p.add_argument("--exit-at-end", action="store_true", help=argparse.SUPPRESS)  # `run --record` renders with it
     p.set_defaults(func=cmd_replay)

@@ -56,7 +56,7 @@ def read_cluster_file(state_dir: Path) -> dict[str, Any]:
 
 # what a request from another terminal does to a node (its name) or to the network (NETWORK) runs inside it
 Attribution = Callable[[str, NodeAction | None], AbstractContextManager[object]]
-NETWORK = "network"
+NETWORK = "network"  # the subject of a network change (the proxy's), beside the nodes by name
 
 
 class ControlServer:

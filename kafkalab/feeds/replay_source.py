@@ -160,6 +160,11 @@ class ReplaySource(Source):
         now = self.clock.now()
         return next((s for s in reversed(self.stops) if s.at < now - NEAR_S), None)
 
+    def stop_here(self) -> int | None:
+        """The index of the stop the replay is at, if it is at one."""
+        now = self.clock.now()
+        return next((i for i, s in enumerate(self.stops) if abs(s.at - now) <= NEAR_S), None)
+
     @property
     def closing(self) -> str:
         return "closing the replay ..."

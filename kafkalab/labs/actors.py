@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from kafkalab.cluster.node import EndCause, NodeAction, NodeState
 from kafkalab.labs.events import Actor
 
-NETWORK = "network"  # what a network change is done to (the proxy's), beside the nodes by name
 # the end causes that say who ended a node whoever asked: kafkalab's teardown, the audit putting a node back down
 _CAUSE_ACTOR: dict[EndCause, Actor | None] = {EndCause.CRASHED: None, EndCause.ENDED: Actor.KAFKALAB,
                                               EndCause.AUDIT: Actor.KAFKALAB}
@@ -43,8 +42,9 @@ class Actors:
 
     @contextmanager
     def acting(self, subject: str, actor: Actor, action: NodeAction | None = None) -> Iterator[None]:
-        """What ``subject`` (a node's name, or :data:`NETWORK`) does during the block is ``actor``'s; a start that
-        ``action`` asks for and the node makes later (after a restart's stop) is theirs too."""
+        """What ``subject`` (a node's name, or the network: :data:`~kafkalab.cluster.control_socket.NETWORK`) does
+        during the block is ``actor``'s; a start that ``action`` asks for and the node makes later (after a
+        restart's stop) is theirs too."""
         key = (threading.get_ident(), subject)
         with self._lock:
             self._now[key] = actor
@@ -54,7 +54,7 @@ class Actors:
             yield
         finally:
             with self._lock:
-                del self._now[key]
+                self._now.pop(key, None)
 
     def actor_of(self, subject: str, state: NodeState | None = None, cause: EndCause | None = None) -> Actor | None:
         """Who caused ``subject``'s change, now, to ``state`` (with the node's end ``cause``); remembered as its

@@ -18,6 +18,7 @@ when that is more than a poll, the time is said as "within".
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -32,7 +33,6 @@ Partition = tuple[str, int]
 # the states in which a node is gone from the cluster, by a fault or on its own
 DOWN = (NodeState.KILLED, NodeState.STOPPING, NodeState.STOPPED, NodeState.PAUSED, NodeState.FAILED)
 FINE_S = 1.0  # a watch blind no longer than this (a poll and its answer) times a change to the poll
-_DOWN_WORDS = {NodeState.STOPPING: "stopped"}  # a stop takes the node away when it begins
 
 
 def lab_topics(lab: Lab) -> set[str]:
@@ -67,8 +67,7 @@ class NodeFault:
     @property
     def words(self) -> str:
         """'killed', 'stopped', 'isolated by hand'."""
-        how = _DOWN_WORDS.get(NodeState(self.how), self.how) if self.how in NodeState._value2member_map_ else self.how
-        return how + by_whom(self.actor)
+        return ("stopped" if self.how == NodeState.STOPPING else self.how) + by_whom(self.actor)  # from its SIGTERM
 
     @property
     def when(self) -> str:
@@ -113,22 +112,10 @@ class LeaderChanges:
         return len(self.lab)
 
     def per_partition(self) -> dict[Partition, int]:
-        counts: dict[Partition, int] = {}
-        for e in self.lab:
-            counts[(e.topic, e.partition)] = counts.get((e.topic, e.partition), 0) + 1
-        return counts
+        return dict(Counter((e.topic, e.partition) for e in self.lab))
 
     def other_by_topic(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for e in self.other:
-            counts[e.topic] = counts.get(e.topic, 0) + 1
-        return counts
-
-    @property
-    def words(self) -> str:
-        """'6 leader changes (+1 in __consumer_offsets)'."""
-        said = f"{self.total} leader change{'' if self.total == 1 else 's'}" if self.total else "no leader change"
-        return said + other_words(self.other_by_topic())
+        return dict(Counter(e.topic for e in self.other))
 
 
 def other_words(counts: dict[str, int]) -> str:

@@ -30,6 +30,7 @@ class FailoverNews:
 
 
 def narrated(timeline: Timeline, topics: Collection[str], say: Callable[[str], None]) -> Timeline:
-    """``timeline``, its failovers of ``topics`` said through ``say`` as they are seen."""
+    """``timeline``, its failovers of ``topics`` said through ``say`` as they are seen (after the listeners it
+    has: a leader change is told before the failover it completes)."""
     timeline.add_listener(FailoverNews(timeline, topics, say))
     return timeline

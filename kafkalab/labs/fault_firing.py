@@ -12,9 +12,9 @@ from typing import Protocol
 
 from kafkalab.admin import ClusterSnapshot, ResetTarget
 from kafkalab.cluster import NodeAction, NodeState
+from kafkalab.cluster.control_socket import NETWORK
 from kafkalab.cluster.netwiring import NetAction, NetRequest
 from kafkalab.errors import KafkalabError
-from kafkalab.labs.actors import NETWORK
 from kafkalab.labs.events import Actor, CheckEvent, EventKind, FaultEvent, FaultProblem
 from kafkalab.labs.expectations import parse_check
 from kafkalab.labs.faults import Fault, RunView, Target, TargetCategory, TargetKind

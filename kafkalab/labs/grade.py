@@ -162,6 +162,16 @@ class Grade:
         return f"{self.score} / {self.max_score}"
 
     @property
+    def score_notes(self) -> str:
+        """What took points off the score, or capped it: "(1 hint(s) taken: -10 points; given up ...)"."""
+        notes = []
+        if self.hint_cost:
+            notes.append(f"{self.hints_taken} hint(s) taken: -{self.hint_cost} points")
+        if self.capped:
+            notes.append(f"given up before this fix: a fix after the solution scores at most {cap(self.max_score)}")
+        return f"({'; '.join(notes)})" if notes else ""
+
+    @property
     def todo(self) -> str:
         """What to do next, in words the console and the command line both use."""
         match self.outcome:

@@ -23,11 +23,11 @@ from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis.report import Report
 from kafkalab.clients import ProducerStats
 from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
+from kafkalab.cluster.control_socket import NETWORK
 from kafkalab.cluster.netwiring import ClusterNet, NetChange
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import judge
-from kafkalab.labs.actors import NETWORK
 from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.events import EventKind, NetEvent
 from kafkalab.labs.failover import lab_topics
@@ -129,8 +129,8 @@ class LabRun:
         self.clients: RunClients | None = None
         self.watch: ClusterWatch | None = None
         self.watch_snapshots: WatchSnapshots | None = None  # the watch's helper process: ended in the teardown
-        self.timeline = narrated(Timeline(lab.id), lab_topics(lab), self.say)  # failovers said as they are seen
-        self.timeline.add_listener(lambda e: self._emit(TimelineEvent(e)))
+        self.timeline = Timeline(lab.id, listeners=[lambda e: self._emit(TimelineEvent(e))])
+        narrated(self.timeline, lab_topics(lab), self.say)  # each failover said once seen, after its leader change
         self.faults = FaultFiring(lab.faults, self.timeline, random.Random(self.seed),
                                   [c.local_id for c in lab.consumers])
         self.actions = FaultFiring(lab.actions, self.timeline, random.Random(self.seed),

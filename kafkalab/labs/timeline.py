@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
@@ -58,12 +58,12 @@ class _Where(TypedDict):
 class Timeline:
     """Thread-safe list of events with listeners (called in the thread that adds the event)."""
 
-    def __init__(self, lab_id: str) -> None:
+    def __init__(self, lab_id: str, listeners: Iterable[EventListener] = ()) -> None:
         self.lab_id = lab_id
         self.started_at = time.time()
         self._events: list[Event] = []
         self._lock = threading.Lock()
-        self._listeners: list[EventListener] = []
+        self._listeners: list[EventListener] = list(listeners)
         self.actors = Actors()  # who acts on the nodes and the network: their events say it
 
     def add_listener(self, listener: EventListener) -> None:

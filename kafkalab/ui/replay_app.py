@@ -94,6 +94,9 @@ class ReplayConsole(LabConsole):
         else:
             state = "paused" if clock.paused or clock.held else f"{clock.speed:g}x"
             position = f"replay {state} · {minutes(clock.now() - clock.start)} of {length}"
+        stop = self.replay.stop_here()
+        if stop is not None:  # where PgUp/PgDn landed, beside the place: the news may be what the run waited for
+            position += f" · event {stop + 1} of {len(self.replay.stops)}"
         if position != self.position:  # beside the phase: what the recorded run waited for took the news' place
             self.position = position
             self.update_topbar()
@@ -122,12 +125,12 @@ class ReplayConsole(LabConsole):
             said = f"the recording's {where}"
         else:
             stop = self.replay.next_stop() if where == "next" else self.replay.previous_stop()
-            if stop is None:
-                self.set_action(f"no {'later' if where == 'next' else 'earlier'} event: Home and End go to the "
-                                "recording's start and end")
+            if stop is None:  # a toast: what the replayed run waited for may hold the top bar's news
+                self.notify(f"no {'later' if where == 'next' else 'earlier'} event: Home and End go to the "
+                            "recording's start and end")
                 return
             clock.seek_to(stop.at)
-            said = stop_words(stop, self.replay.stops)
+            said = stop_words(stop)
         self.show_instant()
         self.show_position()
         self.set_action(said)
@@ -181,10 +184,9 @@ def ended(frame: RunFrame) -> str:
     return f"the run's end ({frame.phase}): no report, Results (v) says why"
 
 
-def stop_words(stop: Stop, stops: tuple[Stop, ...]) -> str:
-    """'event 2 of 4: @56s 3 leader changes', as the chart's legend names the marks; the last one, the verdict."""
-    what = legend_entry("", list(stop.markers)).strip() if stop.markers else "the verdict (its report in Results)"
-    return f"event {stops.index(stop) + 1} of {len(stops)}: {what}"
+def stop_words(stop: Stop) -> str:
+    """'@56s 3 leader changes', as the chart's legend names the marks there; the last stop, the verdict."""
+    return legend_entry("", list(stop.markers)).strip() if stop.markers else "the verdict: its report is in Results"
 
 
 def stamped(fetch: Callable[[], object], clock: ReplayClock) -> Callable[[], tuple[int, object]]:

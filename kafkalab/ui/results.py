@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from kafkalab.feeds.frames import ReportView, RunFrame
 from kafkalab.labs.failover import Leadership, other_words
-from kafkalab.labs.grade import Grade, GradeOutcome, cap
+from kafkalab.labs.grade import Grade, GradeOutcome
 from kafkalab.labs.graded_check import CheckPhase, CheckStatus
 from kafkalab.labs.results import Phase
 from kafkalab.ui.chart import ThroughputChart
@@ -113,22 +113,12 @@ def grade_card(grade: Grade) -> Group:
     for rule in grade.rules:
         what.append("\n• ", style="bold").append(rule)
     score = Text("\nscore ", style="bold").append(grade.score_text, style="bold green" if grade.passed else "bold")
-    if notes := score_notes(grade):
-        score.append(f"  {notes}", style="dim")
+    if grade.score_notes:
+        score.append(f"  {grade.score_notes}", style="dim")
     if grade.todo:
         score.append(f"\n{grade.todo}" + ("; G gives up" if grade.outcome == GradeOutcome.NOT_FIXED else ""),
                      style="dim")
     return Group(verdict, table, what, score)
-
-
-def score_notes(grade: Grade) -> str:
-    """What took points off the score, or capped it."""
-    notes = []
-    if grade.hint_cost:
-        notes.append(f"hints taken: {grade.hints_taken}, -{grade.hint_cost} points")
-    if grade.capped:
-        notes.append(f"given up before this fix: a fix after the solution scores at most {cap(grade.max_score)}")
-    return "(" + "; ".join(notes) + ")" if notes else ""
 
 
 NO_REPORT_YET = "No report yet: when a run ends, its verdict, per-partition counts and throughput chart appear here."
