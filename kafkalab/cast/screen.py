@@ -6,11 +6,10 @@ else raises :class:`Unsupported`, so a recording made from it never shows a scre
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import NamedTuple
-
-from rich.cells import get_character_cell_size
 
 
 class Style(NamedTuple):
@@ -98,7 +97,11 @@ def attr_code(attr: str) -> str:
 
 @lru_cache(maxsize=1024)
 def _width(char: str) -> int:
-    return get_character_cell_size(char)
+    """The cells a character takes, as wcwidth says: none for a combining mark or a joiner, two when East Asian
+    wide or full-width (most emoji too)."""
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 class Grid:

@@ -20,7 +20,8 @@ the running brokers where the lab left them, unless those replicas alone reach t
 
 from __future__ import annotations
 
-from kafkalab.cluster import EndCause, Node, NodeKind, NodeState
+from kafkalab.cluster import EndCause, Node, NodeAction, NodeKind, NodeState
+from kafkalab.labs.events import Actor
 from kafkalab.labs.interruptible import in_thread
 from kafkalab.labs.run_context import RunContext
 
@@ -46,12 +47,15 @@ class AuditHeal:
             return
         run.say(f"bringing {', '.join(n.name for n in needed)} back for the audit (partitions of "
                 f"{run.lab.topic} cannot be read without them): down again once it has read")
-        for node in needed:
+        for node in needed:  # kafkalab's own moves: the timeline and the chart say so
             self.brought.append((node, node.state))
-            if node.state == NodeState.PAUSED:
-                node.resume()
-            else:
-                node.start()
+            paused = node.state == NodeState.PAUSED
+            with run.timeline.actors.acting(node.name, Actor.KAFKALAB,
+                                            NodeAction.RESUME if paused else NodeAction.START):
+                if paused:
+                    node.resume()
+                else:
+                    node.start()
         for node in needed:
             run.wait_node(node.name, (NodeState.RUNNING,), timeout)
         in_thread(lambda: run.admin.wait_for_leaders(run.lab.topic, timeout_s=60), run.sleep,
@@ -81,7 +85,8 @@ class AuditHeal:
         while self.brought:
             node, was = self.brought.pop()
             if was == NodeState.PAUSED:
-                node.pause()
+                with run.timeline.actors.acting(node.name, Actor.KAFKALAB, NodeAction.PAUSE):
+                    node.pause()
                 run.wait_node(node.name, (NodeState.PAUSED,), run.deps.timing.node_timeout_s)
             else:
                 node.stop(cause=EndCause.AUDIT)

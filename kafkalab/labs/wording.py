@@ -60,6 +60,8 @@ _METRICS: tuple[tuple[str, MetricWords], ...] = (
     (r"producer\.longest_stall_s", MetricWords("the producer's longest stall lasted {n}",
                                                "the producer's longest stall", " s")),
     (r"timeline\.leader_changes", MetricWords("leaders changed {n} times", "leader changes")),
+    (r"timeline\.failover_s", MetricWords("the longest failover took {n}", "the longest failover", " s",
+                                          never="a leader a fault took was never replaced")),
     (r"timeline\.isr_shrinks", MetricWords("in-sync replica sets shrank {n} times", "ISR shrinks")),
     (r"timeline\.isr_expands", MetricWords("in-sync replica sets grew {n} times", "ISR expansions")),
     (r"timeline\.offline", MetricWords("{n} partitions went offline", "partitions gone offline")),
