@@ -30,11 +30,10 @@ from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import NetAction, NetRequest
 from kafkalab.cluster.truncations import TruncationWatch
-from kafkalab.feeds.exercise import minutes
 from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame, no_cluster_yet
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
 from kafkalab.feeds.net_view import NetView
-from kafkalab.feeds.source import EXERCISE_ACTIONS, Choice, ConsoleAction, NotOffered, Question, Source
+from kafkalab.feeds.source import EXERCISE_ACTIONS, ConsoleAction, NotOffered, Source
 from kafkalab.feeds.topic_ops import NeedsReassignment
 from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
 from kafkalab.labs.results import Phase
@@ -44,6 +43,7 @@ from kafkalab.ui.change_prompt import CHANGE_PROMPT, SETTING_PROMPT, ChangePromp
 from kafkalab.ui.check_view import CheckChanged, check_toast, check_word
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
+from kafkalab.ui.exercise_prompts import answer_said, hint_offer, hint_question, incident_question
 from kafkalab.ui.groups import GroupsPane, open_reset
 from kafkalab.ui.lab import LabPane, inline_markdown
 from kafkalab.ui.line import Line
@@ -674,14 +674,9 @@ class LabConsole(App[None]):
     # ---- the exercise ------------------------------------------------------------------------------
     def action_take_hint(self) -> None:
         """The next hint's cost is shown first; taken, it is counted and shown in the Lab tab."""
-        exercise = self.run_frame.exercise
-        offer = exercise.next_hint if exercise is not None else None
+        offer, why = hint_offer(self.run_frame.exercise)
         if offer is None:
-            self.notify("no more hints: those you took are in the Lab tab (l)", severity="warning", timeout=4)
-            return
-        if not offer.ready:
-            self.notify(f"hint {offer.number} is offered in {minutes(offer.ready_in_s)} (it costs {offer.cost} "
-                        "points)", severity="warning", timeout=4)
+            self.notify(why, severity="warning", timeout=4)
             return
 
         def shown(text: str) -> None:
@@ -689,36 +684,26 @@ class LabConsole(App[None]):
             self.notify(inline_markdown(text).plain, title=f"hint {offer.number} (-{offer.cost} points)", timeout=15,
                         kind=ToastKind.EXERCISE)
 
-        def answer(yes: bool | None) -> None:
-            if yes:
-                self.in_thread("hint", self.source.take_hint, then=shown)
-
-        self.push_screen(ConfirmScreen(f"Take hint {offer.number}? It costs {offer.cost} points.",
-                                       f"A passing grade then scores {offer.cost} points less; the hint "
-                                       "stays in the Lab tab (l)."), answer)
+        self.push_screen(hint_question(offer),
+                         lambda yes: self.in_thread("hint", self.source.take_hint, then=shown) if yes else None)
 
     def action_answer_incident(self) -> None:
         incident = self.run_frame.exercise.incident if self.run_frame.exercise is not None else None
         if incident is None:
             return
-        choices = tuple(Choice(str(i), str(i), str(i - 1)) for i in range(1, len(incident.choices) + 1))
-        detail = "\n".join(f"{i}. {text}" for i, text in enumerate(incident.choices, start=1))
 
         def answered(right: bool) -> None:
+            title, text = answer_said(right)
             if right:
                 self.action_show_tab("lab")
-                self.notify("that is the cause: the Lab tab explains it", title="diagnosed", timeout=8,
-                            kind=ToastKind.EXERCISE)
-            else:
-                self.notify("look again at what the ticket says, and at the run", title="not the cause",
-                            severity="warning", timeout=6, kind=ToastKind.EXERCISE)
+            self.notify(text, title=title, severity="information" if right else "warning", timeout=8,
+                        kind=ToastKind.EXERCISE)
 
         def answer(choice: str | None) -> None:
             if choice is not None and choice.isdigit():
                 self.in_thread("answer", lambda: self.source.answer_incident(int(choice)), then=answered)
 
-        self.push_screen(ChoiceScreen(Question(incident.question, detail,
-                                               (*choices, Choice("escape", "not now", "cancel")))), answer)
+        self.push_screen(incident_question(incident), answer)
 
     def action_check_fix(self) -> None:
         self.set_action("starting the graded check ...")
