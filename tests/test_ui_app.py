@@ -32,7 +32,7 @@ from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.logtail import LogTail
 from kafkalab.ui.modals import ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
-from kafkalab.ui.partitions import PartitionTable
+from kafkalab.ui.partitions import PartitionsPane, PartitionTable
 from tests.screen_text import svg_rows
 from tests.test_ui_feed import TOPIC, FakeSource, sample_run
 
@@ -759,3 +759,15 @@ async def test_a_reset_clears_the_panes_of_the_cluster_that_is_gone() -> None:
         assert "KILLED" not in badge and "not started yet" in badge and not pane.has_class("-killed")
         assert app.query_one("#node-broker-1", BrokerPane).query_one(LogTail).line_count == 0
         assert not app.node_states
+
+
+@sync
+async def test_the_lab_tab_takes_the_whole_row_at_100_columns() -> None:
+    """After a run the Lab tab was squeezed beside the partition table into 34 columns: at 100x30 it takes the
+    row, as Results does."""
+    feed = FakeSource(with_run=True)
+    async with running(feed, size=(100, 30)) as (app, pilot):
+        app.action_show_tab("lab")
+        await settle(pilot)
+        assert app.query_one("#side").size.width > 90
+        assert not app.query_one(PartitionsPane).display

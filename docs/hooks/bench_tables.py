@@ -586,6 +586,36 @@ def render_net_cost(name: str, data: Json) -> list[str]:
     return out + source_line(name, data, extra)
 
 
+# ---- cast-size.json -------------------------------------------------------------------------------
+CAST_TARGET_PER_5_MIN = 1_000_000  # docs/recording.md: under 1 MB for 5 minutes of cast
+
+
+def _bytes(n: float) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
+
+
+def _cast(c: Json) -> str:
+    """'6.05 MB (SGR 4.04 MB, cursor 1.11 MB, text 823 KB)'."""
+    kinds = c["by_kind"]
+    return (f"{_bytes(c['bytes'])} (SGR {_bytes(kinds['sgr'])}, cursor {_bytes(kinds['cursor'])}, "
+            f"text {_bytes(kinds['text'])})")
+
+
+def render_cast_size(name: str, data: Json) -> list[str]:
+    """renders -> {SPEEDx: {raw, compacted (+ frames_unlike_raw), recorded_by_kafkalab}}, each a cast's bytes,
+    seconds, bytes per 5 minutes and bytes by kind."""
+    rows = []
+    for speed, r in sorted(data["renders"].items(), key=lambda item: float(item[0].rstrip("x"))):
+        raw, compacted, recorded = r["raw"], r["compacted"], r["recorded_by_kafkalab"]
+        rows.append([speed, f"{num(raw['cast_s'])} s", _cast(raw), _cast(compacted), _bytes(recorded["bytes"]),
+                     f"{_bytes(raw['bytes_per_5_min'])} -> {_bytes(recorded['bytes_per_5_min'])}",
+                     met(recorded["bytes_per_5_min"], CAST_TARGET_PER_5_MIN),
+                     str(compacted["frames_unlike_raw"])])
+    header = ["--speed", "cast", "raw (before)", "compacted, same bytes", "recorded by kafkalab",
+              "per 5 minutes", "< 1 MB", "frames unlike the raw screen"]
+    return table(header, rows) + source_line(name, data, "the recorded leader-failover run's replay, 160x48")
+
+
 # ---- dispatch -------------------------------------------------------------------------------------
 FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"labs-platforms(-.+)?"), render_platforms),
@@ -603,6 +633,7 @@ FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"interrupts"), render_interrupts),
     (re.compile(r"proxy"), render_proxy),
     (re.compile(r"net-cost"), render_net_cost),
+    (re.compile(r"cast-size"), render_cast_size),
 ]
 
 

@@ -107,7 +107,7 @@ def toast_kind(notification: Notification) -> ToastKind:
 HELP_GROUPS = ("app.", "broker.", "net.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.",
                "results.", "group.", "replay.")
 TAB_NAMES = {"run": "clients"}  # a tab's name in words, where its id says otherwise
-WIDE_TABS = ("tab-results", "tab-groups", "tab-records")  # on a narrow screen: the whole row, no partition table
+WIDE_TABS = ("tab-results", "tab-groups", "tab-records", "tab-lab")  # narrow screen: the whole row, no partition table
 SCROLLING_TABS = {"tab-results": "#results", "tab-lab": "#lab", "tab-groups": "#groups"}  # focused when shown
 CONTRAST = Theme(
     name="kafkalab-contrast", primary="#ffff00", secondary="#00ffff", accent="#ff00ff", warning="#ffaf00",
