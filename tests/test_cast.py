@@ -7,8 +7,8 @@ import io
 import itertools
 import json
 import os
-import re
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,15 +17,12 @@ import pyte
 import pytest
 from rich.console import Console
 
-from kafkalab.cast import CastWriter, read_cast
+from kafkalab.cast import CastWriter, read_cast, record_headless
 from kafkalab.cast.asciicast import end_on_last_frame
 from kafkalab.cli.lab_cmds import RECORD_SIZE, render_recording
+from tests.cast_frames import KITTY_KEYBOARD, capture, frames_unlike_raw, write_compact, write_raw
 from tests.test_replay import RUN_DIR
 from tests.test_ui_e2e import KAFKALAB, Tmux
-
-# pyte does not know the kitty keyboard protocol Textual asks for (CSI > flags u, CSI < u) and would print
-# its final "u"; terminals and asciinema's player take it as a request.
-KITTY_KEYBOARD = re.compile(r"\x1b\[[<>=?]\d*(;\d+)?u")
 
 
 def screens(cast: Path) -> Iterator[list[str]]:
@@ -146,10 +143,6 @@ out.write("\\x1b[?1049l\\x1b[?25h")
 def test_a_cast_keeps_what_the_terminal_showed_not_every_repaint(tmp_path: Path) -> None:
     """A 5-minute cast of the console took 7.6 MB: every repaint went in whole, each cell from an SGR reset. A
     screen drawn 51 times, once with one cell changed, now costs about one screen's worth."""
-    import sys
-
-    from kafkalab.cast import record_headless
-
     cast = tmp_path / "repaint.cast"
     assert record_headless([sys.executable, "-c", REPAINT_SCRIPT], cast, 80, 24) == 0
     one_screen = 80 * 24 * len("\\u001b[0m\\u001b[38;2;99;99;200;48;2;20;20;99mA")
@@ -161,10 +154,6 @@ def test_a_cast_keeps_what_the_terminal_showed_not_every_repaint(tmp_path: Path)
 def test_the_compacted_cast_of_a_replay_shows_each_frame_as_the_terminal_did(tmp_path: Path) -> None:
     """The console's own output (the recorded run's replay, 16x), written raw and compacted from the same bytes:
     every compacted frame is the screen the raw stream showed at that instant, in a fraction of the bytes."""
-    import sys
-
-    from tests.cast_frames import capture, frames_unlike_raw, write_compact, write_raw
-
     cols, rows = RECORD_SIZE
     output = capture([sys.executable, "-m", "kafkalab", "replay", str(RUN_DIR), "--speed", "16", "--exit-at-end"],
                      cols, rows)
@@ -181,8 +170,6 @@ def test_the_compacted_cast_of_a_replay_shows_each_frame_as_the_terminal_did(tmp
     "\x1b[1;1Habc\x1b[2;3r\x1b[3;1H\n\n\nscrolled in a region",  # a scroll region: not modelled, written as it came
 ])
 def test_a_compacted_cast_shows_what_the_terminal_showed(tmp_path: Path, text: str) -> None:
-    from tests.cast_frames import frames_unlike_raw, write_compact, write_raw
-
     output = [(i * 0.04, chunk.encode()) for i, chunk in enumerate(text[j:j + 7] for j in range(0, len(text), 7))]
     raw = write_raw(output, tmp_path / "raw.cast", 40, 6)
     compact = write_compact(output, tmp_path / "compact.cast", 40, 6)

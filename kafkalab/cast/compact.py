@@ -3,7 +3,7 @@ last frame, drawn again with as few escape sequences as it takes.
 
 Textual repaints a widget's whole region when one character of it changes, and styles every segment from a reset
 (``ESC[0m`` and then 24-bit colours): a 5-minute cast of the console took 7.6 MB, 70 % of it SGR sequences, when
-about 5 % of the cells it drew had changed (docs/recording.md, benchmarks/bench_cast_size.py). The player gets the
+about 6 % of the cells it drew had changed (docs/recording.md, benchmarks/bench_cast_size.py). The player gets the
 same screens, at most ``FRAME_S`` late.
 """
 

@@ -16,7 +16,7 @@ from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.clients.audit import audit_topic
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.control_words import CONTROL_WORDS, send_control
-from kafkalab.clients.options import BOOTSTRAP, parse_defines, role_options
+from kafkalab.clients.options import BOOTSTRAP, ConsumerConfig, ProducerConfig, parse_defines, role_options
 from kafkalab.clients.producer import Producer
 from kafkalab.clients.seed_export import export_seed_format
 from kafkalab.clients.stats import ClientEvent, ClientState
@@ -126,7 +126,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
     settings = parse_defines(args.defines)
     console = Console(highlight=False, soft_wrap=True)
     log_dir = _log_dir(args)
-    producer = Producer(settings, log_dir, args.run, _bootstrap(args, settings),
+    config = ProducerConfig.from_settings(settings)  # a bad option is said before the cluster is looked for
+    producer = Producer(config, log_dir, args.run, _bootstrap(args, settings),
                         on_event=_event_printer(console), seed=args.seed)
     producer.start()
     try:
@@ -169,7 +170,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
         return _print_options("consumer")
     settings = parse_defines(args.defines)
     console = Console(highlight=False, soft_wrap=True)
-    consumer = Consumer(settings, _log_dir(args), _bootstrap(args, settings), on_event=_event_printer(console))
+    config = ConsumerConfig.from_settings(settings)  # a bad option is said before the cluster is looked for
+    consumer = Consumer(config, _log_dir(args), _bootstrap(args, settings), on_event=_event_printer(console))
     consumer.start()
 
     def counters() -> str:
