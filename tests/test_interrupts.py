@@ -25,7 +25,7 @@ import pytest
 
 from kafkalab.analysis.report import Report
 from kafkalab.clients.stats import ClientState
-from kafkalab.cluster import NodeState
+from kafkalab.cluster import EndCause, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import LabSession, Phase
 from kafkalab.labs.events import EventKind
@@ -190,6 +190,7 @@ class NamedNode:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.cause: EndCause | None = None  # why it is down, as a real node keeps it
 
 
 def test_a_killed_brokers_last_line_says_the_kill_ended_it_not_the_runs_end(tmp_path: Path) -> None:
@@ -202,7 +203,9 @@ def test_a_killed_brokers_last_line_says_the_kill_ended_it_not_the_runs_end(tmp_
     broker_1, broker_2 = NamedNode("broker-1"), NamedNode("broker-2")
     for node in (broker_1, broker_2):
         record(node, NodeState.RUNNING, "ready")
+    broker_1.cause = EndCause.KILLED
     record(broker_1, NodeState.KILLED, "SIGKILL sent")
+    broker_1.cause = broker_2.cause = EndCause.ENDED
     record(broker_1, NodeState.STOPPED, "run ended")
     record(broker_2, NodeState.STOPPED, "run ended")
     lines = [e.detail for e in run.timeline.events(EventKind.NODE)]
