@@ -115,9 +115,9 @@ def test_the_isolated_leader_s_own_view_is_never_shown_once_the_controller_moved
     # nor its end offset: the new leader's log went on, the isolated one's high watermark stayed where it was cut
     ends = [end for _leader, _isr, _disowned, end in seen[episode.written:]]
     assert ends == [REPLICATED + AFTER] * len(ends), ends
-    # named, never shown, once the live brokers heard of its leaving; a snapshot it did not answer within its wait
-    # names nothing (no view of it to drop: CI saw the last of 60 so), so it is named in some, never another broker
-    assert any(s[2] == (isolated,) for s in seen[episode.moved:]) and all(s[2] in ((), (isolated,)) for s in seen)
+    # never shown, at most named: a snapshot waits for the rest only briefly once most brokers answered (a paused
+    # one never answers), so one the isolated broker did not answer in time names nothing; no other is named
+    assert all(s[2] in ((), (isolated,)) for s in seen)
 
 
 def test_after_the_heal_both_statuses_say_what_the_rejoining_leader_truncated(

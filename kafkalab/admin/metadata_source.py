@@ -14,9 +14,10 @@ own (where the others' come from).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from kafkalab.admin.broker_wire import BrokerMetadata, Unanswered, ask_end_offsets, ask_metadata
@@ -72,6 +73,9 @@ def _identity(view: BrokerMetadata, views: Iterable[BrokerMetadata]) -> int | No
     return same_port.pop() if len(same_port) == 1 else None
 
 
+REST_GRACE_S = 0.3  # once most brokers answered: loopback answers take milliseconds, a paused broker never
+
+
 class MetadataSource:
     """Asks every broker for its metadata at once (the bootstrap's addresses and those the answers listed), each
     with a short timeout: a killed broker refuses at once, a paused one costs ``timeout_s``, in parallel."""
@@ -85,8 +89,7 @@ class MetadataSource:
         """The cluster's metadata, and whether a broker that answered last time did not now (a paused broker
         keeps its connections open and never answers: a client that talked to it would wait on it again);
         :class:`Unanswered` when no broker answers."""
-        with ThreadPoolExecutor(max_workers=max(1, len(self._addresses))) as pool:
-            answers = list(pool.map(self._ask, self._addresses))
+        answers = self._gather()
         views = [a for a in answers if isinstance(a, BrokerMetadata)]
         failures = [a for a in answers if isinstance(a, Unanswered)]
         if not views:
@@ -101,6 +104,30 @@ class MetadataSource:
         ports = {a.rpartition(":")[2] for a in self._addresses}
         self._addresses += tuple(a for a in chosen.view.brokers.values() if a.rpartition(":")[2] not in ports)
         return chosen, went_silent
+
+    def _gather(self) -> list[BrokerMetadata | Unanswered]:
+        """Every broker's answer, asked at once; once most brokers answered, the rest get only a short grace: a
+        paused broker never answers, and waiting out its timeout made every snapshot (the console's table, a
+        run's watch) take seconds while one was paused."""
+        pool = ThreadPoolExecutor(max_workers=max(1, len(self._addresses)))
+        try:
+            pending = {pool.submit(self._ask, address) for address in self._addresses}
+            deadline = time.monotonic() + self.timeout_s
+            answers: list[BrokerMetadata | Unanswered] = []
+            most = len(pending) // 2 + 1
+            while pending:
+                views = sum(isinstance(a, BrokerMetadata) for a in answers)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                done, pending = wait(pending, timeout=min(left, REST_GRACE_S) if views >= most else left,
+                                     return_when=FIRST_COMPLETED)
+                if not done:  # the grace (or the timeout) ran out: the silent ones answered nothing
+                    break
+                answers += [f.result() for f in done]
+            return answers
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # a silent broker's ask ends on its own timeout
 
     def _ask(self, address: str) -> BrokerMetadata | Unanswered:
         try:
