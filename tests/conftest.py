@@ -120,3 +120,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for state_dir in TEST_STATE_ROOT.iterdir():
             reap_marked_processes(state_dir)
         shutil.rmtree(TEST_STATE_ROOT, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Progress and config in a state root of the test's own; a wide terminal so Rich's tables do not wrap words."""
+    root = tmp_path / "state"
+    monkeypatch.setenv("KAFKALAB_STATE", str(root))
+    monkeypatch.setenv("COLUMNS", "250")
+    return root

@@ -76,13 +76,7 @@ settings = ["producer.acks=all"]
 """
 
 
-@pytest.fixture(autouse=True)
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Progress and config in a fresh state root; a wide terminal so Rich's tables do not wrap words."""
-    root = tmp_path / "state"
-    monkeypatch.setenv("KAFKALAB_STATE", str(root))
-    monkeypatch.setenv("COLUMNS", "250")
-    return root
+pytestmark = pytest.mark.usefixtures("fresh_state")  # progress and config of these tests' own
 
 
 @pytest.fixture

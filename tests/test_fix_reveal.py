@@ -26,12 +26,7 @@ from tests.test_fix_cli import FIX_TABLE, INCIDENT_LAB
 CURE = 'cure = "CURE: set acks=all before anything is sent"\n'
 
 
-@pytest.fixture(autouse=True)
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "state"
-    monkeypatch.setenv("KAFKALAB_STATE", str(root))
-    monkeypatch.setenv("COLUMNS", "250")
-    return root
+pytestmark = pytest.mark.usefixtures("fresh_state")  # progress and config of these tests' own
 
 
 def incident_with_fix(tmp_path: Path, cure: bool = False) -> str:

@@ -28,10 +28,7 @@ from tests.test_fix_core import FIX, lab_file
 WAIT = "consumer.1.assign_wait_s < 10"
 
 
-@pytest.fixture(autouse=True)
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KAFKALAB_STATE", str(tmp_path / "state"))  # progress of these tests' own
-    monkeypatch.setenv("COLUMNS", "250")
+pytestmark = pytest.mark.usefixtures("fresh_state")  # progress and config of these tests' own
 
 
 # ---- 1. never happened is a value of its own -------------------------------------------------------
