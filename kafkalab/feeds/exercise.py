@@ -166,9 +166,6 @@ class Exercise:
         with self._lock:
             return self.progress.history()
 
-    def hints_taken(self) -> int:
-        return self.progress.hints_taken
-
     def time_on_task(self) -> float:
         return self.clock() - self.progress.first_seen
 
