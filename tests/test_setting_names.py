@@ -19,8 +19,10 @@ from kafkalab.labs.fix import ChangeKind, parse_changes
 from kafkalab.labs.graded import graded_lab
 from kafkalab.labs.loader import find_lab, load_lab
 from kafkalab.labs.results import ExpectationResult, FaultState, FaultStatus, Outcome, RunResult
-from tests.test_fix_cli import FakeRun, no_run, one_line_error, state  # noqa: F401  # fixtures, by name
+from tests.test_fix_cli import FakeRun, no_run, one_line_error  # noqa: F401  # no_run: a fixture, by name
 from tests.test_labs_unit import MINIMAL, write
+
+pytestmark = pytest.mark.usefixtures("fresh_state")  # progress and config of these tests' own
 
 LONG = "9" * 300
 
