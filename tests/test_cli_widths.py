@@ -3,6 +3,7 @@ of that width does): no line wider than the terminal, and no name or number cut 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import json
@@ -10,13 +11,14 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from rich.console import Console
 
+from kafkalab.cli import build_parser
 from kafkalab.cli.fix_cmds import print_grade
 from kafkalab.cli.lab_cmds import print_result
 from kafkalab.cluster import Cluster
@@ -229,3 +231,22 @@ def test_run_result_fits(width: int, tmp_path: Path) -> None:
     assert_fits(out, width)
     assert {"1234567", "did not hold", "held", "6"} <= cells(out), out
     assert "orders-stall-during-maintenance: " in out and "check at 12.5s: under-replicated" in " ".join(out.split())
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str = "kafkalab") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_commands_help_prints_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kafkalab tail --help` died on a `%` in a help text: every command's help must format, and fit."""
+    monkeypatch.setenv("COLUMNS", "80")
+    seen = 0
+    for path, parser in _parsers(build_parser()):
+        text = parser.format_help()
+        assert all(len(line) <= 80 for line in text.splitlines()), f"{path} --help is wider than 80 columns"
+        seen += 1
+    assert seen > 30  # kafkalab, its commands and their subcommands

@@ -45,7 +45,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_group_describe)
 
-    p = gsub.add_parser("reset", help="move a group's committed offsets (only while it has no active member)")
+    usage = "\n".join(("kafkalab group reset GROUP --topic T[:P,...]",
+                       "  (--to-earliest | --to-latest | --to-offset N | --shift-by N",
+                       "   | --to-datetime ISO)",
+                       "  [--dry-run | --execute] [--json]",
+                       "  [--state-dir STATE_DIR] [--bootstrap BOOTSTRAP]"))
+    p = gsub.add_parser("reset", usage=usage,  # argparse cannot wrap the one-of group at 80 columns
+                        help="move a group's committed offsets (only while it has no active member)")
     p.add_argument("group")
     p.add_argument("--topic", action="append", required=True, metavar="T[:P,...]",
                    help="topic, or topic:partitions, to reset; repeatable")

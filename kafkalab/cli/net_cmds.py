@@ -17,23 +17,33 @@ from kafkalab.errors import KafkalabError
 from kafkalab.netfaults import Direction
 
 EPILOG = """\
-nodes: `broker N` (or N, broker-N), `zookeeper`, `clients` (as a source: every client process);
-  during a lab run, as sources: `producer`, `consumer K` (or consumer-K): that client process alone;
-  KRaft: `controller N` (or controller-N), `controller` (the active controller, when you ask)
-  as a target: `coordinator GROUP`, the broker coordinating consumer group GROUP when you ask
+nodes:
+  `broker N` (or N, broker-N), `zookeeper`, `clients` (as a source: every
+  client process); during a lab run, as sources: `producer`, `consumer K`
+  (or consumer-K): that client process alone; KRaft: `controller N` (or
+  controller-N), `controller` (the active controller, when you ask);
+  as a target: `coordinator GROUP`, the broker coordinating group GROUP
 examples:
-  kafkalab net isolate broker 1            broker 1 cut from ZooKeeper (KRaft: the controllers) and the other
-                                           brokers, clients kept
-  kafkalab net isolate controller          KRaft: the active controller cut from the other voters and the brokers
-  kafkalab net cut broker 2 broker 1       broker 2's connections to broker 1 reset (add --both-ways)
-  kafkalab net drop-replies clients broker 1    requests arrive at broker 1, its answers are lost
-  kafkalab net hold clients broker 1 --direction requests    kept by the proxy, delivered on heal
-  kafkalab net cut producer broker 1       the run's producer alone cut from broker 1, the consumers kept
-  kafkalab net cut consumer 1 coordinator test-app    consumer 1 cut from its group's coordinator: its
-                                           heartbeats fail, the group moves its partitions to the others
+  kafkalab net isolate broker 1
+      broker 1 cut from ZooKeeper (KRaft: the controllers) and the other
+      brokers, clients kept
+  kafkalab net isolate controller
+      KRaft: the active controller cut from the other voters and the brokers
+  kafkalab net cut broker 2 broker 1
+      broker 2's connections to broker 1 reset (add --both-ways)
+  kafkalab net drop-replies clients broker 1
+      requests arrive at broker 1, its answers are lost
+  kafkalab net hold clients broker 1 --direction requests
+      kept by the proxy, delivered on heal
+  kafkalab net cut producer broker 1
+      the run's producer alone cut from broker 1, the consumers kept
+  kafkalab net cut consumer 1 coordinator test-app
+      consumer 1 cut from its group's coordinator: its heartbeats fail,
+      the group moves its partitions to the others
   kafkalab net delay broker 2 broker 1 200ms --jitter 50ms
   kafkalab net limit broker 3 broker 1 100KB/s --direction replies
-  kafkalab net heal [NODE [NODE]]          every link, a node's links, or one link
+  kafkalab net heal [NODE [NODE]]
+      every link, a node's links, or one link
   kafkalab net status
 """
 AMOUNT_ACTIONS = (NetAction.DELAY, NetAction.LIMIT)

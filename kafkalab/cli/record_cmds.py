@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="where to start (default end; with --group, the group's committed offsets)")
     p.add_argument("--group", default=None, help="join this consumer group (offsets committed as read)")
     p.add_argument("--partition", type=int, default=None, help="only this partition (not with --group)")
-    p.add_argument("--keys", action="store_true", help=f"print the key before the value ({KEYS_FORMAT!r})")
+    keys_format = KEYS_FORMAT.replace("%", "%%")  # argparse formats help with %
+    p.add_argument("--keys", action="store_true", help=f"print the key before the value ({keys_format!r})")
     p.add_argument("--format", default=None, metavar="FMT",
                    help="kcat-like: %%t topic, %%p partition, %%o offset, %%k key, %%s value, %%T timestamp")
     p.add_argument("-e", "--exit", action="store_true", help="exit once every partition is read to its end")
