@@ -12,3 +12,9 @@ def short_error(exc: BaseException) -> str:
     err = exc.args[0] if exc.args else exc
     text = getattr(err, "str", lambda: str(err))()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def unreachable(bootstrap: str, exc: BaseException) -> KafkalabError:
+    """The one line for a cluster that does not answer, whichever command asked."""
+    return KafkalabError(f"cannot reach the Kafka cluster at {bootstrap} ({short_error(exc)}): start it "
+                         "(`kafkalab cluster up`) or name the right one (--state-dir, --bootstrap)")

@@ -30,6 +30,8 @@ CLIENT_COMMANDS = {
     "consume": ["consume"],
     "audit": ["audit", "--topic", "test-topic"],
     "send": ["send", "quit"],
+    "tail": ["tail", "test-topic"],
+    "type": ["type", "test-topic"],
 }
 
 
@@ -78,10 +80,12 @@ def test_with_no_cluster_running_a_client_command_says_so_and_names_bootstrap(ro
 
 
 def test_state_dir_picks_the_cluster_and_clients_go_through_its_proxies(root: Path) -> None:
-    """produce and consume use the bootstrap clients must use (the network-fault proxies); audit and send,
-    kafkalab's own reading and control, use the brokers' own listeners, as a lab's audit does."""
+    """produce, consume, tail and type use the bootstrap clients must use (the network-fault proxies; tail and
+    type used the brokers' own ports, which no network fault cuts); audit and send, kafkalab's own reading and
+    control, use the brokers' own listeners, as a lab's audit does."""
     with running(root, "one") as one, running(root, "two"):
-        for command, bootstrap in (("produce", "client_bootstrap"), ("audit", "bootstrap")):
+        for command, bootstrap in (("produce", "client_bootstrap"), ("tail", "client_bootstrap"),
+                                   ("type", "client_bootstrap"), ("audit", "bootstrap")):
             result = kafkalab(root, *CLIENT_COMMANDS[command], "--state-dir", one["state_dir"])
             assert_one_line_error(result, f"cannot reach the Kafka cluster at {one[bootstrap]}")
 
@@ -96,6 +100,15 @@ def test_the_one_running_cluster_is_the_default_and_bootstrap_names_any_other(ro
                               f"cannot reach the Kafka cluster at {elsewhere}")
         assert_one_line_error(kafkalab(root, "produce", "--bootstrap", one["bootstrap"], "-D",
                                        f"bootstrap.server={elsewhere}"), "--bootstrap", "bootstrap.server")
+
+
+def test_options_show_the_bootstrap_the_command_would_use_not_the_courses_address(root: Path) -> None:
+    """`produce --options` showed 127.0.0.1:9092,... as the default: an address nothing here uses."""
+    none = kafkalab(root, "produce", "--options")
+    assert none.returncode == 0 and "9092" not in none.stdout and "running here (none" in none.stdout, none.stdout
+    with running(root, "one") as one:
+        shown = kafkalab(root, "consume", "--options")
+    assert shown.returncode == 0 and one["client_bootstrap"] in shown.stdout and "9092" not in shown.stdout
 
 
 @pytest.mark.cluster

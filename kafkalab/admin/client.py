@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 from kafkalab.admin.broker_wire import Unanswered
 from kafkalab.admin.metadata_source import MetadataSource, end_offsets
 from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescription
-from kafkalab.errors import KafkalabError, short_error
+from kafkalab.errors import KafkalabError, short_error, unreachable
 
 REQUEST_TIMEOUT_S = 1.0
 # A topic creation unanswered this long (no controller took it, as in a KRaft quorum without a majority, or
@@ -275,7 +275,7 @@ class Admin:
         try:
             return sorted(self._client.list_topics(timeout=max(self.timeout_s, 5.0)).topics)
         except KafkaException as exc:
-            raise KafkalabError(f"cluster at {self.bootstrap} is unreachable: {short_error(exc)}") from None
+            raise unreachable(self.bootstrap, exc) from None
 
 
 @dataclass

@@ -19,7 +19,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from kafkalab.admin.client import Admin
 from kafkalab.admin.committed import committed_offsets
-from kafkalab.errors import KafkalabError, short_error
+from kafkalab.errors import KafkalabError, short_error, unreachable
 
 # States in which Kafka lets a group's offsets be reset: no member holds a partition.
 INACTIVE_STATES = ("Empty", "Dead")
@@ -351,7 +351,7 @@ class Groups:
             # All topics, not list_topics(topic=...): asking for one by name may auto-create it.
             md = self.admin.client.list_topics(timeout=max(self.admin.timeout_s, 5.0))
         except KafkaException as exc:
-            raise KafkalabError(f"cluster at {self.admin.bootstrap} is unreachable: {short_error(exc)}") from None
+            raise unreachable(self.admin.bootstrap, exc) from None
         meta = md.topics.get(topic)
         if meta is None or meta.error is not None or not meta.partitions:
             raise KafkalabError(f"topic {topic} does not exist: `kafkalab topic describe` lists the topics")

@@ -85,11 +85,21 @@ def _bootstrap(args: argparse.Namespace, settings: dict[str, str], *, proxied: b
     return client_bootstrap_for(args, proxied=proxied)
 
 
-def _print_options(role: str) -> int:
+def _bootstrap_default(args: argparse.Namespace) -> str:
+    """What the command would use for the brokers if given none: never the course's fixed address."""
+    try:
+        return client_bootstrap_for(args)
+    except KafkalabError:
+        return "the kafkalab cluster running here (none now)"
+
+
+def _print_options(role: str, args: argparse.Namespace) -> int:
     """kafkalab's name of each option with Kafka's below it, whole at any width: the meaning wraps instead."""
+    defaults = {BOOTSTRAP: _bootstrap_default(args)}
     rows = [(escape(o.name) + (f"\n  [dim]{escape(o.kafka)}[/]" if o.kafka else ""),
              # a list default one item a line: the broker list would widen the table past 80 columns
-             escape(o.default or "-").replace(",", ",\n"), escape(o.help)) for o in role_options(role)]
+             escape(defaults.get(o.name, o.default) or "-").replace(",", ",\n"), escape(o.help))
+            for o in role_options(role)]
     console = Console()
     console.print(f"[bold]{role} options[/] (-D name=value): kafkalab's name, Kafka's below it; either works, "
                   f"Kafka's alone or as {role}.NAME", highlight=False)
@@ -122,7 +132,7 @@ def _watch(running: Callable[[], bool], show: Callable[[], None], every: float) 
 
 def cmd_produce(args: argparse.Namespace) -> int:
     if args.options:
-        return _print_options("producer")
+        return _print_options("producer", args)
     settings = parse_defines(args.defines)
     console = Console(highlight=False, soft_wrap=True)
     log_dir = _log_dir(args)
@@ -167,7 +177,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 def cmd_consume(args: argparse.Namespace) -> int:
     if args.options:
-        return _print_options("consumer")
+        return _print_options("consumer", args)
     settings = parse_defines(args.defines)
     console = Console(highlight=False, soft_wrap=True)
     config = ConsumerConfig.from_settings(settings)  # a bad option is said before the cluster is looked for

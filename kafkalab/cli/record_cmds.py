@@ -8,7 +8,7 @@ import sys
 from confluent_kafka import OFFSET_BEGINNING
 
 from kafkalab.admin import Admin, Groups
-from kafkalab.cli.common import add_target_args, bootstrap_for
+from kafkalab.cli.common import add_target_args, client_bootstrap_for
 from kafkalab.clients.options import parse_defines
 from kafkalab.clients.records import DEFAULT_FORMAT, KEYS_FORMAT, RecordTail, RecordTyper, parse_start
 from kafkalab.errors import KafkalabError
@@ -49,7 +49,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 1:
         raise KafkalabError(f"--count {args.count} must be at least 1")
     start = OFFSET_BEGINNING if args.from_beginning else parse_start(args.offset or "end")
-    bootstrap = bootstrap_for(args)
+    bootstrap = client_bootstrap_for(args)  # a client: through the network-fault proxies, as produce's
     partitions = Groups(Admin(bootstrap, timeout_s=5.0)).partition_ids(args.topic)
     if args.partition is not None:
         if args.partition not in partitions:
@@ -77,7 +77,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 def cmd_type(args: argparse.Namespace) -> int:
     settings = parse_defines(args.defines)
-    bootstrap = bootstrap_for(args)
+    bootstrap = client_bootstrap_for(args)  # a client: through the network-fault proxies, as produce's
     Groups(Admin(bootstrap, timeout_s=5.0)).partition_ids(args.topic)  # an unknown topic: one line, exit 2
     typer = RecordTyper(bootstrap, args.topic, settings)
     echo = not sys.stdin.isatty()
