@@ -1,14 +1,17 @@
 """A real ZooKeeper-mode cluster with its network-fault proxies: the leader of a partition isolated and written to
 with acks=1 through its proxy (it acknowledges alone), then healed. Every snapshot taken meanwhile shows the
-cluster's view, never the isolated broker's stale one; after the heal `kafkalab net status` and `cluster status`
-say what it truncated, counted as the producer was acknowledged."""
+cluster's view, never the isolated broker's stale one, and `cluster status` says whose view it shows and names the
+isolated broker left out; after the heal `kafkalab net status` and `cluster status` say what it truncated, counted as
+the producer was acknowledged."""
 
 from __future__ import annotations
 
+import io
+import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +19,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kafkalab import kafka_install
-from kafkalab.admin import Admin
+from kafkalab.admin import Admin, MetadataView
 from kafkalab.cli import main
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
@@ -39,6 +42,7 @@ class Episode:
     moved: int  # the first of them to show the new leader
     written: int  # the first taken once the new leader had AFTER records more
     acknowledged: int  # by the isolated leader alone
+    status: str  # `kafkalab cluster status` while the new leader led
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +76,15 @@ def isolate_write_heal(cluster: Cluster) -> Episode:
     assert leader is not None and send(writer(client_port(cluster, leader), "all"), AFTER) == AFTER
     written = len(seen)
     seen += [look(cluster) for _ in range(60)]
+    with io.StringIO() as out, redirect_stdout(out):
+        assert main(["cluster", "status", *state]) == 0
+        status = out.getvalue()
     assert main(["net", "heal", *state]) == 0
     deadline = time.monotonic() + 90
     while isolated not in (admin.snapshot(offsets=False).partition(TOPIC, 0) or ()).isr:  # type: ignore[union-attr]
         assert time.monotonic() < deadline, f"broker {isolated} not back in the ISR 90 s after the heal"
         time.sleep(0.5)
-    return Episode(cluster.state_dir, isolated, seen, moved, written, acknowledged)
+    return Episode(cluster.state_dir, isolated, seen, moved, written, acknowledged, status)
 
 
 def look(cluster: Cluster) -> Seen:
@@ -118,6 +125,17 @@ def test_the_isolated_leader_s_own_view_is_never_shown_once_the_controller_moved
     # never shown, at most named: a snapshot waits for the rest only briefly once most brokers answered (a paused
     # one never answers), so one the isolated broker did not answer in time names nothing; no other is named
     assert all(s[2] in ((), (isolated,)) for s in seen)
+
+
+def test_cluster_status_says_whose_view_it_shows_and_names_the_isolated_broker_left_out(episode: Episode) -> None:
+    print(episode.status)
+    said = " ".join(episode.status.split())
+    whose = re.search(r"view of broker (\d+)", said)
+    assert whose is not None and int(whose[1]) != episode.isolated, episode.status
+    by = int(whose[1])
+    # named when it answered within the grace the others leave it (see above); it answers on its direct listener
+    named = MetadataView(by, (episode.isolated,)).said()
+    assert named in said or (MetadataView(by).said() in said and "left out" not in said), episode.status
 
 
 def test_after_the_heal_both_statuses_say_what_the_rejoining_leader_truncated(

@@ -4,9 +4,9 @@ timeouts, and replica reassignment (through Kafka's own Admin API, run from the 
 from kafkalab.admin.client import REQUEST_TIMEOUT_S, Admin
 from kafkalab.admin.groups import GroupDescription, Groups, OffsetMove, ResetTarget
 from kafkalab.admin.reassign import plan_replicas, reassign, replication_plan
-from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescription
+from kafkalab.admin.snapshot import ClusterSnapshot, MetadataView, PartitionState, TopicDescription
 
 __all__ = [
-    "REQUEST_TIMEOUT_S", "Admin", "ClusterSnapshot", "GroupDescription", "Groups", "OffsetMove", "PartitionState",
-    "ResetTarget", "TopicDescription", "plan_replicas", "reassign", "replication_plan",
+    "REQUEST_TIMEOUT_S", "Admin", "ClusterSnapshot", "GroupDescription", "Groups", "MetadataView", "OffsetMove",
+    "PartitionState", "ResetTarget", "TopicDescription", "plan_replicas", "reassign", "replication_plan",
 ]

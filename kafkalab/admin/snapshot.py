@@ -52,6 +52,25 @@ class PartitionState:
 
 
 @dataclass(frozen=True)
+class MetadataView:
+    """Whose metadata a snapshot shows, and the brokers left out of it: they answer, but from a view the live
+    brokers no longer share (cut off from ZooKeeper or the controllers, a zombie's), so theirs is not shown."""
+
+    answered_by: int | None  # None: no broker's view (unreachable), or one that could not be told apart
+    left_out: tuple[int, ...] = ()
+
+    def said(self) -> str:
+        """The words `cluster status` and the console's partition table both print ("" when there is nothing to
+        say): ``view of broker 3 · broker 2 left out: still answering, but dropped by the live brokers``."""
+        parts = [] if self.answered_by is None else [f"view of broker {self.answered_by}"]
+        if self.left_out:
+            brokers = "broker" if len(self.left_out) == 1 else "brokers"
+            parts.append(f"{brokers} {', '.join(map(str, self.left_out))} left out: still answering, but dropped by "
+                         "the live brokers")
+        return " · ".join(parts)
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     taken_at: float
     reachable: bool
@@ -64,6 +83,10 @@ class ClusterSnapshot:
     # brokers that answer, but from a view the cluster's live brokers no longer share (isolated: a zombie's)
     disowned: tuple[int, ...] = ()
     helper_failed: bool = False  # no broker was asked: the admin helper process died or hung (error says which)
+
+    @property
+    def metadata_view(self) -> MetadataView:
+        return MetadataView(self.answered_by, self.disowned)
 
     def topic(self, name: str) -> list[PartitionState]:
         return [p for p in self.partitions if p.topic == name]

@@ -363,14 +363,13 @@ def _print_status(state_dir: Path, nodes: list[dict[str, Any]], snapshot: Cluste
     if not snapshot.reachable:
         console.print(f"[yellow]admin API unreachable:[/] {snapshot.error}")
         return
-    whose = f" (metadata of broker {snapshot.answered_by})" if snapshot.answered_by is not None else ""
     if quorum is None:
-        console.print(f"controller: broker {snapshot.controller}, brokers alive: {list(snapshot.brokers)}{whose}")
+        console.print(f"controller: broker {snapshot.controller}, brokers alive: {list(snapshot.brokers)}")
     else:
-        console.print(f"brokers alive: {list(snapshot.brokers)}{whose}")
-    for broker in snapshot.disowned:
-        console.print(f"[yellow]broker {broker} still answers, but the live brokers have dropped it:[/] its own view "
-                      "is stale and not shown")
+        console.print(f"brokers alive: {list(snapshot.brokers)}")
+    view = snapshot.metadata_view
+    if said := view.said():  # the console's partition table says the same
+        console.print(said, style="yellow" if view.left_out else None, markup=False)
     if snapshot.partitions:
         _print_partitions(snapshot)
 

@@ -208,6 +208,9 @@ class PartitionsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Line("waiting for the first snapshot ...", id="partitions-status")
+        view = Line(id="partitions-view")  # whose metadata the table shows, and who is left out (as `cluster status`)
+        view.display = False  # an empty line would still take a row
+        yield view
         yield Line(id="presenter-run")  # presenter mode only: the run's progress, the clients pane being hidden
         yield PartitionTable(clock=self.clock, id="partition-table")
 
@@ -216,8 +219,18 @@ class PartitionsPane(Vertical):
         self.query_one(PartitionTable).show(snapshot)
         self.set_class(not snapshot.reachable and snapshot.error not in NOT_FAILURES, "-stale")
         self.query_one("#partitions-status", Line).show(self.status_line(snapshot, role, controller))
+        self.show_view(snapshot)
         if snapshot.reachable or no_cluster_yet(snapshot):  # a fresh cluster's 'unreachable since' is its own
             self.last_ok = snapshot if snapshot.reachable else None
+
+    def show_view(self, snapshot: ClusterSnapshot) -> None:
+        """Whose view the rows are, in words wrapped between words; the line takes no row when there is none to
+        name (unreachable, a replay's recorded snapshots)."""
+        view = snapshot.metadata_view
+        said = view.said()
+        line = self.query_one("#partitions-view", Line)
+        line.display = bool(said)
+        line.show(Text(said, style=STATUS_STYLE[LEADER_CUT] if view.left_out else "dim"))
 
     def status_line(self, snapshot: ClusterSnapshot, role: str, controller: int | None) -> Text:
         if not snapshot.reachable and snapshot.error in NOT_FAILURES:
