@@ -12,12 +12,15 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from kafkalab.clients.stats import ClientState
 from kafkalab.cluster.quorum import QuorumReplica, QuorumState
+from kafkalab.errors import KafkalabError
 from kafkalab.feeds.replay_source import ReplayClock, ReplaySource
 from kafkalab.labs.recording import RECORDING, RecordedRun, _quorum_shape, quorum_line, quorum_of, read_recording
+from kafkalab.ui.bindings import load_keymap
 from kafkalab.ui.controllers import ControllerPane, MetadataPanes, QuorumPane
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import HelpScreen
@@ -144,6 +147,38 @@ async def test_keys_set_speed_pause_and_scrub() -> None:
         # nor a usage it never recorded: no "cpu 0% · mem 0M" under a running node
         usage = [str(line.render()) for line in app.query(".usage-line")]
         assert any("pid " in u for u in usage) and all("cpu, mem not recorded" in u for u in usage if "pid " in u)
+
+
+def test_a_keymap_moves_the_replays_keys_and_the_help_and_palette_say_the_new_ones(tmp_path: Path) -> None:
+    """keymap.toml refused the replay's ids as unknown, so its keys could not be changed."""
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('[keymap]\n"replay.pause" = "z"\n"replay.back" = "b"\n')
+    app = ReplayConsole(ReplaySource(RUN_DIR), poll_s=0.05, keymap=load_keymap(keymap))
+    clock = app.replay.clock
+
+    async def scenario() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")  # the old key: nothing
+            assert not clock.paused
+            await pilot.press("z")
+            assert clock.paused
+            await pilot.press("right", "right")  # not remapped: as it was
+            at = clock.now()
+            await pilot.press("left")
+            assert clock.now() == at
+            await pilot.press("b")
+            assert abs(clock.now() - (at - 5.0)) < 0.01
+            palette = {c.help.rsplit(" · ", 1)[-1]: c.help for c in app.get_system_commands(app.screen)}
+            assert "key z" in palette["replay.pause"] and "key b" in palette["replay.back"], palette
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            assert {("z", "Pause/Play", "replay.pause"), ("b", "-5s", "replay.back")} <= set(app.screen.rows)
+
+    asyncio.run(scenario())
+    keymap.write_text('[keymap]\n"replay.rewind" = "b"\n')
+    with pytest.raises(KafkalabError, match=r"unknown binding id .replay\.rewind.; known: .*replay\.previous_event"):
+        load_keymap(keymap)
 
 
 def test_clock_stays_within_the_run_and_moves_at_its_speed() -> None:

@@ -20,13 +20,14 @@ from kafkalab.feeds.frames import CLUSTER_STARTING, Marker, MarkerKind
 from kafkalab.feeds.replay_source import ReplayClock, ReplaySource, event_stops
 from kafkalab.labs.recording import RECORDING, RecordedRun
 from kafkalab.ui import replay_app
+from kafkalab.ui.bindings import SCRUB_S
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.chart import ThroughputChart
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, HelpScreen
 from kafkalab.ui.partitions import PartitionTable, clock_time, row_key, row_of
-from kafkalab.ui.replay_app import SCRUB_S, ReplayConsole, stamped, unless_left
+from kafkalab.ui.replay_app import ReplayConsole, stamped, unless_left
 from tests.test_ui_app import sync
 
 RUN_DIR = Path(__file__).parent / "recorded" / "leader-failover"

@@ -1,17 +1,26 @@
 """A truncation said the same in every live view, from lines Kafka 3.9.2 wrote (a zombie leader, broker 2 of a
 ZooKeeper-mode cluster, isolated, given 2,200 acks=1 records through its proxy, healed): the sentence, the
-console's watch as its frames bring the lines, the CLI's lines from a cluster's state dir, the console's toast."""
+watch as a source's frames bring the lines, the frame that carries it, the CLI's lines from a cluster's state
+dir, the console's toast."""
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 from kafkalab.cli.truncation_lines import cluster_truncations, truncation_lines
+from kafkalab.cluster import NodeState
 from kafkalab.cluster.control_socket import SPEC_FILE
-from kafkalab.cluster.truncations import TruncationWatch, read_truncations
+from kafkalab.cluster.truncations import Truncation, TruncationWatch, read_truncations
+from kafkalab.feeds.cluster_source import ClusterSource
+from kafkalab.feeds.frames import NodesFrame
+from kafkalab.feeds.lab_source import LabSource
 from kafkalab.ui.app import ToastKind, toast_kind
+from kafkalab.ui.logtail import LogTail
+from tests.test_labs_run import lab_of
 from tests.test_ui_app import running, settle, sync
 from tests.test_ui_feed import FakeSource
 from tests.test_unclean_election import BROKER_2_LOG
@@ -74,12 +83,96 @@ def test_the_cli_lines_are_this_cluster_s_own(tmp_path: Path) -> None:
     assert truncation_lines(cluster_truncations(tmp_path)) == [said]
 
 
+def broker_2_cluster(state_dir: Path) -> SimpleNamespace:
+    """A cluster as the sources read one: broker-2 alone (starting: no control socket yet), its log empty, no
+    quorum, no proxy."""
+    log = state_dir / "broker-2" / "logs" / "server.log"
+    log.parent.mkdir(parents=True)
+    log.touch()
+    broker = SimpleNamespace(name="broker-2", log_path=log, state=NodeState.STARTING)
+    return SimpleNamespace(spec=SimpleNamespace(state_dir=state_dir, kraft=True), nodes=[broker], brokers=[broker],
+                           metadata_nodes=[], infos=list, quorum=lambda timeout_s: None, net=None)
+
+
+def log(cluster: SimpleNamespace, lines: list[str]) -> None:
+    with cluster.nodes[0].log_path.open("a") as fh:
+        fh.write("".join(f"{line}\n" for line in lines))
+
+
+def test_the_source_reads_the_truncation_into_its_frame_once(tmp_path: Path) -> None:
+    """The frame carries the truncation its lines tell, read in the source's thread; the console only says it."""
+    now = time.time()
+    cluster = broker_2_cluster(tmp_path)
+    log(cluster, zombie_lines(now - 600))  # an episode before the console began: no news
+    source = ClusterSource(cluster, owned=False)  # type: ignore[arg-type]
+    try:
+        first = source.nodes()
+        assert first.new_log_lines["broker-2"] and first.truncations == ()
+        log(cluster, zombie_lines(now + 5))
+        frame = source.nodes()
+        assert frame.new_log_lines == {"broker-2": tuple(zombie_lines(now + 5))}
+        assert [cut.said() for cut in frame.truncations] == [ZOMBIE]
+        assert source.nodes().truncations == ()  # said by the frame that brought its lines, not again
+    finally:
+        source.close()
+
+
+def test_a_lab_s_next_cluster_is_read_by_a_fresh_watch(tmp_path: Path) -> None:
+    """A lab's next run (or a reset) brings a new cluster: its broker-2 is not the last one's, so the last one's
+    "starts at ... from offset 2500" does not size the new one's truncation."""
+    lines = zombie_lines(time.time() + 5)
+    first, second = broker_2_cluster(tmp_path / "first"), broker_2_cluster(tmp_path / "second")
+    session = SimpleNamespace(lab=lab_of(tmp_path, ""), cluster=first, close=lambda: None)
+    source = LabSource(session)  # type: ignore[arg-type]
+    try:
+        log(first, lines[:2])
+        assert source.nodes().truncations == ()
+        session.cluster = second
+        log(second, lines[2:])
+        [cut] = source.nodes().truncations
+        assert cut.from_offset is None and cut.said().endswith("(how far its log went is not in the lines read)")
+    finally:
+        source.close()
+
+
+class CuttingSource(FakeSource):
+    """The fake feed, its next frame carrying ``cuts`` as a real source's carries what it read from the lines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cuts: tuple[Truncation, ...] = ()
+
+    def nodes(self) -> NodesFrame:
+        frame = super().nodes()
+        with self.lock:
+            cuts, self.cuts = self.cuts, ()
+        return replace(frame, truncations=cuts)
+
+
+def truncation_toasts(app: object) -> list[tuple[str | None, str, str]]:
+    return [(n.title, n.message, n.severity) for n in app._notifications  # type: ignore[attr-defined]
+            if toast_kind(n) == ToastKind.TRUNCATED]
+
+
 @sync
-async def test_the_console_toasts_a_truncation_as_the_broker_logs_it() -> None:
+async def test_the_console_toasts_the_truncation_its_frame_brings() -> None:
+    feed = CuttingSource()
+    async with running(feed) as (app, pilot):
+        lines = zombie_lines(time.time() + 1)
+        with feed.lock:
+            feed.logs = {"broker-2": tuple(lines)}
+            feed.cuts = tuple(read_truncations(lines, 2, 0.0, None))
+        await settle(pilot)
+        assert truncation_toasts(app) == [("records truncated", ZOMBIE, "warning")]
+
+
+@sync
+async def test_the_console_does_not_read_truncations_from_log_lines() -> None:
+    """Lines that tell a truncation, in a frame that carries none: shown in the broker's pane, never toasted."""
     feed = FakeSource()
     async with running(feed) as (app, pilot):
         with feed.lock:
             feed.logs = {"broker-2": tuple(zombie_lines(time.time() + 1))}
         await settle(pilot)
-        toasts = [n for n in app._notifications if toast_kind(n) == ToastKind.TRUNCATED]
-        assert [(n.title, n.message, n.severity) for n in toasts] == [("records truncated", ZOMBIE, "warning")]
+        assert app.pane("broker-2").query_one(LogTail).line_count == 4
+        assert truncation_toasts(app) == []

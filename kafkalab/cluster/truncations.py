@@ -174,7 +174,7 @@ def logged_truncations(cluster_dir: Path, since: float, topics: Collection[str] 
 
 class TruncationWatch:
     """Truncations as they happen, from the lines each broker's log gained (by node name, ``broker-N``), as a
-    console's frames bring them; those stamped before the watch began are not news."""
+    console's source reads them for its frames; those stamped before the watch began are not news."""
 
     def __init__(self, since: float) -> None:
         self._since = since

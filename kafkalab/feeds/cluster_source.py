@@ -11,12 +11,11 @@ from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.cluster import Cluster, NodeAction
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.cluster.netwiring import NetRequest
-from kafkalab.cluster.view import ClusterView, NetControls
+from kafkalab.cluster.view import ClusterView
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.frames import CLUSTER_STARTING, NodesFrame, RunFrame
 from kafkalab.feeds.metadata_facts import MetadataFacts
-from kafkalab.feeds.net_view import net_view
-from kafkalab.feeds.node_logs import NodeLogs
+from kafkalab.feeds.node_logs import NodeLogs, nodes_frame
 from kafkalab.feeds.source import CLOSING, SNAPSHOT_WAIT_S, ConsoleAction, Source, apply_net
 from kafkalab.feeds.topic_ops import alter_topic, reassign_topic
 from kafkalab.feeds.workload import DEMO_TOPIC, Workload, ensure_demo_topic
@@ -69,12 +68,7 @@ class ClusterSource(Source):
         self._booted = True
 
     def nodes(self) -> NodesFrame:
-        if not self.cluster.nodes:
-            return NodesFrame(())
-        logs = self._logs.new_lines(self.cluster)
-        conns, quorum = self._facts.of(self.cluster)
-        return NodesFrame(tuple(self.cluster.infos()), logs, conns, self._down.is_set(), quorum,
-                          net_view(self._net()))
+        return nodes_frame(self.cluster, self._logs, self._facts, self._down.is_set())
 
     def snapshot(self) -> ClusterSnapshot:
         if not self._booted:
@@ -87,12 +81,9 @@ class ClusterSource(Source):
     def node_action(self, node: str, action: NodeAction) -> None:
         action.apply(self.cluster.node(node))
 
-    def _net(self) -> NetControls | None:
-        """The cluster's proxy: its own, or (attached) the owner's through its control socket; None without."""
-        return self.cluster.net
-
     def net_request(self, request: NetRequest) -> str:
-        return apply_net(self._net(), request, self.net_why_not)
+        # the cluster's proxy: its own, or (attached) the owner's through its control socket; None without
+        return apply_net(self.cluster.net, request, self.net_why_not)
 
     def start_run(self) -> None:
         self.workload.start(self.cluster.spec.client_bootstrap)  # through the network-fault proxy, if any

@@ -10,6 +10,7 @@ from kafkalab.admin import ClusterSnapshot
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.cluster.quorum import QuorumState
+from kafkalab.cluster.truncations import Truncation
 from kafkalab.feeds.net_view import NetView
 from kafkalab.labs.events import Actor
 from kafkalab.labs.failover import Leadership
@@ -34,7 +35,8 @@ def no_cluster_yet(snapshot: ClusterSnapshot) -> bool:
 
 @dataclass(frozen=True)
 class NodesFrame:
-    """Every node's info, the log lines each wrote since the previous frame, ZooKeeper's client count."""
+    """Every node's info, the log lines each wrote since the previous frame and the truncations they told,
+    ZooKeeper's client count."""
 
     infos: tuple[NodeInfo, ...]
     new_log_lines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -42,6 +44,7 @@ class NodesFrame:
     down_requested: bool = False  # `kafkalab cluster down` asked the console's cluster to stop
     quorum: QuorumState | None = None  # KRaft mode: the controllers' quorum (None in ZooKeeper mode)
     net: NetView | None = None  # the network faults in force (None: the cluster has no network-fault proxies)
+    truncations: tuple[Truncation, ...] = ()  # what the brokers' new lines say they cut off, read by the source
 
 
 class MarkerKind(StrEnum):

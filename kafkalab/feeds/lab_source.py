@@ -37,8 +37,7 @@ from kafkalab.feeds.frames import (
     TimelineStep,
 )
 from kafkalab.feeds.metadata_facts import MetadataFacts
-from kafkalab.feeds.net_view import net_view
-from kafkalab.feeds.node_logs import NodeLogs
+from kafkalab.feeds.node_logs import NodeLogs, nodes_frame
 from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, NotOffered, Source, apply_net
 from kafkalab.labs.events import Event, FaultEvent, NetEvent, NodeEvent, by_whom
 from kafkalab.labs.failover import Leadership, lab_topics, leader_changes, leadership
@@ -112,7 +111,7 @@ class LabSource(Source):
             if cluster is not self._cluster:
                 self._close_server()
                 self._cluster, self._up = cluster, False
-                self._logs = NodeLogs()
+                self._logs = NodeLogs()  # a new cluster's logs, and its truncations from now on
             if cluster is not None and not self._up and any(b.state == NodeState.RUNNING for b in cluster.brokers):
                 self._up = True
                 write_cluster_file(cluster)
@@ -132,11 +131,9 @@ class LabSource(Source):
 
     def nodes(self) -> NodesFrame:
         cluster = self._track()
-        if cluster is None or not cluster.nodes:
+        if cluster is None:
             return NodesFrame(())
-        logs = self._logs.new_lines(cluster)
-        conns, quorum = self._facts.of(cluster)
-        return NodesFrame(tuple(cluster.infos()), logs, conns, self._down.is_set(), quorum, net_view(cluster.net))
+        return nodes_frame(cluster, self._logs, self._facts, self._down.is_set())
 
     def snapshot(self) -> ClusterSnapshot:
         cluster = self._track()

@@ -1,11 +1,17 @@
-"""Following the nodes' log files: the lines each gained since the last poll."""
+"""Following the nodes' log files: the lines each gained since the last poll, and the frame of a cluster's nodes
+made from them."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kafkalab.cluster.node import read_tail
+from kafkalab.cluster.truncations import TruncationWatch
 from kafkalab.cluster.view import ClusterView
+from kafkalab.feeds.frames import NodesFrame
+from kafkalab.feeds.metadata_facts import MetadataFacts
+from kafkalab.feeds.net_view import net_view
 
 LOG_LINES_KEPT = 200
 _LOG_READ_MAX = 65536
@@ -33,10 +39,12 @@ class LogFollower:
 class NodeLogs:
     """A follower per node log of a cluster, made as its nodes appear: a cluster builds its nodes in
     ``start()`` (in KRaft mode after formatting the storage, seconds later), so the nodes a console first sees
-    may be none."""
+    may be none. Its brokers' truncations are read as the lines come: those logged before it began are not news
+    (a cluster attached to, or kept from an earlier console)."""
 
     def __init__(self) -> None:
         self._followers: dict[str, LogFollower] = {}
+        self.truncations = TruncationWatch(since=time.time())
 
     def new_lines(self, cluster: ClusterView) -> dict[str, tuple[str, ...]]:
         """Each node's new lines, for the nodes that have some."""
@@ -45,3 +53,14 @@ class NodeLogs:
                 self._followers[node.name] = LogFollower(node.log_path)
         lines = {name: follower.new_lines() for name, follower in self._followers.items()}
         return {name: new for name, new in lines.items() if new}
+
+
+def nodes_frame(cluster: ClusterView, logs: NodeLogs, facts: MetadataFacts, down_requested: bool) -> NodesFrame:
+    """Every node of ``cluster``, the lines its logs gained and the truncations they tell (read here, in the
+    source's thread: the console only says them), the metadata layer and the network faults in force."""
+    if not cluster.nodes:
+        return NodesFrame(())
+    lines = logs.new_lines(cluster)
+    conns, quorum = facts.of(cluster)
+    return NodesFrame(tuple(cluster.infos()), lines, conns, down_requested, quorum, net_view(cluster.net),
+                      tuple(logs.truncations.feed(lines)))

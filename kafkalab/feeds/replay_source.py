@@ -26,8 +26,6 @@ from kafkalab.labs.loader import load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.recording import RecordedRun
 
-SPEEDS = (1.0, 2.0, 4.0)
-
 
 class ReplayClock:
     """Seconds into the run: moves at ``speed`` times the wall clock unless paused (by hand) or held (while a

@@ -29,7 +29,6 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import NetAction, NetRequest
-from kafkalab.cluster.truncations import TruncationWatch
 from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame, no_cluster_yet
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
 from kafkalab.feeds.net_view import NetView
@@ -146,7 +145,6 @@ class LabConsole(App[None]):
         self.run_frame = RunFrame()
         self.node_states: dict[str, NodeState] = {}
         self.net: NetView | None = None  # the network faults in force, as the last nodes frame said
-        self.truncations = TruncationWatch(since=time.time())  # a log's truncations from before the console: no news
         self.node_panes: dict[str, NodePane] = {}  # by node name, found once: a DOM query walks every widget
         self.last_action = ""
         self.typed_lines = LineHistory()  # the change prompt's, for ↑ ↓
@@ -321,7 +319,7 @@ class LabConsole(App[None]):
             self.node_states[info.name] = info.state
         for name, lines in frame.new_log_lines.items():
             self.pane(name).add_log(lines)
-        for cut in self.truncations.feed(frame.new_log_lines):
+        for cut in frame.truncations:  # read by the source from the lines above: said here, never parsed
             self.notify(cut.said(), title="records truncated", severity="warning", timeout=10, kind=ToastKind.TRUNCATED)
         self.show_net(frame)
         self.query_one(PartitionTable).set_down(frozenset(

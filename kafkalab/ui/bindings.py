@@ -1,11 +1,12 @@
-"""Every key of the console, with an id and a description: the footer, the `?` screen, the command
-palette and the user keymap all read this one list.
+"""Every key of the console and of its replay, with an id and a description: the footer, the `?` screen, the
+command palette and the user keymap all read these lists.
 
 A user keymap lives in ``$XDG_CONFIG_HOME/kafkalab/keymap.toml`` (or ``KAFKALAB_KEYMAP``)::
 
     [keymap]
     broker.kill = "K"
     run.start = "f5"
+    replay.pause = "z"
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ CONTROLLER_KEYS = {1: ("exclamation_mark", "!"), 2: ("at", "@"), 3: ("number_sig
 # the side tabs, by key: (tab, title)
 TAB_KEYS = {"l": ("lab", "Lab"), "u": ("run", "Clients"), "v": ("results", "Results"),
             "o": ("groups", "Consumer groups"), "c": ("records", "Records")}
+# a replay's speeds (each on its digit) and how far an arrow scrubs it
+REPLAY_SPEEDS = (1, 2, 4)
+SCRUB_S = 5
 
 BINDINGS: list[Binding] = [
     Binding("question_mark", "help", "Keys", id="app.help", key_display="?",
@@ -70,6 +74,23 @@ BINDINGS: list[Binding] = [
     Binding("f12", "save_svg", "Screenshot (SVG)", id="app.screenshot", show=False),
 ]
 
+# `kafkalab replay`'s own, beside the console's. Priority: the digits pick brokers in the live console, here they
+# set the speed; the arrows and PgUp/PgDn would scroll the focused tab
+REPLAY_BINDINGS: list[Binding] = [
+    *(Binding(str(s), f"speed({s})", f"{s}x", id=f"replay.speed.{s}", priority=True) for s in REPLAY_SPEEDS),
+    Binding("space", "pause", "Pause/Play", id="replay.pause", priority=True),
+    Binding("left", f"seek({-SCRUB_S})", f"-{SCRUB_S}s", id="replay.back", priority=True),
+    Binding("right", f"seek({SCRUB_S})", f"+{SCRUB_S}s", id="replay.forward", priority=True),
+    Binding("pageup", "jump('previous')", "Prev event", id="replay.previous_event", key_display="PgUp",
+            priority=True, tooltip="back to the fault, leader change or verdict before this second"),
+    Binding("pagedown", "jump('next')", "Next event", id="replay.next_event", key_display="PgDn",
+            priority=True, tooltip="on to the next fault, leader change or the verdict"),
+    Binding("home", "jump('start')", "Start", id="replay.start", priority=True, show=False,
+            tooltip="the recording's start (the cluster starting)"),
+    Binding("end", "jump('end')", "End", id="replay.end", priority=True, show=False,
+            tooltip="the run's end, its report in"),
+]
+
 
 def keymap_path() -> Path:
     if env := os.environ.get("KAFKALAB_KEYMAP"):
@@ -88,7 +109,7 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise KafkalabError(f"keymap {path} is not valid TOML ({exc}): fix or remove it") from None
     keymap = data.get("keymap", {})
-    known = {b.id for b in BINDINGS if b.id is not None}
+    known = {b.id for b in (*BINDINGS, *REPLAY_BINDINGS) if b.id is not None}  # one keymap for both consoles
     for binding_id, keys in keymap.items():
         if binding_id not in known:
             raise KafkalabError(f"keymap {path}: unknown binding id {binding_id!r}; known: {', '.join(sorted(known))}")

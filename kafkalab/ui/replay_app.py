@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import TabbedContent
 
 from kafkalab.feeds.frames import RunFrame
-from kafkalab.feeds.replay_source import SPEEDS, ReplayClock, ReplaySource, Stop
+from kafkalab.feeds.replay_source import ReplayClock, ReplaySource, Stop
+from kafkalab.ui import bindings
 from kafkalab.ui.app import LabConsole
 from kafkalab.ui.chart import legend_entry
 from kafkalab.ui.controllers import MetadataPanes
 from kafkalab.ui.partitions import PartitionTable
 from kafkalab.ui.results import ResultsPane
 
-SCRUB_S = 5.0
 REPLAY_POLL_S = 0.25
 LINGER_S = 3.0  # with exit_at_end: the results stay on screen this long before the app quits
 FRAME_POLLS = ("nodes", "admin", "run")  # the pollers reading the recording at the clock's second
@@ -25,22 +25,7 @@ CLUSTER_TABS = ("groups", "records")  # tabs that ask a live cluster
 
 
 class ReplayConsole(LabConsole):
-    # priority: the digits pick brokers in the live console, here they set the speed
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(str(int(s)), f"speed({s})", f"{int(s)}x", id=f"replay.speed.{int(s)}", priority=True)
-          for s in SPEEDS),
-        Binding("space", "pause", "Pause/Play", id="replay.pause", priority=True),
-        Binding("left", "seek(-5)", f"-{SCRUB_S:.0f}s", id="replay.back", priority=True),
-        Binding("right", "seek(5)", f"+{SCRUB_S:.0f}s", id="replay.forward", priority=True),
-        Binding("pageup", "jump('previous')", "Prev event", id="replay.previous_event", key_display="PgUp",
-                priority=True, tooltip="back to the fault, leader change or verdict before this second"),
-        Binding("pagedown", "jump('next')", "Next event", id="replay.next_event", key_display="PgDn",
-                priority=True, tooltip="on to the next fault, leader change or the verdict"),
-        Binding("home", "jump('start')", "Start", id="replay.start", priority=True, show=False,
-                tooltip="the recording's start (the cluster starting)"),
-        Binding("end", "jump('end')", "End", id="replay.end", priority=True, show=False,
-                tooltip="the run's end, its report in"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings.REPLAY_BINDINGS]
 
     def __init__(self, source: ReplaySource, *, exit_at_end: bool = False, poll_s: float = REPLAY_POLL_S,
                  keymap: dict[str, str] | None = None, presenter: bool = False) -> None:
