@@ -27,7 +27,7 @@ from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ConfirmScreen, HelpScreen
 from kafkalab.ui.partitions import PartitionTable, clock_time, row_key, row_of
-from kafkalab.ui.replay_app import ReplayConsole, stamped, unless_left
+from kafkalab.ui.replay_app import ReplayConsole, minutes, stamped, unless_left
 from tests.test_ui_app import sync
 
 RUN_DIR = Path(__file__).parent / "recorded" / "leader-failover"
@@ -292,7 +292,7 @@ async def test_the_replays_place_stays_in_the_top_bar_and_a_jump_back_leaves_the
         assert side.active == "tab-results"
         await scrub(app, pilot, "left", 46)  # 60.8 s: broker 2 killed, no leader for three partitions
         topbar = str(app.query_one("#topbar", Line).render())
-        assert app.waiting and "waiting for a leader" in topbar and "replay paused · 2:00 of 5:50" in topbar, topbar
+        assert app.waiting and "waiting for a leader" in topbar and "replay paused · 1:00 of 4:50" in topbar, topbar
         assert "g runs again" not in topbar
         assert side.active == "tab-run" and app.query_one(PartitionTable).display
         assert not app.check_action("show_tab", ("records",)) and not app.check_action("show_tab", ("groups",))
@@ -330,12 +330,15 @@ async def test_the_keys_jump_to_the_start_the_end_and_from_event_to_event() -> N
         await pilot.press("home")
         await pilot.pause(SETTLE_S)
         assert clock.now() == clock.start and "STARTING" in status_line(app)
+        assert f"{minutes(-clock.start)} before the run" in topbar(), topbar()
         for n, stop in enumerate(source.stops, start=1):
             await pilot.press("pagedown")
             await pilot.pause(SETTLE_S)
             assert clock.now() == stop.at
             assert screen_of(app) == recorded_screen(run, stop.at), f"at {stop.at:.1f} s"
             assert f"event {n} of {len(source.stops)}" in topbar(), topbar()
+            if stop.markers:  # the place is on the run's clock, the clock of the event's own @Ns beside it
+                assert f"· {minutes(stop.at)} of {minutes(clock.end)}" in topbar(), topbar()
         assert len(source.stops) >= 3 and app.run_frame.report is not None  # the last stop: the verdict
         await pilot.press("pagedown")
         await pilot.pause(0.2)

@@ -73,12 +73,14 @@ class ReplayConsole(LabConsole):
         if not self.query("#topbar"):  # the app is closing: its widgets are gone
             return
         clock = self.replay.clock
-        length = minutes(clock.end - clock.start)
+        length = minutes(clock.end)
         if clock.at_end:
             position = f"replay at the end ({length}): ← scrubs back"
-        else:
+        else:  # the run's clock, as the chart's marks (@28s), Results and the events in the top bar say it
             state = "paused" if clock.paused or clock.held else f"{clock.speed:g}x"
-            position = f"replay {state} · {minutes(clock.now() - clock.start)} of {length}"
+            at = clock.now()
+            place = f"{minutes(at)} of {length}" if at >= 0 else f"{minutes(-at)} before the run"
+            position = f"replay {state} · {place}"
         stop = self.replay.stop_here()
         if stop is not None:  # where PgUp/PgDn landed, beside the place: the news may be what the run waited for
             position += f" · event {stop + 1} of {len(self.replay.stops)}"
@@ -191,7 +193,6 @@ def unless_left(apply: Callable[[Any], None], clock: ReplayClock) -> Callable[[t
 
 
 def minutes(seconds: float) -> str:
-    """'1:05' for 65.4 s: the replay's place from the recording's start (its cluster starts before the run's
-    second 0, which read as a negative time)."""
+    """'1:05' for 65.4 s (the recording's cluster starts before the run's second 0: that is said in words)."""
     whole = max(0, int(seconds))
     return f"{whole // 60}:{whole % 60:02d}"
