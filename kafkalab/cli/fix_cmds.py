@@ -47,6 +47,7 @@ from kafkalab.labs.model import Lab, platform_name
 from kafkalab.labs.results import RunResult
 from kafkalab.labs.reveal import Revealed, revealed
 from kafkalab.labs.run import PortChoice
+from kafkalab.labs.run_consistency import RESULT_FILE, run_dir_contradictions
 from kafkalab.labs.runner import HeadlessRun
 from kafkalab.labs.settings_check import check_changes, checked_distribution
 
@@ -94,8 +95,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     grades.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="folders to search, recursively")
     grades.add_argument("--csv", action="store_true", help="write CSV to stdout instead of the table")
     grades.add_argument("--check", action="store_true",
-                        help="check every grade against its runs' result, timeline and report (exit 1 on any "
-                             "contradiction) instead of the table")
+                        help="check every grade against its runs, and every run's result, timeline, report and "
+                             "logs against each other (exit 1 on any contradiction) instead of the table")
     grades.add_argument("--set-name", metavar="NAME", default=None,
                         help="store NAME as who you are in kafkalab's config (used by `kafkalab fix`) and exit")
     grades.set_defaults(func=cmd_grades)
@@ -348,11 +349,11 @@ def cmd_grades(args: argparse.Namespace) -> int:
     if not args.dirs:
         raise KafkalabError("give the folders to collect grade.json files from, e.g. kafkalab grades ./handed-in")
     grades, _empty = find_grades(args.dirs)
+    if args.check:  # run dirs without a grade are checked too
+        return check_grades(grades, args.dirs)
     if not grades:
         raise KafkalabError(f"no {GRADE_FILE} in {', '.join(map(str, args.dirs))}: `kafkalab fix` writes one in "
                             "its last run's folder")
-    if args.check:
-        return check_grades(grades)
     rows = class_rows(grades)
     if args.csv:
         out = csv.writer(sys.stdout, lineterminator="\n")
@@ -380,16 +381,22 @@ def cmd_grades(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_grades(grades: Sequence[tuple[Path, Grade]]) -> int:
-    """`grades --check`: every grade against its runs' files; a line per contradiction, exit 1 on any."""
-    bad = 0
-    for path, g in grades:
-        for problem in contradictions(g):
-            print(f"{path}: {problem}")
-            bad += 1
-    print(f"{len(grades)} grade(s) checked against their runs: "
-          + (f"{bad} contradiction(s)" if bad else "every one consistent"))
-    return 1 if bad else 0
+def check_grades(grades: Sequence[tuple[Path, Grade]], dirs: Sequence[Path]) -> int:
+    """`grades --check`: every grade against its runs' files, and every run under ``dirs`` that no grade names
+    against its own files; a line per contradiction, exit 1 on any."""
+    graded = {Path(run).resolve() for _path, g in grades for run in g.runs}
+    found = {p.parent.resolve(): p.parent for d in dirs if d.is_dir() for p in d.rglob(RESULT_FILE)}
+    runs = [found[key] for key in sorted(found.keys() - graded)]
+    if not grades and not runs:
+        raise KafkalabError(f"no {GRADE_FILE} and no run's {RESULT_FILE} in {', '.join(map(str, dirs))}: give the "
+                            "folders of runs (kafkalab-runs) or of the grades collected")
+    problems = [(path, problem) for path, g in grades for problem in contradictions(g)]
+    problems += [(run, problem) for run in runs for problem in run_dir_contradictions(run)]
+    for path, problem in problems:
+        print(f"{path}: {problem}")
+    print(f"{len(grades)} grade(s) checked against their runs, {len(runs)} run(s) without a grade against their "
+          "own files: " + (f"{len(problems)} contradiction(s)" if problems else "every one consistent"))
+    return 1 if problems else 0
 
 
 # ---- what `kafkalab labs` shows and records of a fix exercise or an incident ----------------------------

@@ -102,7 +102,8 @@ class FaultFiring:
                 if fault.fails:  # the lab's lesson: this step cannot succeed now
                     status.state, status.detail = FaultState.FIRED, f"failed, as the lab expects: {exc}"
                     self.timeline.add(FaultEvent(source="lab", action=fault.action, targets=(), trigger=fault.at.text,
-                                                 detail=f"fault {i + 1} ({fault.describe()}) {status.detail}"))
+                                                 detail=f"fault {i + 1} ({fault.describe()}) {status.detail}",
+                                                 actor=self.actor))
                     continue
                 self._failed(i, fault, str(exc))
                 continue

@@ -4,20 +4,20 @@ bench_fix.py run it over every grade they make).
 
 A grade is a promise: a PASS row must be a value observed in every run that satisfies it, a not-graded attempt
 must judge nothing, a given-up exercise is never scored as a solve without the solution, and the runs a grade
-names must be the lab file and changes it says.
+names must be the lab file and changes it says. Each run's own files must agree with each other too
+(:mod:`kafkalab.labs.run_consistency`): the values the rows read are the facts its timeline and report record.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
-from kafkalab.analysis.report import Report
-from kafkalab.labs.expectations import REPORT_METRICS, holds, make_expectation
+from kafkalab.analysis.report import loss_split
+from kafkalab.labs.expectations import holds, make_expectation
 from kafkalab.labs.grade import ACTIONS_ROW, FAULTS_ROW, Grade, GradeOutcome, GradeRow, cap, fault_rows, score_of
 from kafkalab.labs.measured import Unmeasured, num
 from kafkalab.labs.results import Outcome, RunResult
+from kafkalab.labs.run_consistency import read_result, run_contradictions
 
 COMPLETED = (Outcome.PASSED, Outcome.FAILED)
 
@@ -34,13 +34,6 @@ def contradictions(grade: Grade) -> list[str]:
     if len(results) == len(grade.runs):
         out += _against_runs(grade, results)
     return out
-
-
-def read_result(run_dir: Path) -> RunResult:
-    d = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-    report_path = run_dir / "report.json"
-    report = Report.from_json(json.loads(report_path.read_text(encoding="utf-8"))) if report_path.is_file() else None
-    return RunResult.from_dict(d, run_dir, report)
 
 
 def _within(g: Grade) -> list[str]:
@@ -89,12 +82,16 @@ def _against_runs(g: Grade, results: list[RunResult]) -> list[str]:
             out.append(f"graded run {n} ran another lab file than the grade names")
         if r.changes != g.changes:
             out.append(f"graded run {n} ran the changes {r.changes}, the grade names {g.changes}")
-        out += [f"graded run {n}: {problem}" for problem in _report_problems(r)]
+        out += [f"graded run {n}: {problem}" for problem in run_contradictions(r)]
     ended = [n for n, r in enumerate(results, start=1) if r.outcome not in COMPLETED]
     if g.graded and ended:
         out.append(f"graded, yet run {ended[0]} did not run to its end")
     if not g.graded and results and not ended:
         out.append("not graded, yet every run ran to its end")
+    last = results[-1].report if results else None
+    if g.graded and last is not None and g.loss != loss_split(last.classes):
+        out.append(f"the grade says {g.loss or 'nothing'!r} of the loss, the last run's report.json "
+                   f"{loss_split(last.classes) or 'nothing'!r}")
     if g.graded:
         for row in g.rows:
             held = [_held(r, row.text) for r in results]
@@ -118,15 +115,3 @@ def _held(r: RunResult, text: str) -> bool | None:
     if metric not in r.metrics and not any(x.text == text for x in r.expectations):
         return None
     return e.evaluate(r.metrics)[0]
-
-
-def _report_problems(r: RunResult) -> list[str]:
-    """The run's metrics against its report: the grade reads the one, Results shows the other."""
-    if r.report is None:
-        return []
-    out = []
-    for name in REPORT_METRICS:
-        value: Any = r.report.classes[name] if name in r.report.classes else r.report.totals.get(name)
-        if isinstance(value, int | float) and name in r.metrics and r.metrics[name] != float(value):
-            out.append(f"{name} is {num(r.metrics[name])} in result.json, {value} in report.json")
-    return out
