@@ -17,13 +17,15 @@ from kafkalab.cluster import Cluster, ClusterSpec
 from kafkalab.cluster.ports import free_port
 from kafkalab.cluster.process import reap_marked_processes
 from kafkalab.errors import KafkalabError
+from tests.session_clusters import held
 
 TEST_STATE_ROOT = Path(tempfile.gettempdir()) / f"kafkalab-tests-{os.getpid()}"
 # the suite's own state root (progress, config, the running clusters' registry), never the machine's: a lab's
 # verdict hides a fix lab's cause until the attendee's progress says solved, and a developer's progress.json
 # must not change what a test sees; subprocesses inherit it
 os.environ["KAFKALAB_STATE"] = str(TEST_STATE_ROOT / "state")
-pytest_plugins = ["tests.docker_fixtures"]  # the docker backend's engine, image and cluster
+# the docker backend's engine, image and cluster; the session clusters stopped after their last test
+pytest_plugins = ["tests.docker_fixtures", "tests.session_clusters"]
 
 
 def free_ports(n: int) -> list[int]:
@@ -52,12 +54,14 @@ def distribution() -> kafka_install.Distribution:
         pytest.fail(f"{exc} (make test fetches it)")
 
 
-def started(spec: ClusterSpec, distribution: kafka_install.Distribution, timeout: float) -> Iterator[Cluster]:
-    """A started cluster, ended (SIGKILL) when the fixture using it is torn down."""
+def started(spec: ClusterSpec, distribution: kafka_install.Distribution, timeout: float,
+            session_fixture: str | None = None) -> Iterator[Cluster]:
+    """A started cluster, ended (SIGKILL) when the fixture using it is torn down; a session fixture's, once its
+    last test is done (tests/session_clusters.py)."""
     c = Cluster(spec, distribution)
     c.start(timeout=timeout)
     try:
-        yield c
+        yield held(session_fixture, c) if session_fixture else c
     finally:
         c.shutdown(graceful=False)
 
@@ -65,7 +69,7 @@ def started(spec: ClusterSpec, distribution: kafka_install.Distribution, timeout
 @pytest.fixture(scope="session")
 def cluster(distribution: kafka_install.Distribution) -> Iterator[Cluster]:
     """ZooKeeper + 3 brokers, shared by every test; each test uses its own topic."""
-    yield from started(make_spec("shared"), distribution, 180)
+    yield from started(make_spec("shared"), distribution, 180, "cluster")
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +80,7 @@ def admin(cluster: Cluster) -> Admin:
 @pytest.fixture(scope="session")
 def kraft_cluster(distribution: kafka_install.Distribution) -> Iterator[Cluster]:
     """KRaft mode: 3 dedicated controllers + 3 brokers, shared by the tests of both modes."""
-    yield from started(make_spec("kraft", mode="kraft", controllers=3), distribution, 240)
+    yield from started(make_spec("kraft", mode="kraft", controllers=3), distribution, 240, "kraft_cluster")
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from kafkalab.cluster.docker_backend import LABEL_STATE_DIR, DockerBackend, conn
 from kafkalab.cluster.docker_image import DEFAULT_IMAGE, ensure_image, image_present, rootfs_path
 from kafkalab.errors import KafkalabError
 from tests.conftest import TEST_STATE_ROOT, make_spec, topic_factory_for
+from tests.session_clusters import held
 
 DOCKER_IMAGE = os.environ.get("KAFKALAB_TEST_IMAGE", DEFAULT_IMAGE)
 
@@ -49,7 +50,7 @@ def docker_cluster(distribution: kafka_install.Distribution, docker_client: dock
     c = Cluster(make_spec("docker"), distribution, backend=DockerBackend(DOCKER_IMAGE))  # through the proxies
     c.start(timeout=240)
     try:
-        yield c
+        yield held("docker_cluster", c)
     finally:
         c.shutdown(graceful=False)
 
@@ -62,7 +63,7 @@ def docker_kraft_cluster(distribution: kafka_install.Distribution,
     c = Cluster(spec, distribution, backend=DockerBackend(DOCKER_IMAGE))
     c.start(timeout=300)
     try:
-        yield c
+        yield held("docker_kraft_cluster", c)
     finally:
         c.shutdown(graceful=False)
 
