@@ -25,8 +25,8 @@ from tests.test_ui_app import running, settle, sync
 from tests.test_ui_feed import FakeSource
 from tests.test_unclean_election import BROKER_2_LOG
 
-ZOMBIE = ("broker-2 truncated test-topic/0 from 2,500 to 300 following broker-3: 2,200 records only it had are gone "
-          "(uncommitted: acknowledged by it alone if written with acks=1)")
+ZOMBIE = ("broker-2 truncated test-topic/0 from 2,500 to 300 to match broker-3's log: 2,200 records gone "
+          "(uncommitted: acknowledged only if written with acks=1)")
 
 
 def stamp(at: float) -> str:
@@ -58,8 +58,8 @@ def test_a_zombie_s_truncation_is_said_with_its_count_and_that_none_of_it_was_co
 
 def test_an_unclean_election_s_truncation_says_how_many_committed_records_went() -> None:
     [cut] = read_truncations(BROKER_2_LOG, 2, 0.0, {"test-topic"})
-    assert cut.said() == ("broker-2 truncated test-topic/0 from 3,847 to 917 following broker-3: 2,930 records only "
-                          "it had are gone, 2,862 of them committed (acknowledged even with acks=all)")
+    assert cut.said() == ("broker-2 truncated test-topic/0 from 3,847 to 917 to match broker-3's log: 2,930 records "
+                          "gone, 2,862 of them committed (acknowledged even with acks=all)")
 
 
 def test_the_watch_reads_a_truncation_across_frames_and_only_the_brokers_lines_since_it_began() -> None:

@@ -144,7 +144,7 @@ def test_after_the_heal_both_statuses_say_what_the_rejoining_leader_truncated(
     assert n == 1000  # the isolated leader acknowledged every acks=1 record alone
     said = (f"broker-{episode.isolated} truncated {TOPIC}/0 from {REPLICATED + n:,} to {REPLICATED:,} following "
             f"broker-")
-    gone = f"{n:,} records only it had are gone (uncommitted: acknowledged by it alone if written with acks=1)"
+    gone = f"{n:,} records gone (uncommitted: acknowledged only if written with acks=1)"
     for command in ("net", "cluster"):
         assert main([command, "status", "--state-dir", str(episode.state_dir)]) == 0
         out = capsys.readouterr().out

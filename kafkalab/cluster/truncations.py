@@ -73,19 +73,19 @@ class Truncation:
 
     def said(self) -> str:
         """The truncation in one sentence, as the console's toast and the CLI say it, e.g. ``broker-2 truncated
-        test-topic/0 from 2,500 to 300 following broker-3: 2,200 records only it had are gone (uncommitted:
-        acknowledged by it alone if written with acks=1)``."""
+        test-topic/0 from 2,500 to 300 to match broker-3's log: 2,200 records gone (uncommitted: acknowledged only
+        if written with acks=1)``; a follower's truncation is no record it acknowledged, so none is said so."""
         head = f"broker-{self.broker} truncated {self.topic}/{self.partition}"
-        following = f" following broker-{self.leader}" if self.leader is not None else ""
+        following = f" to match broker-{self.leader}'s log" if self.leader is not None else ""
         n, committed = self.records, self.committed
         if n is None:
             return f"{head} to offset {self.to_offset:,}{following} (how far its log went is not in the lines read)"
         gone = f"{head} from {self.from_offset:,} to {self.to_offset:,}{following}: {n:,} record" \
-               f"{'s' if n != 1 else ''} only it had {'are' if n != 1 else 'is'} gone"
+               f"{'s' if n != 1 else ''} gone"
         if committed is None:
             return gone
         if committed == 0:
-            return f"{gone} (uncommitted: acknowledged by it alone if written with acks=1)"
+            return f"{gone} (uncommitted: acknowledged only if written with acks=1)"
         return f"{gone}, {committed:,} of them committed (acknowledged even with acks=all)"
 
     def as_dict(self) -> dict[str, int | float | str | None]:
