@@ -142,7 +142,7 @@ def test_after_the_heal_both_statuses_say_what_the_rejoining_leader_truncated(
         episode: Episode, capsys: pytest.CaptureFixture[str]) -> None:
     n = episode.acknowledged
     assert n == 1000  # the isolated leader acknowledged every acks=1 record alone
-    said = (f"broker-{episode.isolated} truncated {TOPIC}/0 from {REPLICATED + n:,} to {REPLICATED:,} following "
+    said = (f"broker-{episode.isolated} truncated {TOPIC}/0 from {REPLICATED + n:,} to {REPLICATED:,} to match "
             f"broker-")
     gone = f"{n:,} records gone (uncommitted: acknowledged only if written with acks=1)"
     for command in ("net", "cluster"):
