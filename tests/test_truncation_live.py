@@ -18,8 +18,8 @@ from kafkalab.cluster.truncations import Truncation, TruncationWatch, read_trunc
 from kafkalab.feeds.cluster_source import ClusterSource
 from kafkalab.feeds.frames import NodesFrame
 from kafkalab.feeds.lab_source import LabSource
-from kafkalab.ui.app import ToastKind, toast_kind
 from kafkalab.ui.logtail import LogTail
+from kafkalab.ui.toasts import ToastKind, toast_kind
 from tests.test_labs_run import lab_of
 from tests.test_ui_app import running, settle, sync
 from tests.test_ui_feed import FakeSource

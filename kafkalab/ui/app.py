@@ -9,19 +9,17 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.markdown import Markdown
 from rich.text import Text
 from textual import events, on
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.notifications import Notification, Notify, SeverityLevel
+from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -39,12 +37,12 @@ from kafkalab.labs.results import Phase
 from kafkalab.ui import bindings, repaint_fix
 from kafkalab.ui.broker import BrokerPane
 from kafkalab.ui.change_prompt import CHANGE_PROMPT, SETTING_PROMPT, ChangePrompt, LineHistory, set_setting
-from kafkalab.ui.check_view import CheckChanged, check_toast, check_word
+from kafkalab.ui.check_view import CheckChanged, check_word
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
-from kafkalab.ui.exercise_prompts import answer_said, hint_offer, hint_question, incident_question
+from kafkalab.ui.exercise_keys import ExerciseKeys
 from kafkalab.ui.groups import GroupsPane, open_reset
-from kafkalab.ui.lab import LabPane, inline_markdown
+from kafkalab.ui.lab import LabPane
 from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
@@ -52,6 +50,7 @@ from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
 from kafkalab.ui.producer import ProducerPane, presenter_line
 from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
+from kafkalab.ui.toasts import KindNotification, ToastKind, toast_kind
 from kafkalab.ui.workers import Poller
 
 NODE_POLL_S = 0.5
@@ -77,31 +76,6 @@ NODE_ACTION_LEAVES = {NodeAction.KILL: NodeState.KILLED, NodeAction.STOP: NodeSt
                       NodeAction.PAUSE: NodeState.PAUSED}
 
 
-class ToastKind(StrEnum):
-    """What a toast is about: one toast per kind is shown, the newest replacing the one before (a kill, its
-    leader moves and a restart stacked six toasts over the partition table at 100x30)."""
-
-    NODE = "node"  # a node's state changed
-    NET = "net"  # the network faults in force changed (a key, a lab's fault, `kafkalab net`)
-    LEADERS = "leaders"  # partition leaders moved
-    TRUNCATED = "truncated"  # a broker's log says it truncated records
-    RUN = "run"  # a run's report or grade
-    EXERCISE = "exercise"  # a hint taken, a cause named
-    NEWS = "news"  # anything else: a key's answer, an action's outcome
-
-
-@dataclass
-class KindNotification(Notification):
-    """A notification that knows its :class:`ToastKind`."""
-
-    kind: ToastKind = ToastKind.NEWS
-
-
-def toast_kind(notification: Notification) -> ToastKind:
-    """The kind of a toast; a plain notification (one Textual posts itself) is news."""
-    return notification.kind if isinstance(notification, KindNotification) else ToastKind.NEWS
-
-
 # the binding ids the `?` screen lists, by their group (a subclass's own keys, such as a replay's, too)
 HELP_GROUPS = ("app.", "broker.", "net.", "run.", "lab.", "fix.", "incident.", "consumer.", "topic.", "view.",
                "results.", "group.", "replay.")
@@ -115,7 +89,7 @@ CONTRAST = Theme(
 )
 
 
-class LabConsole(App[None]):
+class LabConsole(App[None], ExerciseKeys):
     CSS_PATH = "app.tcss"
     TITLE = "kafkalab"
     BINDINGS: ClassVar[list[BindingType]] = [*bindings.BINDINGS]
@@ -668,71 +642,6 @@ class LabConsole(App[None]):
             self.notify(said, timeout=6)
             for poller in self.pollers:
                 poller.poll_now()
-
-    # ---- the exercise ------------------------------------------------------------------------------
-    def action_take_hint(self) -> None:
-        """The next hint's cost is shown first; taken, it is counted and shown in the Lab tab."""
-        offer, why = hint_offer(self.run_frame.exercise)
-        if offer is None:
-            self.notify(why, severity="warning", timeout=4)
-            return
-
-        def shown(text: str) -> None:
-            self.action_show_tab("lab")
-            self.notify(inline_markdown(text).plain, title=f"hint {offer.number} (-{offer.cost} points)", timeout=15,
-                        kind=ToastKind.EXERCISE)
-
-        self.push_screen(hint_question(offer),
-                         lambda yes: self.in_thread("hint", self.source.take_hint, then=shown) if yes else None)
-
-    def action_answer_incident(self) -> None:
-        incident = self.run_frame.exercise.incident if self.run_frame.exercise is not None else None
-        if incident is None:
-            return
-
-        def answered(right: bool) -> None:
-            title, text = answer_said(right)
-            if right:
-                self.action_show_tab("lab")
-            self.notify(text, title=title, severity="information" if right else "warning", timeout=8,
-                        kind=ToastKind.EXERCISE)
-
-        def answer(choice: str | None) -> None:
-            if choice is not None and choice.isdigit():
-                self.in_thread("answer", lambda: self.source.answer_incident(int(choice)), then=answered)
-
-        self.push_screen(incident_question(incident), answer)
-
-    def action_check_fix(self) -> None:
-        self.set_action("starting the graded check ...")
-        self.in_thread("graded check", self.source.check_fix)
-
-    def on_check_changed(self, message: CheckChanged) -> None:
-        """The graded check's one way onto the screen: its toast, the top bar, Results once it is over."""
-        toast = check_toast(message.previous, message.now)
-        if toast is not None:
-            self.notify(toast.text, title=toast.title, severity=toast.severity, timeout=10, kind=ToastKind.RUN)
-        if message.now.over:
-            self.action_show_tab("results")
-            self.set_action(check_word(message.now))
-        self.update_topbar()
-        self.refresh_bindings()
-
-    def action_give_up(self) -> None:
-        def shown(text: str) -> None:
-            self.action_show_tab("lab")
-            fixable = self.run_frame.exercise is not None and self.run_frame.exercise.fixable
-            self.push_screen(TextScreen("the cause and the solution" if fixable else "the cause", Markdown(text)))
-            if fixable:  # given up first, then this
-                self.in_thread("solution check", self.source.check_solution)
-
-        def answer(yes: bool | None) -> None:
-            if yes:
-                self.in_thread("give up", self.source.give_up, then=shown)
-
-        self.push_screen(ConfirmScreen("Give up and see the solution?",
-                                       "The cause and the reference solution are shown, then the solution runs "
-                                       "graded under the same faults (shown, not scored)."), answer)
 
     def action_edit_topic(self) -> None:
         def apply(text: str | None) -> None:
