@@ -295,7 +295,9 @@ def test_grades_check_checks_runs_without_a_grade(tmp_path: Path, capsys: pytest
     runs = tmp_path / "kafkalab-runs"
     run_dir = Path(shutil.copytree(RECORDED / "controller-failover", runs / "controller-failover-1"))
     assert main(["grades", "--check", str(runs)]) == 0
-    assert "1 run(s) without a grade against their own files: every one consistent" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "1 run(s) without a grade against their own files: every one consistent" in said.out
+    assert "no grade.json" not in said.err  # a folder of runs is what --check reads: no complaint beside its answer
     edit(run_dir / "result.json", lambda d: d["metrics"].update({"timeline.leader_changes": 5}))
     assert main(["grades", "--check", str(runs)]) == 1
     out = capsys.readouterr().out

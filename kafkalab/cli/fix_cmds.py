@@ -281,9 +281,10 @@ def _rank(g: Grade) -> tuple[bool, int, bool, bool, float]:
     return g.passed, g.score or 0, g.graded, g.outcome == GradeOutcome.NOT_FIXED, g.finished_at
 
 
-def find_grades(dirs: Iterable[Path]) -> tuple[list[tuple[Path, Grade]], int]:
+def find_grades(dirs: Iterable[Path], say_empty: bool = True) -> tuple[list[tuple[Path, Grade]], int]:
     """Every readable grade under ``dirs`` (each once), and how many folders held none; one line on stderr per
-    folder without grades and per grade file that cannot be read."""
+    folder without grades (unless not ``say_empty``: `--check` reads runs there too) and per grade file that
+    cannot be read."""
     found: dict[Path, Grade] = {}
     empty = 0
     for folder in dirs:
@@ -293,7 +294,8 @@ def find_grades(dirs: Iterable[Path]) -> tuple[list[tuple[Path, Grade]], int]:
             continue
         paths = sorted(folder.rglob(GRADE_FILE))
         if not paths:
-            print(f"kafkalab: {folder}: no {GRADE_FILE} in it", file=sys.stderr)
+            if say_empty:
+                print(f"kafkalab: {folder}: no {GRADE_FILE} in it", file=sys.stderr)
             empty += 1
         for path in paths:
             key = path.resolve()
@@ -348,7 +350,7 @@ def cmd_grades(args: argparse.Namespace) -> int:
         return 0
     if not args.dirs:
         raise KafkalabError("give the folders to collect grade.json files from, e.g. kafkalab grades ./handed-in")
-    grades, _empty = find_grades(args.dirs)
+    grades, _empty = find_grades(args.dirs, say_empty=not args.check)
     if args.check:  # run dirs without a grade are checked too
         return check_grades(grades, args.dirs)
     if not grades:
