@@ -163,10 +163,15 @@ def test_a_missed_count_its_fault_list_does_not_give_is_found(run_copy: Path) ->
     assert "faults.missed is 1 in result.json, its fault list gives 2" in said(run_copy)
 
 
+def done_by(run_dir: Path, action: str, actor: str) -> None:
+    """The timeline's first fault event of ``action`` said to be done by ``actor``."""
+    def recast(d: dict[str, Any]) -> None:
+        next(e for e in d["events"] if e["kind"] == "fault" and e["action"] == action)["actor"] = actor
+    edit(run_dir / "timeline.json", recast)
+
+
 def test_a_fault_the_timeline_says_someone_else_did_is_found(run_copy: Path) -> None:
-    def by_hand(d: dict[str, Any]) -> None:
-        next(e for e in d["events"] if e["kind"] == "fault" and e["action"] == "kill")["actor"] = "attendee"
-    edit(run_copy / "timeline.json", by_hand)
+    done_by(run_copy, "kill", "attendee")
     found = said(run_copy)
     assert "the timeline says kill broker-1 by hand at " in found
     assert "result.json lists it as the lab's fault 1 (kill leader test-topic/0)" in found
@@ -184,9 +189,7 @@ def test_a_missed_fault_the_timeline_does_not_say_is_found(run_copy: Path) -> No
 
 
 def test_an_action_the_timeline_says_the_lab_did_is_found(run_copy: Path) -> None:
-    def by_the_lab(d: dict[str, Any]) -> None:
-        next(e for e in d["events"] if e["kind"] == "fault" and e["action"] == "alter-config")["actor"] = "lab"
-    edit(run_copy / "timeline.json", by_the_lab)
+    done_by(run_copy, "alter-config", "lab")
     found = said(run_copy)
     assert "the timeline says alter-config topic test-topic: retention.ms=60000 by the lab at " in found
     assert "result.json lists it as the attendee's fault 1 (alter-config topic test-topic)" in found
