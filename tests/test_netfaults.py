@@ -4,10 +4,12 @@ counters. Every process a test starts is ended by pid when the test ends, passed
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import queue
+import shlex
 import shutil
 import signal
 import socket
@@ -50,9 +52,11 @@ TARGET = "server"
 class Peer:
     """A peer process and the JSON lines it says, read by a thread so a silent peer never blocks a test."""
 
-    def __init__(self, role: str, port: int) -> None:
-        self.popen = subprocess.Popen([sys.executable, str(PEERS), role, str(port)], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, text=True, bufsize=1)
+    def __init__(self, role: str, port: int, under_shell: bool = False) -> None:
+        argv = [sys.executable, str(PEERS), role, str(port)]
+        if under_shell:  # "; true": the shell stays the parent (no exec), as a foreign command's shell does
+            argv = ["/bin/sh", "-c", " ".join(shlex.quote(a) for a in argv) + "; true"]
+        self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -86,6 +90,9 @@ class Peer:
         return seen
 
     def end(self) -> None:
+        with contextlib.suppress(psutil.Error):  # a shell's child first: killing the shell would orphan it
+            for child in psutil.Process(self.popen.pid).children(recursive=True):
+                child.kill()
         if self.popen.poll() is None:
             self.popen.kill()
         self.popen.wait(5)
@@ -100,13 +107,15 @@ class Rig:
     proxy_port: int
     peers: list[Peer]
 
-    def client(self, node: str | None = None, kind: SourceKind = SourceKind.NODE) -> Peer:
-        """A client process, connected through the proxy; registered as ``node`` (of ``kind``) when named."""
-        peer = Peer("client", self.proxy_port)
+    def client(self, node: str | None = None, kind: SourceKind = SourceKind.NODE, under_shell: bool = False) -> Peer:
+        """A client process, connected through the proxy; registered as ``node`` (of ``kind``) when named: by its
+        shell's pid when ``under_shell`` (the process that connects is the shell's child)."""
+        peer = Peer("client", self.proxy_port, under_shell)
         self.peers.append(peer)
         pid = peer.next()["pid"]
+        assert (pid != peer.pid) == under_shell
         if node is not None:
-            self.proxy.client.register(node, pid, kind)
+            self.proxy.client.register(node, peer.pid if under_shell else pid, kind)
         assert peer.ask("connect") == {"ok": True}
         return peer
 
@@ -178,6 +187,16 @@ def test_cut_one_source_keeps_the_other(rig: Rig) -> None:
     assert row is not None and row.connections_reset == 1 and row.connections_refused >= 1
     rig.proxy.client.heal(source="broker-1")
     assert cut.ask("connect") == {"ok": True} and cut.ask("send", text="healed")["reply"] == "echo:healed"
+
+
+def test_a_named_clients_children_are_that_client(rig: Rig) -> None:
+    """A foreign command's java runs under its shell: registered by the shell's pid, its connections are its."""
+    foreign = rig.client("producer", SourceKind.CLIENT, under_shell=True)
+    other = rig.client()
+    rig.proxy.client.apply(Cut(link("producer")))
+    assert foreign.ask("send", text="held")["error"] in ("ConnectionResetError", "EOF", "BrokenPipeError")
+    assert other.ask("send", text="kept")["reply"] == "echo:kept"
+    assert rig.server.got(0.3) == ["kept"]
 
 
 def test_drop_replies_the_request_arrives_the_answer_never(rig: Rig) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from kafkalab.cli.client_args import add_client_args, with_clients
 from kafkalab.cli.common import (
     add_mode_args,
     add_net_proxies_arg,
@@ -63,6 +64,7 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
     add_mode_args(p, default=None)
     add_net_proxies_arg(p)
+    add_client_args(p)
     p.add_argument("--record", type=Path, metavar="FILE.cast", default=None,
                    help="record the session as an asciicast v2 file (asciinema play FILE.cast)")
     p.add_argument("--show-keys", action="store_true", help="show the keys pressed as captions (for recordings)")
@@ -155,7 +157,7 @@ def _lab_source(args: argparse.Namespace) -> tuple[Source, list[int], MetadataPa
         if not ids:
             raise KafkalabError("the lab catalog is empty: give a lab file, or open a bare cluster with --no-lab")
         ref = DEFAULT_LAB if any(i.endswith(DEFAULT_LAB) for i in ids) else ids[0]
-    lab = with_net_proxies(on_platform(load_lab(find_lab(ref)), args), args)
+    lab = with_clients(with_net_proxies(on_platform(load_lab(find_lab(ref)), args), args), args)
     checked_distribution(lab)  # its Kafka fetched, or one line saying how; the lab's settings valid on it
     spark = None if args.no_spark_warmup else WarmSession(warmup_rounds=IDLE_ROUNDS,
                                                           log_path=args.runs_dir / "spark.log")

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
 
+from kafkalab.cli.client_args import add_client_args, with_clients
 from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, on_platform, with_net_proxies
 from kafkalab.cli.console_cmd import DEFAULT_RUNS_DIR
 from kafkalab.cli.tables import Column, Fit, print_fitted
@@ -62,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "every run. Exit 0 when it passes, 1 when it does not, 2 for bad input.")
     fix.add_argument("lab", help="a lab id, catalog number or .toml path")
     add_change_args(fix, actions=True)
+    add_client_args(fix)
     which = fix.add_mutually_exclusive_group()
     which.add_argument("--solution", action="store_true",
                        help="grade the lab's reference solution instead (an instructor's check: must pass)")
@@ -134,7 +136,7 @@ def changed_lab(args: argparse.Namespace, lab: Lab) -> tuple[Lab, list[Change]]:
 # ---- kafkalab fix --------------------------------------------------------------------------------------
 def attempt_of(args: argparse.Namespace) -> FixAttempt:
     """Everything checked before the first cluster starts: the lab, its fix, the changes, the counts."""
-    lab = with_net_proxies(on_platform(load_lab(find_lab(args.lab)), args), args)
+    lab = with_clients(with_net_proxies(on_platform(load_lab(find_lab(args.lab)), args), args), args)
     fix = fix_of(lab)
     given = changes_of(args, lab)
     which = ("--solution" if args.solution else "--shipped" if args.shipped
@@ -152,9 +154,13 @@ def attempt_of(args: argparse.Namespace) -> FixAttempt:
         changes = fix.wrong[args.wrong - 1]
     elif args.shipped:
         changes = []
-    elif not given:
-        raise KafkalabError("give your fix: -D NAME=VALUE, --topic \"NAME rf=N\", --broker-config NAME=VALUE or "
-                            "--action \"WHEN -> DO ...\" (--shipped grades the lab with no change)")
+    elif missing := [role for role in fix.code if not any(r.startswith(role) for r in lab.foreign_roles)]:
+        raise KafkalabError(f"lab {lab.id}'s fix is a code change: give your {missing[0]} with --{missing[0]}-cmd CMD "
+                            "(it runs under the same faults; `kafkalab labs --show` says what it must do)")
+    elif not given and not lab.foreign_roles:
+        raise KafkalabError("give your fix: -D NAME=VALUE, --topic \"NAME rf=N\", --broker-config NAME=VALUE, "
+                            "--action \"WHEN -> DO ...\", or your own client: --producer-cmd/--consumer-cmd CMD "
+                            "(--shipped grades the lab with no change)")
     else:
         changes = given
     if args.runs is not None and not 1 <= args.runs <= MAX_RUNS:

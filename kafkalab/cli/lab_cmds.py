@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from kafkalab.cli.client_args import add_client_args, client_argv, with_clients
 from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, net_proxies_argv, on_platform, with_net_proxies
 from kafkalab.cli.console_cmd import cmd_console, console_args
 from kafkalab.cli.fix_cmds import add_change_args, answer, changed_lab, give_up, show_lab
@@ -63,6 +64,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--record", metavar="FILE.cast", type=Path, default=None,
                      help="after the run, render its replay into an asciicast v2 file (no terminal needed)")
     add_change_args(run)  # a plain run with changes: headless, nothing graded
+    add_client_args(run)
     run.set_defaults(func=cmd_run)
 
     clean = subparsers.add_parser("clean", help="remove old lab runs")
@@ -118,6 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     path = find_lab(args.lab)
     lab = on_platform(load_lab(path), args)  # refused here, before anything starts, when it does not validate
     lab = with_net_proxies(lab, args)
+    lab = with_clients(lab, args)  # and a command that cannot run
     lab, changes = changed_lab(args, lab)  # so are the changes' bad values
     checked_distribution(lab)  # and when its Kafka is not fetched, or the lab's own settings do not hold on it
     headless = args.headless or bool(changes)  # the console opens a lab as shipped; changes run headless
@@ -125,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_console(console_args([str(path), *(["--mode", args.mode] if args.mode else []),
                                          *(["--kafka-version", args.kafka_version] if args.kafka_version else []),
                                          *(["--free-ports"] if args.free_ports else []),
-                                         *net_proxies_argv(args)]))
+                                         *net_proxies_argv(args), *client_argv(args)]))
     console = Console()
     if changes:
         console.print(f"changed: {', '.join(c.text for c in changes)}", highlight=False)

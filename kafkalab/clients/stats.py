@@ -54,6 +54,8 @@ class ProducerStats:
     total: int
     log_path: str | None = None
     error: str | None = None
+    output: tuple[str, ...] = ()  # a foreign command's last output lines (its pane shows them)
+    foreign: bool = False  # played by a foreign command: only its payload log and the brokers tell what it did
 
     @property
     def failed_total(self) -> int:
@@ -81,6 +83,8 @@ class ConsumerStats:
     member_id: str = ""
     log_path: str | None = None
     error: str | None = None
+    output: tuple[str, ...] = ()  # a foreign command's last output lines (its pane shows them)
+    foreign: bool = False  # played by a foreign command: its assignment and lag are its group's
 
     @property
     def total_lag(self) -> int:

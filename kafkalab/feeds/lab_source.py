@@ -39,6 +39,7 @@ from kafkalab.feeds.frames import (
 from kafkalab.feeds.metadata_facts import MetadataFacts
 from kafkalab.feeds.node_logs import NodeLogs, nodes_frame
 from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, NotOffered, Source, apply_net
+from kafkalab.labs import metrics
 from kafkalab.labs.events import Event, FaultEvent, NetEvent, NodeEvent, by_whom
 from kafkalab.labs.failover import Leadership, lab_topics, leader_changes, leadership
 from kafkalab.labs.fix_attempt import FixAttempt
@@ -381,11 +382,21 @@ def exercise_actions(lab: Lab) -> frozenset[ConsoleAction]:
     return frozenset(out)
 
 
+def players_markdown(lab: Lab) -> str:
+    """Which roles a foreign command plays, and what kafkalab then cannot judge ("" when its own clients play)."""
+    played = [f"- **{role}**: `{command}`" for role, command in lab.commands.items()]
+    if not played:
+        return ""
+    blind = metrics.foreign_blind(lab)
+    unseen = f"\n\nNot observed with them (they judge nothing): {', '.join(blind)}." if blind else ""
+    return "## Played by your command\n\n" + "\n".join(played) + unseen + "\n\n"
+
+
 def lab_view(lab: Lab, faults: list[FaultStatus], exercise: ExerciseView | None = None) -> LabView:
     steps = tuple(TimelineStep(f.text, f.state in FAULT_MARK, "" if f.state in (FaultState.PENDING, FaultState.FIRED)
                                else str(f.state) + (f": {f.detail}" if f.detail else "")) for f in faults)
-    instructions = lab.instructions + (f"\n\n**Why it works every time:** {lab.why_deterministic}"
-                                       if lab.why_deterministic else "")
+    instructions = players_markdown(lab) + lab.instructions + (
+        f"\n\n**Why it works every time:** {lab.why_deterministic}" if lab.why_deterministic else "")
     here = (lab.cluster.mode, lab.cluster.kafka_version)
     platforms = tuple(PlatformRun(platform_name(m, v), lab.run_command(m, v), (m, v) == here)
                       for m, v in lab.cluster.platforms())

@@ -19,7 +19,7 @@ from kafkalab.kafka_install.artifacts import load_artifacts
 from kafkalab.kafka_install.config_defs import cache_config_defs
 from kafkalab.kafka_install.distribution import MARKER, Distribution, locate, verify
 from kafkalab.kafka_install.download import CENTRAL, QUIET, Progress, download_all
-from kafkalab.kafka_install.java_helpers import compile_helpers
+from kafkalab.kafka_install.java_helpers import compile_clients, compile_helpers
 from kafkalab.kafka_install.maven import copy_dependencies
 from kafkalab.paths import dist_dir
 
@@ -72,8 +72,10 @@ def fetch(options: FetchOptions = DEFAULTS, progress: Progress = QUIET) -> Distr
 
 
 def prepare(dist: Distribution, progress: Progress) -> None:
-    """What a start or a check would otherwise wait for: the Java helpers compiled, the settings' definitions."""
+    """What a start or a check would otherwise wait for: the Java helpers compiled, the settings' definitions;
+    and kafkalab's Java clients built (a lab's foreign client runs them)."""
     compile_helpers(dist, progress.line)
+    compile_clients(dist, progress.line)
     cache_config_defs(dist, progress.line)
 
 

@@ -190,6 +190,8 @@ class FixExercise:
     hints: tuple[Hint, ...] = ()
     drop_faults: tuple[int, ...] = ()  # 1-based: faults that show the cure, left out of the graded run
     wrong: tuple[tuple[Change, ...], ...] = field(default=())  # plausible wrong fixes, each must grade FAIL
+    # roles whose fix may be a code change: the attendee's own client (--producer-cmd / --consumer-cmd) is graded
+    code: tuple[str, ...] = ()
 
     def allows(self, change: Change) -> bool:
         return change.name not in FROZEN and any(fnmatch.fnmatchcase(change.name, p) for p in self.allow)

@@ -37,6 +37,7 @@ class FixAttempt:
         """The grade of the attempt's runs, written as grade.json beside the last one's files."""
         g = grade(self.fix, self.lab_id, self.changes, results, self.who, self.history, self.solution)
         g.mode, g.kafka_version = self.lab.cluster.mode, self.lab.cluster.kafka_version
+        g.changes += list(self.lab.command_texts)  # a code fix: what was graded, as each run's result names it
         g.time_on_task_s = None if time_on_task_s is None else round(time_on_task_s, 1)
         if results:
             g.write(results[-1].run_dir)

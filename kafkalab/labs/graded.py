@@ -64,4 +64,4 @@ def graded_lab(lab: Lab, changes: Sequence[Change]) -> Lab:
     changed = apply_changes(lab, changes)
     faults = tuple(f for i, f in enumerate(lab.faults, start=1) if i not in fix.drop_faults)
     return replace(changed, faults=faults, expectations=fix.expectations, actions=actions_of(changes),
-                   changes=tuple(c.text for c in changes))
+                   changes=tuple(c.text for c in changes) + lab.command_texts)

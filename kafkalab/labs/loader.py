@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab import KAFKA_VERSIONS
+from kafkalab.clients.foreign_command import check_template
 from kafkalab.clients.options import OptionsError
 from kafkalab.cluster.spec import CONTROLLER_COUNTS, MODES
 from kafkalab.errors import KafkalabError
@@ -31,11 +32,12 @@ LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_durat
 CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "modes", "controllers", "combined",
                 "kafka_version", "kafka_versions", "net_proxies"}
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
-CONSUMER_KEYS = {"local_id", "start", "wait_assigned"}
+CONSUMER_KEYS = {"local_id", "start", "wait_assigned", "command"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
               "fails", "to", "both_ways", "ms", "jitter_ms", "rate", "direction"}
 TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect", "fix", "incident"}
-FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong"}
+FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong", "code"}
+CODE_ROLES = ("producer", "consumer")  # roles whose fix may be a code change ([fix] code)
 CHANGES_KEYS = {"settings", "topics", "brokers", "actions"}
 INCIDENT_KEYS = {"ticket", "question", "choices", "answer", "explanation", "cure"}
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,40}")
@@ -365,13 +367,25 @@ def _topics(r: _Reader, raw: Any, brokers: int) -> tuple[TopicPlan, ...]:
 
 
 def _producer(r: _Reader, raw: dict[str, Any]) -> ProducerPlan:
-    r.only(raw, {"start"}, "producer", also=lambda k: k.startswith("producer."))
-    settings = {k: _setting(v) for k, v in raw.items() if k != "start"}
+    r.only(raw, {"start", "command"}, "producer", also=lambda k: k.startswith("producer."))
+    settings = {k: _setting(v) for k, v in raw.items() if k not in ("start", "command")}
     start = r.typed(raw, "start", bool, "producer", default=True)
+    command = _command(r, raw, "producer", 0, array=False)
     try:
-        return ProducerPlan.of(settings, start)
+        return ProducerPlan.of(settings, start, command)
     except (ValueError, KafkalabError) as exc:
         raise r.fail("producer", 0, named_setting(exc, settings), str(exc)) from None
+
+
+def _command(r: _Reader, raw: dict[str, Any], table: str, index: int, array: bool) -> str | None:
+    """A role's foreign ``command`` (None: kafkalab's own client), its places checked."""
+    if "command" not in raw:
+        return None
+    command = r.typed(raw, "command", str, table, index, array=array)
+    try:
+        return check_template(command, "command")
+    except KafkalabError as exc:
+        raise r.fail(table, index, "command", str(exc).removeprefix("command: "), array=array) from None
 
 
 def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPlan, ...]:
@@ -393,8 +407,9 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
         settings = {**base, **own, "consumer.local-id": str(local_id)}
         start = r.typed(c, "start", bool, "consumer", i, default=True, array=True)
         wait = r.typed(c, "wait_assigned", bool, "consumer", i, default=True, array=True)
+        command = _command(r, c, "consumer", i, array=True)
         try:
-            plans.append(ConsumerPlan.of(local_id, settings, start, wait))
+            plans.append(ConsumerPlan.of(local_id, settings, start, wait, command))
         except (ValueError, KafkalabError) as exc:  # at the setting it names: this consumer's own, else the shared one
             named = named_setting(exc, settings)
             if named is not None and named not in own and named in base:
@@ -509,10 +524,13 @@ def _fix(r: _Reader, raw: Any, fault_count: int, brokers: int) -> FixExercise:
         raise r.fail("fix", 0, "solution", "missing: give the reference solution ([fix.solution])")
     wrong = tuple(_changes(r, w, "fix.wrong", i, brokers, array=True)
                   for i, w in enumerate(r.typed(raw, "wrong", list, "fix", default=[])))
+    code = _strings(r, raw, "code", "fix") if "code" in raw else []
+    if bad := [c for c in code if c not in CODE_ROLES]:
+        raise r.fail("fix", 0, "code", f"{bad[0]!r}: a code fix is the producer's or the consumer's")
     fix = FixExercise(
         task=r.typed(raw, "task", str, "fix"), allow=tuple(allow), expectations=expectations, solution=solution,
         runs=runs, seed=r.typed(raw, "seed", int, "fix", default=1), rules=tuple(rules), hints=tuple(hints),
-        drop_faults=tuple(drop), wrong=wrong)
+        drop_faults=tuple(drop), wrong=wrong, code=tuple(code))
     for table, changes in (("fix.solution", solution), *(("fix.wrong", w) for w in wrong)):
         _wrap(r, table, 0, None, partial(fix.check, changes))
     return fix

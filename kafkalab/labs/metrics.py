@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import fnmatch
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from kafkalab.cluster.spec import CONTROLLER_ID_BASE
 from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed, QuorumLeaderChange
 from kafkalab.labs.failover import Leadership, leadership, went_away
 from kafkalab.labs.measured import Measured, Unmeasured, num
+from kafkalab.labs.model import Lab
 from kafkalab.labs.results import Phase
 from kafkalab.labs.timeline import Timeline
 
@@ -40,6 +42,26 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
         out[key] = out.get(key, 0) + processed
     out["consumers.processed"] = total
     return out
+
+
+# what only a kafkalab client's internals tell (its callbacks, its delivery reports): not observed when a foreign
+# command plays the role, whatever the timeline or its stats would say (fnmatch patterns; {id}: a consumer's id)
+PRODUCER_INTERNALS = ("producer.attempted", "producer.failed", "producer.failed.*", "producer.stalls",
+                      "producer.longest_stall_s")
+CONSUMER_INTERNALS = ("consumer.{id}.assign_wait_s", "consumer.{id}.fatal_error", "consumer.{id}.received")
+GROUP_INTERNALS = ("group.{group}.revoked", "group.{group}.pause_s", "group.{group}.stopped_s", "timeline.rebalances")
+
+
+def foreign_blind(lab: Lab) -> list[str]:
+    """The metrics the lab's expectations (its own and its fix's) name that a foreign role hides from kafkalab."""
+    patterns: list[str] = list(PRODUCER_INTERNALS) if lab.producer.command else []
+    for c in lab.consumers:
+        if c.command:
+            patterns += [p.format(id=c.local_id) for p in CONSUMER_INTERNALS]
+            patterns += [p.format(group=c.group) for p in GROUP_INTERNALS]
+    expectations = [*lab.expectations, *(lab.fix.expectations if lab.fix else ())]
+    named = {name for e in expectations for name in (e.metric, e.other) if name}
+    return sorted(n for n in named if any(fnmatch.fnmatchcase(n, p) for p in patterns))
 
 
 def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[int]) -> dict[str, Measured]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafkalab import KAFKA_VERSION
+from kafkalab.clients.foreign_command import check_template
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig, canonical_settings
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
@@ -76,16 +77,18 @@ class ConsumerPlan:
     config: ConsumerConfig
     start: bool = True  # False: a `start` fault starts it
     wait_assigned: bool = True  # the producer starts only once this consumer has partitions
+    command: str | None = None  # a foreign command plays it (clients/foreign.py); None: kafkalab's own consumer
 
     @classmethod
     def of(cls, local_id: int, settings: Mapping[str, str], start: bool = True,
-           wait_assigned: bool = True) -> ConsumerPlan:
+           wait_assigned: bool = True, command: str | None = None) -> ConsumerPlan:
         """KafkalabError when a setting is not valid."""
         return cls(local_id, canonical_settings(settings, "consumer"), ConsumerConfig.from_settings(settings), start,
-                   wait_assigned)
+                   wait_assigned, command)
 
     def with_settings(self, changes: Mapping[str, str]) -> ConsumerPlan:
-        return ConsumerPlan.of(self.local_id, {**self.settings, **changes}, self.start, self.wait_assigned)
+        return ConsumerPlan.of(self.local_id, {**self.settings, **changes}, self.start, self.wait_assigned,
+                               self.command)
 
     @property
     def name(self) -> str:
@@ -104,14 +107,15 @@ class ProducerPlan:
     settings: Mapping[str, str]
     config: ProducerConfig
     start: bool = True
+    command: str | None = None  # a foreign command plays it (clients/foreign.py); None: kafkalab's own producer
 
     @classmethod
-    def of(cls, settings: Mapping[str, str], start: bool = True) -> ProducerPlan:
+    def of(cls, settings: Mapping[str, str], start: bool = True, command: str | None = None) -> ProducerPlan:
         """KafkalabError when a setting is not valid."""
-        return cls(canonical_settings(settings, "producer"), ProducerConfig.from_settings(settings), start)
+        return cls(canonical_settings(settings, "producer"), ProducerConfig.from_settings(settings), start, command)
 
     def with_settings(self, changes: Mapping[str, str]) -> ProducerPlan:
-        return ProducerPlan.of({**self.settings, **changes}, self.start)
+        return ProducerPlan.of({**self.settings, **changes}, self.start, self.command)
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,33 @@ class Lab:
         if name.startswith("consumer."):
             return replace(self, consumers=tuple(c.with_settings({name: value}) for c in self.consumers))
         raise KafkalabError(f"{name!r} is not a producer.* or consumer.* option: e.g. producer.acks=all")
+
+    def with_commands(self, producer: str | None = None, consumer: str | None = None) -> Lab:
+        """This lab with its producer and/or every consumer played by a foreign command (checked: see
+        :func:`~kafkalab.clients.foreign_command.check_template`)."""
+        lab = self
+        if producer is not None:
+            lab = replace(lab, producer=replace(lab.producer, command=check_template(producer, "--producer-cmd")))
+        if consumer is not None:
+            command = check_template(consumer, "--consumer-cmd")
+            lab = replace(lab, consumers=tuple(replace(c, command=command) for c in lab.consumers))
+        return lab
+
+    @property
+    def commands(self) -> dict[str, str]:
+        """Role (``producer``, ``consumer-1``...) -> the foreign command that plays it."""
+        plans = [("producer", self.producer.command), *((c.name, c.command) for c in self.consumers)]
+        return {role: command for role, command in plans if command}
+
+    @property
+    def command_texts(self) -> tuple[str, ...]:
+        """The commands as a graded run's changes name them: a code fix is part of what was graded."""
+        return tuple(f"{role} played by: {command}" for role, command in self.commands.items())
+
+    @property
+    def foreign_roles(self) -> tuple[str, ...]:
+        """The roles a foreign command plays in this lab."""
+        return tuple(self.commands)
 
     def with_topic(self, topic: str, replication_factor: int | None = None, min_isr: int | None = None) -> Lab:
         """This lab with ``topic``'s replication factor and/or ``min.insync.replicas`` changed for the next run;

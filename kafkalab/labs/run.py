@@ -27,7 +27,7 @@ from kafkalab.cluster.control_socket import NETWORK
 from kafkalab.cluster.netwiring import ClusterNet, NetChange
 from kafkalab.cluster.spec import DEFAULT_ZK_PORT
 from kafkalab.errors import KafkalabError
-from kafkalab.labs import judge
+from kafkalab.labs import judge, metrics
 from kafkalab.labs.audit_step import AuditStep
 from kafkalab.labs.events import EventKind, NetEvent
 from kafkalab.labs.failover import lab_topics
@@ -380,9 +380,14 @@ class LabRun:
         """The clients and the cluster watch started: the run's context, for its faults and audit."""
         self.timeline.restart_clock()
         self.started = time.monotonic()
+        if roles := self.lab.foreign_roles:
+            self.say(f"played by your command: {', '.join(roles)} (its files in {self.run_dir}/ROLE/)")
+            if blind := metrics.foreign_blind(self.lab):
+                self.say(f"not observed with a foreign client (they judge nothing): {', '.join(blind)}")
         self.clients = clients = RunClients(self.lab, self.run_dir, cluster.spec.client_bootstrap, self.timeline,
                                             self.deps, self.sleep, self.say,
-                                            on_started=cluster.net.client_started if cluster.net else None)
+                                            on_started=cluster.net.client_started if cluster.net else None,
+                                            admin_bootstrap=cluster.bootstrap)
         quorum = (lambda: cluster.quorum(timeout_s=1.5)) if cluster.spec.kraft else None
         self.watch_snapshots = snapshots = self.deps.watch_snapshots(cluster.bootstrap, self.run_dir)
         self.watch = watch = ClusterWatch(self.timeline, snapshots.snapshot, clients.producer_stats, quorum=quorum)

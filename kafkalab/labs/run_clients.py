@@ -7,18 +7,21 @@ are kept in order, the latest is the live one, and counters sum over all of them
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalab.clients import ClientState, Consumer, ConsumerStats, Producer, ProducerStats
+from kafkalab.clients import ClientEvent, ClientState, Consumer, ConsumerStats, Producer, ProducerStats
 from kafkalab.clients.child_client import ChildClient
+from kafkalab.clients.foreign import STOP_GRACE_S, ForeignConsumer, ForeignProducer
+from kafkalab.clients.foreign_command import RoleValues
 from kafkalab.cluster.netwiring import PRODUCER
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.failover import lab_topics
-from kafkalab.labs.measured import Measured
+from kafkalab.labs.foreign_groups import ForeignGroupWatch
+from kafkalab.labs.measured import Measured, Unmeasured
 from kafkalab.labs.model import ConsumerPlan, Lab
 from kafkalab.labs.run_deps import RunDeps
 from kafkalab.labs.timeline import Timeline
@@ -38,15 +41,27 @@ class RunClients:
     deps: RunDeps
     sleep: Callable[[float], None]  # waits; raises when the run is stopped
     say: Callable[[str], None]  # tells what the run is doing
-    producer: Producer | None = None
-    consumers: dict[int, list[Consumer]] = field(default_factory=dict)
+    producer: Producer | ForeignProducer | None = None
+    consumers: dict[int, list[Consumer | ForeignConsumer]] = field(default_factory=dict)
     # told each client process as it starts (its name, its pid): the network-fault proxy's names for them
     on_started: Callable[[str, int], None] | None = None
+    admin_bootstrap: str = ""  # kafkalab's own path to the brokers (not through the proxies): foreign groups' facts
+    _groups: ForeignGroupWatch | None = None
 
     # ---- the producer ----------------------------------------------------------------------------
     def make_producer(self, seed: int) -> None:
-        self.producer = self.deps.producer(self.lab.producer, self.run_dir, self.bootstrap,
-                                           self.timeline.add_client_event, seed)
+        plan = self.lab.producer
+        if plan.command is not None:
+            values = self._role_values("producer", plan.config.topic, plan.settings)
+            self.producer = ForeignProducer(plan.config, plan.command, values, self.timeline.add_client_event)
+            return
+        self.producer = self.deps.producer(plan, self.run_dir, self.bootstrap, self.timeline.add_client_event, seed)
+
+    def _role_values(self, role: str, topic: str, settings: Mapping[str, str]) -> RoleValues:
+        """What a foreign command playing ``role`` is told: the lab's bootstrap (through the proxies), its topic,
+        and its course options (the cluster's bootstrap and the topic among them, as the course's apps read them)."""
+        options = {"bootstrap.server": self.bootstrap, f"{role}.topic": topic, **settings}
+        return RoleValues(self.bootstrap, topic, options, self.run_dir)
 
     def start_producer(self) -> None:
         producer = self.producer
@@ -82,7 +97,16 @@ class RunClients:
         instances = self.consumers.setdefault(plan.local_id, [])
         if instances and instances[-1].running:
             return False
-        consumer = self.deps.consumer(plan, self.run_dir, self.bootstrap, self.timeline.add_client_event)
+        consumer: Consumer | ForeignConsumer
+        if plan.command is not None:
+            values = self._role_values("consumer", plan.config.topic, plan.settings)
+            consumer = ForeignConsumer(plan.config, plan.command, values, self.timeline.add_client_event)
+            if self._groups is None:
+                self._groups = ForeignGroupWatch(self.admin_bootstrap or self.bootstrap, self.lab.topic,
+                                                 self.run_dir / "foreign-groups.log")
+            self._groups.watch(consumer)
+        else:
+            consumer = self.deps.consumer(plan, self.run_dir, self.bootstrap, self.timeline.add_client_event)
         instances.append(consumer)
         self.timeline.say(EventKind.CONSUMER_LAUNCH, plan.name, f"{plan.name} started (group {plan.group})")
         consumer.start()
@@ -143,12 +167,30 @@ class RunClients:
             if caught_up and time.monotonic() - quiet_since >= timing.drain_quiet_s:
                 break
             self.sleep(timing.drain_poll_s)
+        self._quit_foreign([c for c in running if isinstance(c, ForeignConsumer)])
         for c in running:
             c.stop()
         for c in running:
             if not c.join(20):
                 c.crash()
                 c.join(5)
+
+    def _quit_foreign(self, foreign: list[ForeignConsumer]) -> None:
+        """Foreign consumers end as the course ends its consumers: a ``quit`` record to every partition. One that
+        has not ended within its grace is stopped (SIGTERM, then SIGKILL), and the timeline says it ignored quit."""
+        if not foreign:
+            return
+        try:
+            self.deps.send_control(self.admin_bootstrap or self.bootstrap, self.lab.topic, "quit")
+        except KafkalabError as exc:
+            self.say(f"could not send quit to the foreign consumers ({exc}): stopping them by signal")
+            return
+        deadline = time.monotonic() + STOP_GRACE_S
+        for c in foreign:
+            if not c.join(max(0.0, deadline - time.monotonic())):
+                self.timeline.add_client_event(ClientEvent(time.time(), c.name, "note",
+                                                           f"{c.name} did not end on quit within "
+                                                           f"{STOP_GRACE_S:.0f}s: stopped by signal"))
 
     def _groups_cover(self, stats: list[ConsumerStats]) -> bool:
         """Each group with a running member owns every partition of the topic: partitions a crashed member
@@ -171,6 +213,7 @@ class RunClients:
         out |= metrics.timeline_metrics(self.timeline, lab_topics(self.lab),
                                         [c.local_id for c in self.lab.consumers])
         out |= metrics.rebalance_metrics(self.timeline, {c.name: c.group for c in self.lab.consumers})
+        out |= dict.fromkeys(metrics.foreign_blind(self.lab), Unmeasured.NOT_OBSERVED)
         return out
 
     def close(self, clean_s: float = CLEAN_CLOSE_S) -> None:
@@ -189,6 +232,12 @@ class RunClients:
                 c.join(5)
         if self.producer is not None and self.producer.running:
             self.producer.join(15)
+        self._close_groups()
+
+    def _close_groups(self) -> None:
+        if self._groups is not None:
+            self._groups.close()
+            self._groups = None
 
     def end_stopped(self, bound_s: float = STOPPED_END_S) -> None:
         """The run was stopped (Ctrl-C, the console's stop): every client ends now, its log written, none
@@ -208,3 +257,4 @@ class RunClients:
                 c.kill_stopped()
         for c in clients:
             c.join(2)
+        self._close_groups()

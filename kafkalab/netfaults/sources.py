@@ -73,8 +73,21 @@ class SourceTable:
             return name in self._clients
 
     def identify(self, peer: Address, local: Address) -> str:
-        """The node whose process owns the socket bound to ``peer`` and connected to ``local``; else CLIENTS."""
-        return owner(self.snapshot().items(), peer, local)
+        """The node whose process owns the socket bound to ``peer`` and connected to ``local``; else CLIENTS.
+        A named client's descendants are it too: a foreign command's ``java`` runs under its shell (or ``mvn``)."""
+        with self._lock:
+            pairs = list(self._pids.items())
+            clients = set(self._clients)
+        candidates = [*pairs, *((name, child) for name, pid in pairs if name in clients for child in descendants(pid))]
+        return owner(candidates, peer, local)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (none when it has ended)."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def sockets_visible(pid: int) -> bool:

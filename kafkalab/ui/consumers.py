@@ -73,8 +73,9 @@ def consumer_row(c: ConsumerStats, with_group: bool = False, narrow: bool = Fals
     state_style = STATE_STYLES.get(state, "")
     count = compact if narrow else "{:,}".format
     lag = unread(c, count)
-    return {
-        "name": cell(f"{c.name}@{c.group}" if with_group else c.name, state_style if narrow else ""),
+    name = f"{c.name}@{c.group}" if with_group else c.name
+    return {  # a foreign command's consumer is marked: its assignment and lag are its group's, not its own
+        "name": cell(name + ("·cmd" if c.foreign else ""), state_style if narrow else ""),
         "state": cell(state, state_style), "assigned": cell(ranges(c.assignment)),
         "received": cell(count(c.received)), "processed": cell(count(c.processed)),
         "committed": cell(count(sum(c.committed.values()))),

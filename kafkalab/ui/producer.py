@@ -42,6 +42,9 @@ def counts_parts(stats: ProducerStats) -> list[Text]:
 
 
 def failures_line(stats: ProducerStats) -> Text:
+    if stats.foreign:  # its failures are its own to report: its last output line says what it says
+        said = Text("its output: ", style="dim").append(stats.output[-1] if stats.output else "(none yet)")
+        return Text(error_sentence(stats.error), style="red") if stats.error else said
     if not stats.failed and not stats.unknown and not stats.error:
         return Text("no failures", style="dim green")
     line = Text()
@@ -115,6 +118,7 @@ class ProducerPane(Vertical):
             return
         self.shown = True
         title = "producer" if stats.name == "producer" else f"producer {stats.name}"
+        title += " · your command" if stats.foreign else ""
         if self.border_title != title:  # a title set repaints the pane: only on a change
             self.border_title = title
         self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)
