@@ -9,40 +9,27 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
-
-from confluent_kafka import (
-    OFFSET_INVALID,
-    ElectionType,
-    KafkaError,
-    KafkaException,
-    TopicCollection,
-    TopicPartition,
-)
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ConfigSource,
-    NewTopic,
-    OffsetSpec,
-)
+from typing import TYPE_CHECKING, Any
 
 from kafkalab.admin.broker_wire import Unanswered
 from kafkalab.admin.metadata_source import MetadataSource, end_offsets
 from kafkalab.admin.snapshot import ClusterSnapshot, PartitionState, TopicDescription
 from kafkalab.errors import KafkalabError, short_error, unreachable
 
+if TYPE_CHECKING:  # librdkafka is loaded by the first client, never by importing this module (the console)
+    from confluent_kafka.admin import AdminClient, ConfigEntry, OffsetSpec
+
 REQUEST_TIMEOUT_S = 1.0
 # A topic creation unanswered this long (no controller took it, as in a KRaft quorum without a majority, or
 # librdkafka asked a broker that never answers for it), or answered NOT_CONTROLLER (after the controller moved
 # librdkafka may keep asking the old one), is asked again through a new client, which learns the controller.
 CREATE_ATTEMPT_S = 15.0
-TIMED_OUT = KafkaError._TIMED_OUT
+TIMED_OUT = -185  # librdkafka's KafkaError._TIMED_OUT, named without loading it
 
 
 def _admin_client(bootstrap: str) -> AdminClient:
+    from confluent_kafka.admin import AdminClient
+
     return AdminClient({
         "bootstrap.servers": bootstrap,
         "socket.connection.setup.timeout.ms": 1000,
@@ -111,6 +98,8 @@ class Admin:
 
     def end_offsets(self, partitions: list[tuple[str, int]], wait_s: float | None = None) -> dict[tuple[str, int], int]:
         """Log-end offsets of the partitions that answer within ``wait_s`` (default: the request timeout)."""
+        from confluent_kafka.admin import OffsetSpec
+
         return self.list_offsets(partitions, OffsetSpec.latest(), wait_s)
 
     def list_offsets(self, partitions: list[tuple[str, int]], spec: OffsetSpec,
@@ -121,6 +110,8 @@ class Admin:
         whose offsets are not known yet (just after its leader died) answers OFFSET_INVALID (-1001): that is no
         offset, so it is left out as an unanswered one is, never shown as a number.
         """
+        from confluent_kafka import OFFSET_INVALID, TopicPartition
+
         if not partitions:
             return {}
         answers = self._answers(self._client.list_offsets, {TopicPartition(t, p): spec for t, p in partitions},
@@ -138,6 +129,8 @@ class Admin:
         return {t: self._min_isr[t][1] for t in topics if t in self._min_isr}
 
     def _configs(self, topics: list[str]) -> dict[str, dict[str, ConfigEntry]]:
+        from confluent_kafka.admin import ConfigResource
+
         resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
         return {res.name: configs for res, configs in
                 self._answers(self._client.describe_configs, resources, self._deadline(None)).items()}
@@ -145,6 +138,8 @@ class Admin:
     def _answers(self, call: Callable[..., dict[Any, Future[Any]]], request: Any, deadline: float) -> dict[Any, Any]:
         """One batch admin request's answers that came by ``deadline``, by their key; failed or late ones are
         left out (the caller shows what it has)."""
+        from confluent_kafka import KafkaException
+
         try:
             futures = call(request, request_timeout=self.timeout_s)
         except KafkaException:
@@ -171,6 +166,9 @@ class Admin:
         """``brokers_up``: the brokers the caller knows run. Just after a start the controller may refuse a
         replication factor up to that many (not all registered yet): asked again until ``timeout_s``, as are
         no answer and NOT_CONTROLLER (``CREATE_ATTEMPT_S``); any other refusal is raised at once."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import NewTopic
+
         topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                          config={k: str(v) for k, v in (configs or {}).items()})
         deadline = time.monotonic() + timeout_s
@@ -207,6 +205,8 @@ class Admin:
 
     def elect_preferred(self, name: str, partitions: int, timeout_s: float = 15.0) -> None:
         """Ask for the preferred (first) replica to lead every partition of the topic."""
+        from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
         tps = [TopicPartition(name, p) for p in range(partitions)]
         try:
             results = self._client.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
@@ -219,6 +219,8 @@ class Admin:
                 raise KafkalabError(f"preferred leader election on {tp.topic}/{tp.partition} failed: {err.name()}")
 
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        from confluent_kafka import KafkaException
+
         fut = self._client.delete_topics([name], request_timeout=timeout_s)[name]
         try:
             fut.result(timeout=timeout_s)
@@ -227,6 +229,8 @@ class Admin:
 
     def delete_groups(self, groups: list[str], timeout_s: float = 10.0) -> None:
         """Delete consumer groups without members; a group that does not exist is no error."""
+        from confluent_kafka import KafkaException
+
         if not groups:
             return
         for group, fut in self._client.delete_consumer_groups(groups, request_timeout=timeout_s).items():
@@ -240,6 +244,9 @@ class Admin:
                     raise KafkalabError(f"cannot delete consumer group {group}: {short_error(exc)}") from None
 
     def describe_topic(self, name: str) -> TopicDescription:
+        from confluent_kafka import KafkaException, TopicCollection
+        from confluent_kafka.admin import ConfigSource
+
         try:
             desc = self._client.describe_topics(
                 TopicCollection([name]), request_timeout=max(self.timeout_s, 5.0)
@@ -262,6 +269,9 @@ class Admin:
         return TopicDescription(name, topic_id, parts, dynamic)
 
     def alter_topic_configs(self, name: str, set_configs: dict[str, str], delete: list[str] | None = None) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
         entries = [ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET) for k, v in set_configs.items()]
         entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete or []]
         res = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
@@ -272,6 +282,8 @@ class Admin:
         self._min_isr.pop(name, None)
 
     def topics(self) -> list[str]:
+        from confluent_kafka import KafkaException
+
         try:
             return sorted(self._client.list_topics(timeout=max(self.timeout_s, 5.0)).topics)
         except KafkaException as exc:
@@ -289,6 +301,8 @@ def _with_end(p: PartitionState, end: int | None) -> PartitionState:
 
 def _error_code(exc: BaseException) -> Any:
     """A Kafka error's code; a future's own timeout counts as librdkafka's _TIMED_OUT."""
+    from confluent_kafka import KafkaException
+
     if isinstance(exc, KafkaException) and exc.args and hasattr(exc.args[0], "code"):
         return exc.args[0].code()
     return TIMED_OUT

@@ -12,11 +12,13 @@ never joins the group.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from confluent_kafka import Consumer, TopicPartition
-
 from kafkalab.admin.client import Admin, SilentLogger
+
+if TYPE_CHECKING:  # librdkafka is loaded by the first read, never by importing this module (the console)
+    from confluent_kafka import Consumer
 
 TopicPartitionKey = tuple[str, int]
 
@@ -32,6 +34,8 @@ class CommittedOffsets:
     def read(self, group: str, partitions: list[TopicPartitionKey], timeout_s: float) -> dict[TopicPartitionKey, int]:
         """The committed offset of each of ``partitions`` that has one; KafkaException when the group's
         coordinator does not answer within ``timeout_s``."""
+        from confluent_kafka import TopicPartition
+
         if not partitions:
             return {}
         answered = self._consumer(group).committed([TopicPartition(t, p) for t, p in partitions],
@@ -39,6 +43,8 @@ class CommittedOffsets:
         return {(tp.topic, tp.partition): tp.offset for tp in answered if tp.error is None and tp.offset >= 0}
 
     def _consumer(self, group: str) -> Consumer:
+        from confluent_kafka import Consumer
+
         with self._lock:
             if group not in self._consumers:
                 self._consumers[group] = Consumer({

@@ -12,14 +12,15 @@ import builtins
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
-
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
+from typing import TYPE_CHECKING, Any
 
 from kafkalab.admin.client import Admin
 from kafkalab.admin.committed import committed_offsets
 from kafkalab.errors import KafkalabError, short_error, unreachable
+
+if TYPE_CHECKING:  # librdkafka is loaded by the first request, never by importing this module (the console)
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import OffsetSpec
 
 # States in which Kafka lets a group's offsets be reset: no member holds a partition.
 INACTIVE_STATES = ("Empty", "Dead")
@@ -269,6 +270,8 @@ class Groups:
     # (builtins.list below: in this class body ``list`` is the method above)
     def plan_reset(self, group: str, topic_specs: builtins.list[str], target: ResetTarget) -> builtins.list[OffsetMove]:
         """The new offset of every partition asked for; refuses while the group has active members."""
+        from confluent_kafka.admin import OffsetSpec
+
         desc = self._answered(group)
         if desc.state not in INACTIVE_STATES:
             raise GroupActive(
@@ -298,6 +301,8 @@ class Groups:
                 for t, p in keys]
 
     def apply_reset(self, group: str, moves: builtins.list[OffsetMove]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(m.topic, m.partition, m.new) for m in moves])
         try:
             result = self.admin.client.alter_consumer_group_offsets(
@@ -347,6 +352,8 @@ class Groups:
 
     def partition_ids(self, topic: str) -> builtins.list[int]:
         """The partitions of a topic that exists, else one error line."""
+        from confluent_kafka import KafkaException
+
         try:
             # All topics, not list_topics(topic=...): asking for one by name may auto-create it.
             md = self.admin.client.list_topics(timeout=max(self.admin.timeout_s, 5.0))
@@ -382,6 +389,8 @@ class Groups:
 
 def _state(state: ConsumerGroupState | str | int | None) -> str:
     """Kafka's spelling of a group state: Stable, Empty, PreparingRebalance, ..."""
+    from confluent_kafka import ConsumerGroupState
+
     names = {ConsumerGroupState.STABLE: "Stable", ConsumerGroupState.EMPTY: "Empty",
              ConsumerGroupState.DEAD: "Dead", ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
              ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance"}
@@ -393,6 +402,8 @@ def _left(deadline: float) -> float:
 
 
 def _text(exc: BaseException) -> str:
+    from confluent_kafka import KafkaException
+
     if isinstance(exc, KafkaException):
         err = exc.args[0] if exc.args else None
         if err is not None and hasattr(err, "name"):

@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from confluent_kafka import OFFSET_BEGINNING
-
 from kafkalab.admin import Admin, Groups
 from kafkalab.cli.common import add_target_args, client_bootstrap_for
 from kafkalab.clients.options import parse_defines
-from kafkalab.clients.records import DEFAULT_FORMAT, KEYS_FORMAT, RecordTail, RecordTyper, parse_start
+from kafkalab.clients.records import DEFAULT_FORMAT, KEYS_FORMAT, OFFSET_BEGINNING, RecordTail, RecordTyper, parse_start
 from kafkalab.errors import KafkalabError
 
 

@@ -9,21 +9,40 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
-from confluent_kafka import Consumer as _RdConsumer
-
+from kafkalab.clients.one_shot import call_in_child, serve_one
 from kafkalab.clients.payload_log import ConsumedRows, PayloadLog
-from kafkalab.clients.preflight import check_topic, consumer_conf
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import AUDIT_CONSUMER, CONSUMER_COLUMNS
 
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer as _RdConsumer
+
 Progress = Callable[[int, int], None]  # (records read, records expected)
+MODULE = "kafkalab.clients.audit"  # the child: python -m MODULE
+BEFORE_READ_S = 60.0  # the child's topic check and end offsets (their own bounds and graces) before it reads
 
 
 def audit_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.0,
                 progress: Progress | None = None) -> tuple[Path, int]:
-    """Read ``topic`` in full into ``log_dir/audit.csv``; returns (path, records)."""
+    """Read ``topic`` in full into ``log_dir/audit.csv``; returns (path, records).
+
+    The consumer reads in a child process (:mod:`kafkalab.clients.one_shot`): a librdkafka crash fails this
+    audit with a KafkalabError instead of ending the console. ``progress`` gets (read, expected) per batch."""
+    request = {"bootstrap": bootstrap, "topic": topic, "log_dir": str(log_dir), "timeout": timeout}
+    report = None if progress is None else (lambda done: progress(int(done[0]), int(done[1])))
+    path, read = call_in_child(MODULE, request, f"the audit of {topic}", timeout + BEFORE_READ_S, report)
+    return Path(path), int(read)
+
+
+def read_topic(bootstrap: str, topic: str, log_dir: Path, timeout: float = 120.0,
+               progress: Progress | None = None) -> tuple[Path, int]:
+    """The child's work (see :func:`audit_topic`): every partition read from the beginning, without a group."""
+    from confluent_kafka import Consumer as _RdConsumer
+
+    from kafkalab.clients.preflight import check_topic, consumer_conf
+
     partitions = check_topic(bootstrap, topic)
     conf = consumer_conf({
         "bootstrap.servers": bootstrap, "group.id": "kafkalab-audit", "enable.auto.commit": False,
@@ -45,6 +64,8 @@ def end_offsets(new_client: Callable[[], _RdConsumer], topic: str, partitions: i
     """The end offset of each partition that holds records, asked again for ``grace`` seconds, each time
     through a new client: one whose first metadata came from a broker just back can hold the topic without
     the partition (_UNKNOWN_PARTITION), and kept saying so for 25 s while the cluster named its leader."""
+    from confluent_kafka import KafkaException, TopicPartition
+
     deadline = time.monotonic() + grace
     while True:
         client, asking = new_client(), 0
@@ -68,6 +89,8 @@ def end_offsets(new_client: Callable[[], _RdConsumer], topic: str, partitions: i
 
 def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: PayloadLog, expected: int,
               timeout: float, progress: Progress | None) -> int:
+    from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
     rows = ConsumedRows(AUDIT_CONSUMER, topic, "")
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
     pending = dict(ends)  # partition -> end offset still to reach
@@ -101,3 +124,13 @@ def _read_all(consumer: _RdConsumer, topic: str, ends: dict[int, int], log: Payl
         if progress is not None:
             progress(read, expected)
     return read
+
+
+def _answer(request: dict[str, Any], progress: Callable[[Any], None]) -> tuple[str, int]:
+    path, read = read_topic(request["bootstrap"], request["topic"], Path(request["log_dir"]), request["timeout"],
+                            lambda done, expected: progress((done, expected)))
+    return str(path), read
+
+
+if __name__ == "__main__":
+    serve_one(_answer)

@@ -12,11 +12,13 @@ import io
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-from confluent_kafka import Message
+from typing import TYPE_CHECKING
 
 from kafkalab.clients.corpus import corpus_lines
 from kafkalab.logformat import MSG_ID_HEADER
+
+if TYPE_CHECKING:  # the console imports this module; only the clients' child processes load librdkafka
+    from confluent_kafka import Message
 
 PARTIAL_SUFFIX = ".partial"
 _BUFFER = 1 << 20

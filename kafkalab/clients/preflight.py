@@ -6,9 +6,6 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException
-from confluent_kafka import Producer as _RdProducer
-
 from kafkalab.errors import KafkalabError
 
 # librdkafka's own log lines go to Python logging (silent unless configured), never straight to stderr.
@@ -40,6 +37,9 @@ def check_topic(bootstrap: str, topic: str, timeout: float = 5.0, grace: float =
     for again for ``grace`` seconds: a topic just created takes a moment to reach every broker (on a loaded
     laptop more than 3 s were seen).
     """
+    from confluent_kafka import KafkaException
+    from confluent_kafka import Producer as _RdProducer
+
     probe = _RdProducer(base_conf({"bootstrap.servers": bootstrap, "allow.auto.create.topics": True}))
     deadline = time.monotonic() + grace
     try:

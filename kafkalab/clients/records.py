@@ -11,19 +11,22 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Message, TopicPartition
-from confluent_kafka import Producer as RdProducer
+from typing import TYPE_CHECKING, Any
 
 from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
 from kafkalab.clients.payload_log import Headers
 from kafkalab.errors import KafkalabError, short_error
 from kafkalab.logformat import MSG_ID_HEADER, TYPED_MSG_ID
 
+if TYPE_CHECKING:  # librdkafka is loaded when a tail or a typer starts, never by importing this module
+    from confluent_kafka import KafkaError, Message
+
 DEFAULT_FORMAT = "%s"
 KEYS_FORMAT = "%k %s"
 _TYPED_HEADERS: Headers = [(MSG_ID_HEADER, TYPED_MSG_ID.encode())]  # the analysis tells typed records by it
+# librdkafka's logical offsets (confluent_kafka.OFFSET_BEGINNING, OFFSET_END), named without loading it
+OFFSET_BEGINNING = -2
+OFFSET_END = -1
 _TAIL_GROUP = "kafkalab-tail"  # librdkafka wants a group.id even to assign; nothing is committed under it
 
 
@@ -92,6 +95,8 @@ class RecordTail:
 
     def __init__(self, bootstrap: str, topic: str, partitions: list[int], start: int = OFFSET_END,
                  group: str | None = None, stop_at_end: bool = False) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
         self.topic = topic
         self.group = group
         self._pending_eof = set(partitions) if stop_at_end else set()
@@ -104,6 +109,8 @@ class RecordTail:
 
     def poll(self, timeout_s: float = 0.2, limit: int = 500) -> list[Record]:
         """The records that arrived within ``timeout_s`` (at most ``limit``), in the order of each partition."""
+        from confluent_kafka import KafkaError
+
         records: list[Record] = []
         for msg in self._consumer.consume(limit, timeout_s):
             err = msg.error()
@@ -169,6 +176,8 @@ class RecordTyper:
     """Sends one record at a time and waits for its delivery report."""
 
     def __init__(self, bootstrap: str, topic: str, settings: Mapping[str, str] | None = None) -> None:
+        from confluent_kafka import Producer as RdProducer
+
         given = dict(settings or {})
         given.setdefault("producer.delivery-timeout", "10000")  # a typed line should not wait two minutes
         given.setdefault("producer.request-timeout", "5000")
@@ -178,6 +187,8 @@ class RecordTyper:
         self._producer = RdProducer({**config.librdkafka(), "client.id": "kafkalab-type", "log_level": 0})
 
     def send(self, line: str, key_sep: str | None = None) -> Outcome:
+        from confluent_kafka import KafkaError, KafkaException
+
         try:
             key, value = split_key(line, key_sep)
         except ValueError as exc:
