@@ -208,3 +208,23 @@ def test_a_foreign_producer_under_a_shell_is_held_by_the_network_fault_and_the_a
     assert "retention.ms" in faults[1] and faults[2].startswith("heal producer"), faults  # the admin call went through
     result = json.loads((run_dir / "result.json").read_text())
     assert [f["state"] for f in result["faults"]] == ["fired"] * 3, result["faults"]
+
+
+# ---- the console's choice: who plays the clients ------------------------------------------------------------------
+def test_the_prompt_chooses_who_plays_the_clients_and_takes_it_back() -> None:
+    from kafkalab.feeds.players import is_player_line, played
+
+    lab = load_lab(LABS / "01-setup-check.toml")
+    assert is_player_line("producer-cmd sh -c true") and not is_player_line("producer.acks=all")
+    mine, said = played(lab, "consumer-cmd sh -c 'my consumer {options}'")
+    assert mine.commands == {"consumer-1": "sh -c 'my consumer {options}'"}
+    assert said == "your command plays the consumer from the next run: sh -c 'my consumer {options}'"
+    both, _ = played(mine, "producer-cmd sh -c true")
+    assert set(both.commands) == {"producer", "consumer-1"}
+    back, said = played(both, "consumer-cmd -")
+    assert back.commands == {"producer": "sh -c true"} and said == "kafkalab's own consumer plays it from the next run"
+    assert played(back, "clients python")[0].commands == {}
+    with pytest.raises(Exception, match="write clients java or clients python"):
+        played(lab, "clients rust")
+    with pytest.raises(Exception, match="no-such-thing: no such command on PATH"):
+        played(lab, "producer-cmd no-such-thing {options}")

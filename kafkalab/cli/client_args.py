@@ -8,6 +8,7 @@ from enum import StrEnum
 from kafkalab.clients.foreign import check_runnable
 from kafkalab.clients.foreign_command import PLACES
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.players import java_templates
 from kafkalab.labs.model import Lab
 
 PLACES_TEXT = ", ".join(f"{{{p}}}" for p in PLACES)
@@ -45,14 +46,6 @@ def with_clients(lab: Lab, args: argparse.Namespace) -> Lab:
     if consumer is not None and not lab.consumers:
         raise KafkalabError(f"--consumer-cmd: lab {lab.id} has no consumer to play: drop it")
     return lab.with_commands(producer, consumer)
-
-
-def java_templates(lab: Lab) -> tuple[str, str]:
-    """kafkalab's Java clients' commands for the Kafka release ``lab`` runs on."""
-    from kafkalab.clients.java_client import java_command_templates
-    from kafkalab.labs.run_deps import lab_distribution
-
-    return java_command_templates(lab_distribution(lab.cluster.kafka_version))
 
 
 def client_argv(args: argparse.Namespace) -> list[str]:

@@ -38,6 +38,7 @@ from kafkalab.feeds.frames import (
 )
 from kafkalab.feeds.metadata_facts import MetadataFacts
 from kafkalab.feeds.node_logs import NodeLogs, nodes_frame
+from kafkalab.feeds.players import played
 from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleAction, NotOffered, Source, apply_net
 from kafkalab.labs import metrics
 from kafkalab.labs.events import Event, FaultEvent, NetEvent, NodeEvent, by_whom
@@ -194,6 +195,18 @@ class LabSource(Source):
         if run is None or run.cluster is None or run.phase not in LIVE_PHASES:
             raise KafkalabError(f"no run is live: {word!r} goes to running consumers (start a run with g)")
         send_control(run.cluster.bootstrap, self.lab.topic, word, all_partitions=True)
+
+    def choose_players(self, text: str) -> str:
+        """Who plays the clients from the next run (``clients java``, ``producer-cmd CMD``...); says what."""
+        self._refuse_while_grading()
+        if self.session.running:
+            raise KafkalabError("who plays the clients changes between runs: stop the run first (x)")
+        lab, said = played(self.lab, text)
+        if self.exercise is not None:  # the exercise's runs and graded checks are built on its shipped lab
+            self.exercise.shipped = played(self.exercise.shipped, text)[0]
+            lab = self.exercise.demo_lab() if self.exercise.fix is not None else lab
+        self.session.lab = lab
+        return said
 
     def change_setting(self, name: str, value: str) -> None:
         """A producer.* or consumer.* option for the next run (validated like the command line)."""

@@ -151,6 +151,10 @@ class Source(ABC):
     def change_setting(self, name: str, value: str) -> None:
         raise NotOffered(self.why_not)
 
+    def choose_players(self, text: str) -> str:
+        """Who plays the lab's clients from the next run (``clients java``, ``producer-cmd CMD``...); says what."""
+        raise NotOffered(self.why_not)
+
     def alter_topic(self, topic: str, replication_factor: int | None, min_isr: int | None) -> str:
         raise NotOffered(self.why_not)
 

@@ -36,7 +36,14 @@ from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
 from kafkalab.labs.results import Phase
 from kafkalab.ui import bindings, repaint_fix
 from kafkalab.ui.broker import BrokerPane
-from kafkalab.ui.change_prompt import CHANGE_PROMPT, SETTING_PROMPT, ChangePrompt, LineHistory, set_setting
+from kafkalab.ui.change_prompt import (
+    CHANGE_PROMPT,
+    SETTING_PROMPT,
+    ChangePrompt,
+    LineHistory,
+    exercise_change,
+    set_setting,
+)
 from kafkalab.ui.check_view import CheckChanged, check_word
 from kafkalab.ui.consumers import ConsumersTable
 from kafkalab.ui.controllers import MetadataPanes
@@ -630,7 +637,7 @@ class LabConsole(App[None], ExerciseKeys):
         one back); elsewhere a client setting for the next run."""
         exercise = self.run_frame.exercise
         if exercise is not None and exercise.fixable and ConsoleAction.CHECK_FIX in self.source.offers:
-            prompt = ChangePrompt(CHANGE_PROMPT, self.source.add_change, self.typed_lines)
+            prompt = ChangePrompt(CHANGE_PROMPT, lambda line: exercise_change(self.source, line), self.typed_lines)
         else:
             prompt = ChangePrompt(SETTING_PROMPT, lambda line: set_setting(self.source, line), self.typed_lines)
         self.push_screen(prompt, self.prompt_did)

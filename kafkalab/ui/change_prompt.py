@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from kafkalab.clients.options import canonical_name
+from kafkalab.feeds.players import is_player_line
 from kafkalab.feeds.source import Source
 from kafkalab.settings_text import name_value
 from kafkalab.ui.modals import InputScreen
@@ -27,10 +28,12 @@ CHANGE_PROMPT = ("Your change for the next runs, one of:\n"
                  "  broker unclean.leader.election.enable=true\n"
                  "  action brokers >= 3 -> replicate topic test-topic rf=3\n"
                  "  -producer.acks  (takes a kept change back)\n"
+                 "  clients java | consumer-cmd CMD  (who plays them)\n"
                  "Settings that only work together go on one line.")
 SETTING_PROMPT = ("Change a producer or consumer setting for the next run:\n"
                   "  producer.acks=all  (kafkalab's name)\n"
-                  "  enable.idempotence=true  (Kafka's name)")
+                  "  enable.idempotence=true  (Kafka's name)\n"
+                  "  clients java | producer-cmd CMD  (who plays them)")
 EXAMPLE = "producer.acks=all"
 
 
@@ -108,8 +111,16 @@ class ChangePrompt(InputScreen):
         line.cursor_position = len(line.value)
 
 
+def exercise_change(source: Source, text: str) -> str:
+    """A fix lab's `e` prompt: who plays the clients, or a change the exercise keeps."""
+    return source.choose_players(text) if is_player_line(text) else source.add_change(text)
+
+
 def set_setting(source: Source, text: str) -> str:
-    """The plain `e` prompt's ``name=value`` set for the next run (by kafkalab's name or Kafka's); says what."""
+    """The plain `e` prompt's ``name=value`` set for the next run (by kafkalab's name or Kafka's), or who plays the
+    clients; says what."""
+    if is_player_line(text):
+        return source.choose_players(text)
     written, value = name_value(text, "", EXAMPLE)
     name = canonical_name(written)
     source.change_setting(name, value)

@@ -1,0 +1,70 @@
+"""Who plays a lab's clients, chosen at the console's prompt: kafkalab's Python clients, its Java clients, or a
+command of the attendee's (the same choices as `--clients` and `--producer-cmd`/`--consumer-cmd`).
+
+    clients java | clients python | producer-cmd CMD | consumer-cmd CMD | producer-cmd - (kafkalab's own again)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kafkalab.clients.foreign import check_runnable
+from kafkalab.clients.foreign_command import check_template
+from kafkalab.errors import KafkalabError
+from kafkalab.labs.model import Lab
+
+WORDS = ("clients", "producer-cmd", "consumer-cmd")
+OWN = "-"  # producer-cmd - : kafkalab's own client plays the role again
+
+
+def is_player_line(text: str) -> bool:
+    return text.strip().split(" ", 1)[0] in WORDS
+
+
+def java_templates(lab: Lab) -> tuple[str, str]:
+    """kafkalab's Java clients' commands for the Kafka release ``lab`` runs on."""
+    from kafkalab.clients.java_client import java_command_templates
+    from kafkalab.labs.run_deps import lab_distribution
+
+    return java_command_templates(lab_distribution(lab.cluster.kafka_version))
+
+
+def played(lab: Lab, text: str) -> tuple[Lab, str]:
+    """``lab`` with its roles played as the line says, and what that is in words; KafkalabError (one line) for a
+    line it cannot read or a command that cannot run."""
+    word, _, rest = text.strip().partition(" ")
+    rest = rest.strip()
+    if word == "clients":
+        if rest == "python":
+            return _roles(lab, None, None), ("kafkalab's Python clients play the producer and consumers from the "
+                                             "next run")
+        if rest == "java":
+            producer, consumer = java_templates(lab)
+            return _roles(lab, producer, consumer), ("kafkalab's Java clients play the producer and consumers from "
+                                                     "the next run")
+        raise KafkalabError(f"clients {rest}: write clients java or clients python")
+    role = word.removesuffix("-cmd")
+    if not rest:
+        raise KafkalabError(f"{word}: give the command that runs your {role} (e.g. {word} java {{options}} -jar "
+                            f"{role}.jar), or {word} - for kafkalab's own")
+    if rest == OWN:
+        return _roles(lab, *((None, _consumer(lab)) if role == "producer" else (_producer(lab), None))), \
+            f"kafkalab's own {role} plays it from the next run"
+    check_runnable(check_template(rest, word), word)
+    if role == "consumer" and not lab.consumers:
+        raise KafkalabError(f"lab {lab.id} has no consumer for {word} to play")
+    new = _roles(lab, rest, _consumer(lab)) if role == "producer" else _roles(lab, _producer(lab), rest)
+    return new, f"your command plays the {role} from the next run: {rest}"
+
+
+def _producer(lab: Lab) -> str | None:
+    return lab.producer.command
+
+
+def _consumer(lab: Lab) -> str | None:
+    return next((c.command for c in lab.consumers if c.command), None)
+
+
+def _roles(lab: Lab, producer: str | None, consumer: str | None) -> Lab:
+    return replace(lab, producer=replace(lab.producer, command=producer),
+                   consumers=tuple(replace(c, command=consumer) for c in lab.consumers))
