@@ -281,6 +281,30 @@ class Admin:
             raise KafkalabError(f"cannot change configs of topic {name}: {short_error(exc)}") from None
         self._min_isr.pop(name, None)
 
+    def add_partitions(self, name: str, total: int, timeout_s: float = 30.0) -> str:
+        """Grow ``name`` to ``total`` partitions, as ``kafka-topics.sh --alter --partitions`` does, and wait until
+        each has a leader; says what changed ("6 -> 8 partitions (keys now hash ...)"). Kafka cannot take
+        partitions away: ``total`` not above the count now is refused, in one line naming it, before asking."""
+        from confluent_kafka import KafkaException, TopicCollection
+        from confluent_kafka.admin import NewPartitions
+
+        why = f"cannot add partitions to topic {name}"
+        try:
+            described = self._client.describe_topics(
+                TopicCollection([name]), request_timeout=max(self.timeout_s, 5.0))[name].result(timeout=10)
+            current = len(described.partitions)
+            if total <= current:
+                raise KafkalabError(f"{why}: it has {current} partitions and Kafka cannot remove partitions: "
+                                    f"give more than {current}")
+            self._client.create_partitions([NewPartitions(name, total)], request_timeout=timeout_s)[name].result(
+                timeout=timeout_s + 1)
+        except (KafkaException, TimeoutError) as exc:
+            raise KafkalabError(f"{why}: {short_error(exc) if isinstance(exc, KafkaException) else 'no answer'}") \
+                from None
+        self.wait_for_leaders(name, total, timeout_s)
+        return (f"{current} -> {total} partitions (keys now hash to other partitions: a key's new records may go "
+                "elsewhere than its old ones)")
+
     def topics(self) -> list[str]:
         from confluent_kafka import KafkaException
 

@@ -135,8 +135,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("name", nargs="?", help="topic (default: every topic)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_topic_describe)
-    p = tsub.add_parser("alter", help="set or delete topic configs, like kafka-configs.sh --alter")
+    p = tsub.add_parser("alter", help="add partitions (like kafka-topics.sh --alter --partitions) or set or delete "
+                        "topic configs (like kafka-configs.sh --alter)")
     p.add_argument("name")
+    p.add_argument("--partitions", type=int, metavar="N", help="the new partition count (more than now: Kafka "
+                   "cannot remove partitions); a key's new records may then go to another partition")
     p.add_argument("--config", action="append", metavar="NAME=VALUE", help="config to set, repeatable")
     p.add_argument("--delete-config", action="append", metavar="NAME", help="config to remove, repeatable")
     p.set_defaults(func=cmd_topic_alter)
@@ -474,9 +477,13 @@ def cmd_topic_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_topic_alter(args: argparse.Namespace) -> int:
-    if not args.config and not args.delete_config:
-        raise KafkalabError("nothing to change: give --config NAME=VALUE or --delete-config NAME")
-    Admin(bootstrap_for(args), timeout_s=5).alter_topic_configs(
-        args.name, parse_settings(args.config, "--config"), args.delete_config)
-    console.print(f"Completed updating config for topic {args.name}.")
+    if not args.config and not args.delete_config and args.partitions is None:
+        raise KafkalabError("nothing to change: give --partitions N, --config NAME=VALUE or --delete-config NAME")
+    configs = parse_settings(args.config, "--config")  # a bad one refused before anything changed
+    admin = Admin(bootstrap_for(args), timeout_s=5)
+    if args.partitions is not None:
+        console.print(f"{args.name}: {admin.add_partitions(args.name, args.partitions)}", soft_wrap=True)
+    if configs or args.delete_config:
+        admin.alter_topic_configs(args.name, configs, args.delete_config)
+        console.print(f"Completed updating config for topic {args.name}.")
     return 0

@@ -43,6 +43,7 @@ from kafkalab.feeds.source import EXERCISE_ACTIONS, SNAPSHOT_WAIT_S, ConsoleActi
 from kafkalab.labs import metrics
 from kafkalab.labs.events import Event, FaultEvent, NetEvent, NodeEvent, by_whom
 from kafkalab.labs.failover import Leadership, lab_topics, leader_changes, leadership
+from kafkalab.labs.fix import partitions_line
 from kafkalab.labs.fix_attempt import FixAttempt
 from kafkalab.labs.grade import who_am_i
 from kafkalab.labs.graded_check import CheckPhase, CheckStatus, GradedCheck
@@ -250,6 +251,18 @@ class LabSource(Source):
             said.append(f"reassigning to RF {replication_factor} during the run (the ISR column shows it complete)")
         return f"{topic}: {'; '.join(said) or 'unchanged'}"
 
+    def _grow_live(self, topic: str, partitions: int) -> str:
+        """Partitions added to the live run's topic now (the partition table shows them with its next poll); never
+        kept for the next runs, nor done between runs: Kafka cannot take them back."""
+        self._refuse_while_grading()
+        run = self.session.current
+        if not self.session.running or run is None or run.admin is None:
+            raise KafkalabError(f"partitions={partitions} grows the live topic during a run: start one (g) and type "
+                                "it then (it is never kept for the next runs: Kafka cannot remove partitions)")
+        if not self._up:
+            raise KafkalabError("the cluster is not up yet: try again in a moment")
+        return f"{topic}: {run.admin.add_partitions(topic, partitions)}"
+
     # ---- the exercise ----------------------------------------------------------------------------------
     def _exercise(self) -> Exercise:
         if self.exercise is None:
@@ -261,7 +274,10 @@ class LabSource(Source):
             raise KafkalabError("a graded check is under way: wait for its grade, or stop it (x)")
 
     def add_change(self, text: str) -> str:
-        """A change for the next runs, or one taken back (refused, in one line, when the lab does not allow it)."""
+        """A change for the next runs, or one taken back (refused, in one line, when the lab does not allow it).
+        ``topic T partitions=N`` is no change kept: partitions are added to the live run's topic now."""
+        if (grow := partitions_line(text)) is not None:
+            return self._grow_live(*grow)
         exercise = self._exercise()
         line = exercise.read(text)
         self._refuse_while_grading()

@@ -25,7 +25,9 @@ do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | s
      limit take ``direction`` (requests | replies | both, the default) | heal (every link; with ``on``, every
      link of those nodes; with ``on`` and ``to``, those links);
      consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
-     | replicate (``replication_factor``) | elect-preferred | type (``records``, each ``key:value`` or a value);
+     | replicate (``replication_factor``) | add-partitions (``partitions``: the new total, more than the topic
+     has; a key's new records may then land on another partition) | elect-preferred | type (``records``, each
+     ``key:value`` or a value);
      groups: reset-offsets (``reset``: to-earliest, to-latest, to-offset N, shift-by N or to-datetime ISO;
      once the group has no active member);  anything: check (``expect``) | note
 """
@@ -52,7 +54,7 @@ from kafkalab.netfaults import Direction
 NODE_ACTIONS = tuple(a.value for a in NodeAction)
 CONSUMER_ACTIONS = ("start", "stop", "crash")
 PRODUCER_ACTIONS = ("start", "stop")
-TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "elect-preferred", "type")
+TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "add-partitions", "elect-preferred", "type")
 GROUP_ACTIONS = ("reset-offsets",)
 ANY_ACTIONS = ("check", "note")
 # network faults, through the cluster's proxy; LINK_ACTIONS act on the links from ``on`` to ``to``
@@ -343,6 +345,7 @@ class Fault:
     word: str = ""  # the control word of `send`
     configs: Mapping[str, str] = field(default_factory=dict)
     replication_factor: int = 0
+    partitions: int = 0  # add-partitions: the topic's new partition count
     expect: str = ""
     note: str = ""
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -424,6 +427,8 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
     rf = int(raw.get("replication_factor", 0))
     if action == "replicate" and not 1 <= rf <= brokers:
         raise ValueError(f"replication_factor: replicate needs a replication_factor within 1..{brokers}")
+    partitions = field_error("partitions", lambda: _partitions(raw.get("partitions"))) \
+        if action == "add-partitions" else 0
     reset = field_error("reset", lambda: parse_reset(str(raw.get("reset", "to-earliest")))) \
         if action == "reset-offsets" else None
     records = raw.get("records", [])
@@ -437,7 +442,7 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
     return Fault(
         at=trigger, action=action, target=target, word=word,
         configs={str(k): str(v) for k, v in dict(raw.get("configs", {})).items()},
-        replication_factor=rf, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
+        replication_factor=rf, partitions=partitions, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
         timeout_s=timeout, line=line, fails=bool(raw.get("fails", False)), reset=reset,
         records=tuple(records) if action == "type" else (), **net,
     )
@@ -514,6 +519,16 @@ def _net_fields(raw: Mapping[str, Any], action: str, target: Target, brokers: in
             raise ValueError("rate: limit needs rate = \"100KB/s\" (bytes per second)")
         fields["bytes_per_s"] = _amount("rate", lambda: parse_rate(str(raw["rate"])))
     return fields
+
+
+def _partitions(value: object) -> int:
+    """add-partitions' ``partitions``: the topic's new total (the loader checks it is more than the lab's)."""
+    if value is None:
+        raise ValueError("add-partitions needs partitions = N, the topic's new partition count")
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit() or int(value) < 2:
+        raise ValueError(f"{value!r} is not a partition count: give the new total, a whole number above the "
+                         "topic's partitions")
+    return int(value)
 
 
 def _direction(value: object) -> Direction:

@@ -12,7 +12,11 @@ A change is named the way the allow-list and the rules name it:
   (``--topic "test-topic rf=3 min.isr=2"``);
 - ``broker.unclean.leader.election.enable``: a broker setting for every broker (``--broker-config``);
 - ``action.replicate``: a live action, a fault of the attendee's own that fires beside the lab's timeline
-  when its trigger holds (``--action "brokers >= 3 -> replicate topic test-topic rf=3"``).
+  when its trigger holds (``--action "brokers >= 3 -> replicate topic test-topic rf=3"``); ``action.add-partitions``
+  likewise (``--action "progress 50% -> add-partitions topic test-topic partitions=8"``).
+
+At the console's prompt, ``topic T partitions=N`` during a run adds partitions to the live topic at once; it is
+never kept as a change (Kafka cannot take partitions back): :func:`partitions_line`.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from kafkalab.settings_text import name_value
 FROZEN = ("producer.topic", "producer.num-rolls", "producer.num-records-per-roll", "producer.wait-after-roll",
           "producer.wait-after-send", "producer.local-id", "consumer.topic", "consumer.local-id")
 # the kinds of fault an attendee may add as a live action (operations, not faults)
-ACTION_KINDS = ("replicate", "alter-config", "elect-preferred", "reset-offsets")
+ACTION_KINDS = ("replicate", "add-partitions", "alter-config", "elect-preferred", "reset-offsets")
 _TOPIC_KEYS = {"rf": "replication_factor", "replication_factor": "replication_factor",
                "min.isr": "min.insync.replicas", "min_isr": "min.insync.replicas"}
 _ACTION = re.compile(r"\s*(?P<at>.+?)\s*->\s*(?P<do>[a-z-]+)\s+(?P<on>(?:topic|group)\s+\S+)\s*(?P<rest>.*)")
@@ -106,6 +110,9 @@ def topic_changes(text: str) -> list[Change]:
     for word in words[1:]:
         key, value = name_value(word, "--topic", "\"test-topic rf=3 min.isr=2\"", need_value=True)
         key = _TOPIC_KEYS.get(key, key)
+        if key == "partitions":
+            raise KafkalabError(f"--topic {text!r}: partitions are added during a run, not planned: an action "
+                                f"does it, e.g. --action \"progress 50% -> add-partitions topic {topic} {word}\"")
         if key in ("replication_factor", "min.insync.replicas") and not value.isdigit():
             raise KafkalabError(f"--topic {text!r}: {key} must be a whole number, not {value!r}")
         out.append(Change(ChangeKind.TOPIC, f"topic.{topic}.{key}", value, topic=topic))
@@ -131,6 +138,8 @@ def action_change(text: str, brokers: int) -> Change:
             raw["replication_factor"] = int(value)
         elif key == "reset":
             raw["reset"] = value
+        elif key == "partitions":
+            raw["partitions"] = value
         else:
             configs[key] = value
     if configs:
@@ -240,6 +249,22 @@ def change_from_text(brokers: int, text: str) -> list[Change]:
     if word == "action":
         return [action_change(rest, brokers)]
     return [setting_change(setting) for setting in text.split()]
+
+
+def partitions_line(text: str) -> tuple[str, int] | None:
+    """``topic T partitions=N`` as the console's prompt takes it: (T, N), partitions added to the live topic now
+    and never kept as a change; None for any other line. KafkalabError (one line) when it cannot be read."""
+    word, _, rest = text.strip().partition(" ")
+    words = rest.split()
+    if word != "topic" or not any(w.startswith("partitions=") for w in words):
+        return None
+    if len(words) != 2 or not words[1].startswith("partitions="):
+        raise KafkalabError(f"{text.strip()!r}: partitions go on a line of their own, as topic test-topic "
+                            "partitions=8: they are added to the live topic now, not kept for the next runs")
+    value = words[1].removeprefix("partitions=")
+    if not value.isdigit():
+        raise KafkalabError(f"{text.strip()!r}: partitions=N takes the new count, a whole number, not {value!r}")
+    return words[0], int(value)
 
 
 def prompt_lines(changes: Sequence[Change]) -> list[str]:

@@ -33,8 +33,8 @@ CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "
                 "kafka_version", "kafka_versions", "net_proxies"}
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned", "command"}
-FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "expect", "note", "timeout", "reset", "records",
-              "fails", "to", "both_ways", "ms", "jitter_ms", "rate", "direction"}
+FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "partitions", "expect", "note", "timeout", "reset",
+              "records", "fails", "to", "both_ways", "ms", "jitter_ms", "rate", "direction"}
 TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect", "fix", "incident"}
 FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong", "code"}
 CODE_ROLES = ("producer", "consumer")  # roles whose fix may be a code change ([fix] code)
@@ -424,6 +424,7 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
         raise r.fail("fault", 0, None, "must be [[fault]] tables", array=True)
     faults: list[Fault] = []
     ids = {c.local_id for c in consumers}
+    planned, topics = topics, dict(topics)  # topics: each one's partitions as the faults before left it
     for i, f in enumerate(raw):
         r.only(f, FAULT_KEYS, "fault", i, array=True)
         for key in ("at", "do"):
@@ -448,6 +449,14 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
             if target is not None and target.kind == TargetKind.COORDINATOR and (
                     why := _coordinator_problem(target.group, consumers)):
                 raise r.fail("fault", i, key, why, array=True)
+        if fault.action == "add-partitions":
+            topic = fault.target.topic
+            if fault.partitions <= topics[topic]:
+                grown = "" if topics[topic] == planned[topic] else " after the faults before this one"
+                raise r.fail("fault", i, "partitions", f"{fault.partitions} adds none: {topic} has {topics[topic]} "
+                             f"partitions{grown} and Kafka cannot remove partitions: give more than {topics[topic]}",
+                             array=True)
+            topics[topic] = fault.partitions
         if fault.target.kind == TargetKind.SAME and not any(x.target.category == TargetCategory.NODES for x in faults):
             raise r.fail("fault", i, "on", "'same' needs an earlier fault on a node", array=True)
         faults.append(fault)

@@ -102,6 +102,9 @@ class RunControls:
         plan = replication_plan(self.run.admin, topic, replication_factor)
         return self.run.deps.reassign(self.run.cluster.bootstrap, topic, plan)
 
+    def add_partitions(self, topic: str, partitions: int) -> str:
+        return self.run.admin.add_partitions(topic, partitions)
+
     def elect_preferred(self, topic: str) -> None:
         partitions = next(t.partitions for t in self.run.lab.topics if t.name == topic)
         self.run.admin.elect_preferred(topic, partitions)
