@@ -134,3 +134,111 @@ def reference(producer_logs: list[Path], consumer_logs: list[Path], audit_logs: 
             if after < before:
                 counts[(topic, partition)]["reordered"] += 1
     return dict(counts), bad
+
+
+# the content identity (course-format logs, kafkalab/analysis/content_job.py), one rule at a time
+
+CONTROL = ("quit", "crash", "wait")
+
+
+def read_course(path: Path) -> tuple[list[tuple[str, int, str, str]], int]:
+    """A course log's records (topic, partition, key, value) and its bad lines: a last line without its line
+    break is bad, whatever it holds."""
+    text = path.read_bytes().decode("utf-8", "replace")
+    lines = text.split("\n")
+    bad = 0
+    if lines[-1]:
+        bad += 1
+    records = []
+    for line in lines[:-1]:
+        line = line.removesuffix("\r")
+        if not line:
+            continue
+        fields = line.split(",", 3)
+        if len(fields) < 4 or not fields[0] or not fields[1].isdigit():
+            bad += 1
+            continue
+        topic, partition, key, value = fields
+        records.append((topic, int(partition), "" if key == "null" else key, value))
+    return records, bad
+
+
+def is_course(path: Path) -> bool:
+    return not path.read_text(errors="replace").startswith("msg_id,")
+
+
+def course_reference(producer_logs: list[Path], consumer_logs: list[Path],
+                     audit_logs: list[Path]) -> tuple[dict[tuple[str, int], Counter], dict[str, int]]:
+    """Counts per (topic, partition) and bad lines per kind, for course producer logs and consumer logs of
+    either format (kafkalab's: grouped by their group, repeats at one offset known)."""
+    audit = bool(audit_logs)
+    bad: Counter = Counter()
+    sent: Counter = Counter()
+    for path in producer_logs:
+        records, n = read_course(path)
+        bad["producer"] += n
+        sent.update(r for r in records if r[3] not in CONTROL)
+    # identity -> group -> offsetless rows, and offset -> rows
+    plain: dict[tuple, Counter] = defaultdict(Counter)
+    at: dict[tuple, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    typed: set = set()
+    for path in consumer_logs:
+        if is_course(path):
+            records, n = read_course(path)
+            bad["consumer"] += n
+            for r in records:
+                if r[3] not in CONTROL:
+                    plain[r][""] += 1
+            continue
+        rows, n = read_rows(path, CONSUMER_COLUMNS)
+        bad["consumer"] += n
+        for row in rows:
+            identity = (row["topic"], row["partition"], row["key"], row["value"])
+            if row["value"] in CONTROL:
+                continue
+            if row["msg_id"] == TYPED_MSG_ID:
+                typed.add(identity)
+            at[identity][row["group"]][row["offset"]] += 1
+    in_topic: Counter = Counter()
+    for path in audit_logs:
+        rows, n = read_rows(path, CONSUMER_COLUMNS)
+        bad["audit"] += n
+        offsets = defaultdict(set)
+        for row in rows:
+            if row["value"] not in CONTROL:
+                offsets[(row["topic"], row["partition"], row["key"], row["value"])].add(row["offset"])
+        in_topic.update({identity: len(found) for identity, found in offsets.items()})
+
+    counts: dict[tuple[str, int], Counter] = defaultdict(Counter)
+    for identity in {*sent, *plain, *at, *in_topic}:
+        groups = set(plain[identity]) | set(at[identity])
+        copies = [plain[identity][g] + len(at[identity][g]) for g in groups]
+        sure = sum(n - 1 for g in groups for n in at[identity][g].values())
+        rows = sum(plain[identity].values()) + sum(n for g in groups for n in at[identity][g].values())
+        p, a = sent[identity], in_topic[identity]
+        c = max(copies, default=0)
+        out = counts[identity[:2]]
+        out["attempted"] += p
+        out["acknowledged"] += p
+        out["consumed_rows"] += rows
+        out["distinct_consumed"] += c
+        lost = max(p - c, 0)
+        out["lost"] += lost
+        out["redelivered"] += sure
+        if identity in typed:
+            out["typed"] += c
+        elif not p:
+            out["unexpected"] += c
+        if not p:
+            if audit:
+                out["redelivered"] += sum(max(x - a, 0) for x in copies)
+            continue
+        if audit:
+            by_brokers = min(lost, max(p - a, 0))
+            out["lost_by_brokers"] += by_brokers
+            out["missed_by_consumers"] += lost - by_brokers
+            out["duplicated"] += max(a - p, 0)
+            out["redelivered"] += sum(max(x - max(a, p), 0) for x in copies)
+        else:
+            out["consumed_twice"] += sum(max(x - p, 0) for x in copies)
+    return dict(counts), dict(bad)

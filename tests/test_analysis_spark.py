@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kafkalab.analysis import WarmSession, analyze
-from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, classify
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, Identity, classify
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
 from tests.analysis_fixtures import spark_fixture  # noqa: F401 - the shared `spark` fixture
@@ -70,9 +70,10 @@ def test_every_class_at_once_with_samples(spark, tmp_path: Path) -> None:
     sends += [Send("p2", "t1", 0, "ok"), Send("p2", "t1", 0, "reordered")] * 2
     written = write_scenario(Scenario(sends, second_group=True, foreign_rows=2, no_id_rows=1, typed_rows=3), tmp_path)
     report = check_against_reference(spark, written, audit=True)
-    assert all(report.classes[name] > 0 for name in CLASSES), report.classes
+    assert all(report.classes[name] > 0 for name in Identity.MESSAGE_ID.classes()), report.classes
+    assert report.classes["consumed_twice"] is None  # message ids tell a redelivery from a duplicate
     assert report.totals["attempted"] == len(sends)
-    assert set(report.samples) == set(CLASSES)
+    assert set(report.samples) == set(Identity.MESSAGE_ID.classes())
     consumed = {row[0] for p in written.consumer_logs for row in csv.reader(p.open())}
     for sample in report.samples["lost"]:
         assert sample.msg_id is not None and sample.msg_id not in consumed
@@ -99,8 +100,8 @@ def test_separate_groups_each_reading_everything_is_not_redelivery(spark, tmp_pa
     written = write_scenario(Scenario(sends, second_group=True), tmp_path)
     report = analyze(written.producer_logs, written.consumer_logs, session=spark)
     assert report.totals["consumed_rows"] == 10
-    assert {name: report.classes[name] for name in CLASSES if name not in AUDIT_CLASSES} == dict.fromkeys(
-        [n for n in CLASSES if n not in AUDIT_CLASSES], 0)
+    classes = [n for n in Identity.MESSAGE_ID.classes() if n not in AUDIT_CLASSES]
+    assert {name: report.classes[name] for name in classes} == dict.fromkeys(classes, 0)
     assert report.verdict.startswith("no anomaly")
 
 

@@ -8,13 +8,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafkalab.analysis.content_job import classify_content, identity_of, unknown_classes
 from kafkalab.analysis.hadoop_fs import HadoopFiles
 from kafkalab.analysis.inputs import check_inputs, detect_run, locate_malformed, mixed_runs_error, reject_repeats
-from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, classify
+from kafkalab.analysis.job import CLASSES, TOTALS, Identity, classify
 from kafkalab.analysis.report import PartitionRow, Report
 from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession, spark_run, start_session
 from kafkalab.analysis.verdict import verdict
 from kafkalab.errors import KafkalabError
+from kafkalab.logformat import LogFormat
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,6 +32,7 @@ def analyze(
     session: SparkSession | WarmSession | None = None,
     leader_changes: Mapping[tuple[str, int], int] | None = None,
     master: str = DEFAULT_MASTER,
+    log_format: LogFormat | None = None,
 ) -> Report:
     """Classify a run's anomalies from its payload logs (local paths, or URIs and globs of URIs that
     the session's Hadoop FileSystem reads).
@@ -38,6 +41,10 @@ def analyze(
     process's session is started (or joined) on ``master``. ``leader_changes`` maps (topic, partition)
     to the number of leader changes the run recorded, shown per partition. Raises KafkalabError for
     inputs that make the job impossible; malformed lines are skipped and reported in ``inputs``.
+
+    Producer and consumer logs are kafkalab's CSV or the course's payload logs, each detected from its
+    content unless ``log_format`` says which; as soon as one is a course log, records are matched by their
+    content instead of their message id (see content_job.py) and the report says so.
     """
     started = time.monotonic()
     if not producer_logs:
@@ -52,13 +59,18 @@ def analyze(
         return HadoopFiles(spark())
 
     checked = check_inputs({"producer": producer_logs, "consumer": consumer_logs, "audit": audit_logs or []},
-                           remote)
+                           remote, log_format)
     files, consumer_files, audit_files = checked["producer"], checked["consumer"], checked["audit"]
     inputs = [*files, *consumer_files, *audit_files]
     reject_repeats(inputs)
     run = detect_run(files)
-    result = classify(spark(), [f.path for f in files], [f.path for f in consumer_files],
-                      [f.path for f in audit_files], run, sum(f.size_bytes for f in inputs))
+    identity = identity_of(inputs)
+    size = sum(f.size_bytes for f in inputs)
+    if identity is Identity.CONTENT:
+        result = classify_content(spark(), inputs, size)
+    else:
+        result = classify(spark(), [f.path for f in files], [f.path for f in consumer_files],
+                          [f.path for f in audit_files], run, size)
     if result.foreign_runs:
         raise mixed_runs_error([r for r in (run, *result.foreign_runs) if r])
     if result.producer_id_repeats:
@@ -68,18 +80,21 @@ def analyze(
         if count:
             locate_malformed([f for f in inputs if f.kind == kind])
     changes = leader_changes or {}
-    rows = [PartitionRow(p.topic, p.partition, _audit_aware(p.counts, bool(audit_files)),
+    unknown = unknown_classes(identity, bool(audit_files), inputs)
+    rows = [PartitionRow(p.topic, p.partition, _known(p.counts, unknown),
                          changes.get((p.topic, p.partition), 0) if leader_changes is not None else None)
             for p in result.partitions]
     totals = {name: sum(r.counts.get(name) or 0 for r in rows) for name in TOTALS}
-    classes: dict[str, int | None] = {name: sum(r.counts.get(name) or 0 for r in rows) for name in CLASSES}
-    if not audit_files:
-        classes = {name: None if name in AUDIT_CLASSES else value for name, value in classes.items()}
-    return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=result.samples,
-                  verdict=verdict(classes, totals["acknowledged"], totals["typed"], totals["consumed_rows"]),
+    classes = _known({name: sum(r.counts.get(name) or 0 for r in rows) for name in CLASSES}, unknown)
+    samples = {name: found for name, found in result.samples.items() if name not in unknown}
+    return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=samples,
+                  verdict=verdict(classes, totals["acknowledged"], totals["typed"], totals["consumed_rows"],
+                                  identity=identity),
                   inputs=inputs,
-                  elapsed_s=time.monotonic() - started, spark=spark_run(spark()), audit=bool(audit_files))
+                  elapsed_s=time.monotonic() - started, spark=spark_run(spark()), audit=bool(audit_files),
+                  identity=identity)
 
 
-def _audit_aware(counts: dict[str, int], audit: bool) -> dict[str, int | None]:
-    return {k: (None if not audit and k in AUDIT_CLASSES else v) for k, v in counts.items()}
+def _known(counts: dict[str, int], unknown: frozenset[str]) -> dict[str, int | None]:
+    """The counts, None for the classes the logs cannot tell."""
+    return {k: (None if k in unknown else v) for k, v in counts.items()}

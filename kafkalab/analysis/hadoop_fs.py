@@ -59,6 +59,17 @@ class HadoopFiles:
         return io.TextIOWrapper(io.BufferedReader(raw, BLOCK_BYTES), encoding="utf-8", errors="replace", newline="")
 
 
+    def read_bytes(self, uri: str, start: int) -> bytes:
+        """The file's bytes from ``start`` to its end (its tail: the caller keeps ``start`` near the end)."""
+        path, fs = self._path_and_fs(uri)
+        stream = fs.open(path)
+        try:
+            stream.seek(start)
+            return bytes(stream.readAllBytes())
+        finally:
+            stream.close()
+
+
 class _JavaStream(io.RawIOBase):
     """A Java InputStream as a Python raw stream: each read is one ``readNBytes`` over the gateway."""
 

@@ -23,6 +23,8 @@ from kafkalab.logformat import (
     MSG_ID_PATTERN,
     PRODUCER_COLUMNS,
     PRODUCER_STATUSES,
+    LogFormat,
+    parse_course_line,
     parse_msg_id,
 )
 
@@ -43,6 +45,9 @@ class InputFile:
     malformed: int = 0
     malformed_lines: list[int] = field(default_factory=list)
     remote: HadoopFiles | None = field(default=None, repr=False, compare=False)  # set for a URI
+    format: LogFormat = LogFormat.KAFKALAB
+    # a course log's last line when no line break ends it (a crashed client's half-written line): malformed
+    tail: bytes | None = field(default=None, repr=False, compare=False)
 
     def open(self) -> TextIO:
         """The file as text, newlines untranslated (the reader splits lines as Spark does)."""
@@ -58,37 +63,40 @@ class InputFile:
         return str(Path(uri.path).resolve()) if uri.scheme == "file" else str(self.path)
 
     def to_json(self) -> dict:
-        return {"path": str(self.path), "kind": self.kind, "size_bytes": self.size_bytes,
+        # the format only when not kafkalab's, so a report reads back as it was written before formats
+        fmt = {} if self.format is LogFormat.KAFKALAB else {"format": str(self.format)}
+        return {"path": str(self.path), "kind": self.kind, **fmt, "size_bytes": self.size_bytes,
                 "malformed": self.malformed, "malformed_lines": self.malformed_lines}
 
     @classmethod
     def from_json(cls, d: dict) -> InputFile:
         """A file as ``to_json`` wrote it: its path as written (a report read back opens no file)."""
-        return cls(d["path"], d["kind"], d["size_bytes"], d["malformed"], list(d["malformed_lines"]))
+        return cls(d["path"], d["kind"], d["size_bytes"], d["malformed"], list(d["malformed_lines"]),
+                   format=LogFormat(d.get("format", LogFormat.KAFKALAB)))
 
 
-def check_inputs(given: Mapping[str, Sequence[Path | str]],
-                 remote: Callable[[], HadoopFiles]) -> dict[str, list[InputFile]]:
+def check_inputs(given: Mapping[str, Sequence[Path | str]], remote: Callable[[], HadoopFiles],
+                 forced: LogFormat | None = None) -> dict[str, list[InputFile]]:
     """Each kind's logs checked (see :func:`check_file`), in the order given, a glob by its matches.
 
     Local paths are checked first, so bad local input fails before ``remote`` (which needs the Spark
-    session) is called for the URIs.
+    session) is called for the URIs. ``forced``: the producer and consumer logs' format, else detected.
     """
     checked: dict[tuple[str, int], list[InputFile]] = {}
     for local in (True, False):
         for kind, paths in given.items():
             for index, raw in enumerate(paths):
                 if is_uri(str(raw)) != local:
-                    checked[kind, index] = (check_uri(kind, str(raw), remote()) if not local
-                                            else [check_file(InputFile(Path(raw), kind, 0))])
+                    checked[kind, index] = (check_uri(kind, str(raw), remote(), forced) if not local
+                                            else [check_file(InputFile(Path(raw), kind, 0), forced)])
     return {kind: [f for index in range(len(paths)) for f in checked[kind, index]] for kind, paths in given.items()}
 
 
-def check_uri(kind: str, uri: str, remote: HadoopFiles) -> list[InputFile]:
+def check_uri(kind: str, uri: str, remote: HadoopFiles, forced: LogFormat | None = None) -> list[InputFile]:
     """The files a URI or glob names on its FileSystem, each checked; none or only directories is an error."""
     try:
         found, dirs = remote.glob(uri)
-        files = [check_file(InputFile(f.uri, kind, f.size_bytes, remote=remote)) for f in found]
+        files = [check_file(InputFile(f.uri, kind, f.size_bytes, remote=remote), forced) for f in found]
     except KafkalabError:
         raise
     except Exception as exc:  # py4j's Py4JJavaError: whatever the FileSystem raised
@@ -102,26 +110,69 @@ def check_uri(kind: str, uri: str, remote: HadoopFiles) -> list[InputFile]:
     raise KafkalabError(f"{kind} log {uri} does not exist; give the URI of a {kind} log CSV")
 
 
-def check_file(f: InputFile) -> InputFile:
-    """An existing, non-empty file whose first line is the contract's header (sized here if local)."""
+def check_file(f: InputFile, forced: LogFormat | None = None) -> InputFile:
+    """An existing, non-empty payload log (sized here if local), its format set: kafkalab's when its first
+    line is the contract's header, the course's when it is a course record (see logformat.py), unless
+    ``forced`` (producer and consumer logs only: an audit is always kafkalab's)."""
     kind = f.kind
     header = ",".join(KINDS[kind])
     if f.remote is None:
         path = Path(f.path)
         if not path.is_file():
-            raise KafkalabError(f"{kind} log {path} does not exist; give the path of a {kind} log CSV")
+            raise KafkalabError(f"{kind} log {path} does not exist; give the path of a {kind} log "
+                                "(kafkalab's CSV, or the course's payload.log)")
         f.size_bytes = path.stat().st_size
     if f.size_bytes == 0:
-        raise KafkalabError(f"{kind} log {f.path} is empty; it needs at least the header line: {header}")
+        raise KafkalabError(f"{kind} log {f.path} is empty: it holds no record (a kafkalab log has at least its "
+                            f"header line {header}); give the {kind} log of a run that ran")
     with f.open() as fh:
         first = fh.readline(_HEADER_READ).rstrip("\r\n").lstrip("\ufeff")
     if _NOT_TEXT.search(first):  # never echo a binary file's bytes to the terminal
         raise KafkalabError(f"{kind} log {f.path} is not a payload log: it is not text (a binary file?); give the "
-                            f"{kind} log CSV of a run, whose first line is {header}")
-    if first != header:
+                            f"{kind} log of a run: kafkalab's CSV, whose first line is {header}, or the course's "
+                            "payload.log")
+    fmt = LogFormat.KAFKALAB if kind == "audit" else forced or detect_format(first, header)
+    if fmt is None:
+        raise KafkalabError(f"{kind} log {f.path} does not start with the {kind} header {header!r}, nor with a "
+                            f"course record topic,partition,key,value (found {first[:120]!r}); is it the right "
+                            "kind of log? (--format kafkalab|course reads it as that format)")
+    if fmt is LogFormat.KAFKALAB and first != header:
         raise KafkalabError(f"{kind} log {f.path} does not start with the {kind} header {header!r} "
                             f"(found {first[:120]!r}); is it the right kind of log?")
+    f.format = fmt
+    if fmt is LogFormat.COURSE:
+        f.tail = unterminated_tail(f)
     return f
+
+
+def detect_format(first: str, header: str) -> LogFormat | None:
+    """A log's format from its first line: kafkalab's header, else a course record; None for neither."""
+    if first == header:
+        return LogFormat.KAFKALAB
+    return LogFormat.COURSE if parse_course_line(first) is not None else None
+
+
+_TAIL_READ = 1 << 20
+
+
+def unterminated_tail(f: InputFile) -> bytes | None:
+    """The bytes of the file's last line when no line break ends it, else None. A course client writes its
+    line and the line break in two calls, so a crash between them leaves a line that may look whole but is
+    not known to be: the analysis takes it as malformed (its value may be cut short)."""
+    start = max(f.size_bytes - _TAIL_READ, 0)
+    if f.remote is not None:
+        chunk = f.remote.read_bytes(str(f.path), start)
+    else:
+        with Path(f.path).open("rb") as fh:
+            fh.seek(start)
+            chunk = fh.read()
+    if not chunk or chunk.endswith((b"\n", b"\r")):
+        return None
+    cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+    if cut < 0 and start > 0:
+        raise KafkalabError(f"{f.kind} log {f.path} ends in a line longer than {_TAIL_READ >> 20} MiB; a course log's "
+                            "lines are one record each: is it a payload log?")
+    return chunk[cut + 1:]
 
 
 def reject_repeats(files: Sequence[InputFile]) -> None:
@@ -140,8 +191,10 @@ def detect_run(producer_files: Sequence[InputFile]) -> str | None:
     The job also counts every producer row of another run, so a file mixing runs is refused too.
     """
     runs: dict[str, Path | str] = {}
-    rows = False
+    rows = any(f.format is LogFormat.COURSE for f in producer_files)  # not empty, so it holds a line
     for f in producer_files:
+        if f.format is not LogFormat.KAFKALAB:
+            continue  # a course log names no run
         with f.open() as fh:
             reader = csv.reader(fh)
             next(reader, None)
@@ -170,8 +223,10 @@ def mixed_runs_error(runs: Sequence[str], where: dict[str, str] | None = None) -
     return KafkalabError(f"producer logs of different runs are mixed: {named}; analyse one run at a time")
 
 
-def is_malformed(kind: str, line: str) -> bool:
+def is_malformed(kind: str, line: str, fmt: LogFormat = LogFormat.KAFKALAB) -> bool:
     """The job's rule for a bad line, for one physical line (Spark reads line by line too)."""
+    if fmt is LogFormat.COURSE:
+        return parse_course_line(line) is None
     columns = KINDS[kind]
     try:
         row = next(csv.reader([line]))
@@ -190,14 +245,17 @@ def is_malformed(kind: str, line: str) -> bool:
 
 
 def locate_malformed(files: Sequence[InputFile]) -> None:
-    """Fill each file's malformed count and first line numbers (1-based, the header is line 1)."""
+    """Fill each file's malformed count and first line numbers (1-based; a kafkalab log's header is line 1).
+    A course log's last line without a line break (see :func:`unterminated_tail`) counts as malformed."""
     for f in files:
+        header = f.format is LogFormat.KAFKALAB
         with f.open() as fh:
             for number, line in enumerate(fh, start=1):
-                if number == 1:
+                if number == 1 and header:
                     continue
                 text = line.rstrip("\r\n")
-                if text and is_malformed(f.kind, text):
+                cut = f.tail is not None and text == line  # only the last line can lack its line break
+                if text and (cut or is_malformed(f.kind, text, f.format)):
                     f.malformed += 1
                     if len(f.malformed_lines) < MAX_LINES_NAMED:
                         f.malformed_lines.append(number)

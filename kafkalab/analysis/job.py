@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
@@ -42,10 +43,27 @@ from kafkalab.logformat import CONSUMER_COLUMNS, MSG_ID_PATTERN, PRODUCER_COLUMN
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# anomaly classes in report order; the audit-only ones are None without an audit log
-CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered",
-           "recovered", "unexpected")
+# anomaly classes in report order; the audit-only ones are None without an audit log. consumed_twice is the
+# content identity's (content_job.py): without an audit it cannot tell a redelivery from a duplicate write.
+CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "consumed_twice",
+           "reordered", "recovered", "unexpected")
 AUDIT_CLASSES = ("lost_by_brokers", "missed_by_consumers")
+
+
+class Identity(StrEnum):
+    """What makes two log rows the same record: kafkalab's message id, or (for logs without one, the course's)
+    the record's topic, partition, key and value, counted as a multiset (content_job.py)."""
+
+    MESSAGE_ID = "message id"
+    CONTENT = "topic, partition, key, value"
+
+    def classes(self) -> tuple[str, ...]:
+        """The classes an analysis by this identity reports: reordering needs sequence numbers, consumed_twice
+        is only for an identity that cannot tell a redelivery from a duplicate."""
+        skip = "consumed_twice" if self is Identity.MESSAGE_ID else "reordered"
+        return tuple(c for c in CLASSES if c != skip)
+
+
 TOTALS = ("attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed", "typed")
 SAMPLES_PER_CLASS = 10
 
@@ -58,6 +76,7 @@ BAD_KEY = "\x00bad"
 FOREIGN_KEY = "\x00foreign"
 POSITION_KEY_PREFIX = "\x01"
 TYPED_KEY_PREFIX = "\x02"
+CONTENT_KEY_PREFIX = "\x03"  # a sample of a record matched by content: the prefix, then "key,value"
 
 _INT_TYPES = {"seq": "long", "partition": "int", "offset": "long", "ts_ms": "long", "leader_epoch": "int"}
 
@@ -81,6 +100,19 @@ class Sample:
     topic: str
     partition: int
     offset: int
+    record: str | None = None  # "key,value" of a record matched by its content (it has no message id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k != "record" or v is not None}
+
+    def describe(self) -> str:
+        """``r1:p:3 @t-0:5``, a record without id by its content (``key 3: "value..." @t-0``)."""
+        at = f"@{self.topic}-{self.partition}" + (f":{self.offset}" if self.offset >= 0 or not self.record else "")
+        if self.record is not None:
+            key, _, value = self.record.partition(",")
+            shown = value if len(value) <= 40 else value[:39] + "…"
+            return f"key {key or '(none)'}: {shown!r} {at}"
+        return f"{self.msg_id or '(no id)'} {at}"
 
 
 @dataclass
@@ -144,7 +176,7 @@ def _reader_rows(view: str, src: int) -> str:
                     AS good FROM {view})"""
 
 
-def _sum_if(cond: str, value: str = "1") -> str:
+def sum_if(cond: str, value: str = "1") -> str:
     return f"SUM(CASE WHEN {cond} THEN {value} ELSE 0 END)"
 
 
@@ -155,21 +187,21 @@ deliveries AS (
     FROM shuffled GROUP BY key, src, grp, topic, partition, offset),
 positions AS (
     SELECT key, topic, partition, offset,
-           {_sum_if(f"src = {SRC_PRODUCER}", "n")} AS p_rows,
+           {sum_if(f"src = {SRC_PRODUCER}", "n")} AS p_rows,
            MAX(CASE WHEN src = {SRC_PRODUCER} THEN status END) AS p_status,
-           {_sum_if(f"src = {SRC_CONSUMER}", "n")} AS c_rows,
-           {_sum_if(f"src = {SRC_CONSUMER} AND n >= 2")} AS redelivered,
-           {_sum_if(f"src = {SRC_AUDIT}", "n")} AS a_rows,
-           {", ".join(f"{_sum_if(f'src = {s + BAD_OFFSET}', 'n')} AS bad_{s}" for s in (0, 1, 2))},
-           {_sum_if(f"src = {SRC_FOREIGN}", "n")} AS foreign
+           {sum_if(f"src = {SRC_CONSUMER}", "n")} AS c_rows,
+           {sum_if(f"src = {SRC_CONSUMER} AND n >= 2")} AS redelivered,
+           {sum_if(f"src = {SRC_AUDIT}", "n")} AS a_rows,
+           {", ".join(f"{sum_if(f'src = {s + BAD_OFFSET}', 'n')} AS bad_{s}" for s in (0, 1, 2))},
+           {sum_if(f"src = {SRC_FOREIGN}", "n")} AS foreign
     FROM deliveries GROUP BY key, topic, partition, offset),
 messages AS (
     SELECT key, topic, SUM(p_rows) AS p_rows, MAX(p_status) AS p_status,
            MAX(CASE WHEN p_rows > 0 THEN partition END) AS p_partition,
            MAX(CASE WHEN p_rows > 0 THEN offset END) AS p_offset,
            SUM(c_rows) AS c_rows, SUM(a_rows) AS a_rows,
-           {_sum_if("c_rows > 0 OR a_rows > 0")} AS observed,
-           {_sum_if("c_rows > 0")} AS processed_positions,
+           {sum_if("c_rows > 0 OR a_rows > 0")} AS observed,
+           {sum_if("c_rows > 0")} AS processed_positions,
            SUM(redelivered) AS redelivered,
            MIN(CASE WHEN c_rows > 0 OR a_rows > 0 THEN partition END) AS obs_partition,
            MIN(CASE WHEN c_rows > 0 OR a_rows > 0 THEN offset END) AS obs_offset,
@@ -252,10 +284,12 @@ def _reordered_facts(fact_columns: list[str]) -> str:
     WHERE seq < prev_seq"""
 
 
-def _collapse(sums: list[str], offsets: list[str]) -> str:
+def collapse(sums: list[str], offsets: list[str]) -> str:
     """Sum per (partition, anomalous message), then per partition with up to 10 samples per class."""
     per_message = ", ".join([*[f"SUM({c}) AS {c}" for c in sums], *[f"MIN({o}) AS {o}" for o in offsets]])
-    samples = ", ".join(f"min_by(struct(sample_key, {o}), {o}, {SAMPLES_PER_CLASS}) AS s_{o[2:]}" for o in offsets)
+    # ties broken by the sample's key, so the samples are the same each time (a course log's records have no offset)
+    samples = ", ".join(f"min_by(struct(sample_key, {o}), CASE WHEN {o} IS NOT NULL THEN struct({o}, sample_key) END, "
+                        f"{SAMPLES_PER_CLASS}) AS s_{o[2:]}" for o in offsets)
     return f"""
     SELECT topic, partition, {", ".join(f"SUM({c}) AS {c}" for c in sums)}, {samples}
     FROM (SELECT topic, partition, sample_key, {per_message} FROM facts GROUP BY topic, partition, sample_key)
@@ -276,7 +310,7 @@ adaptive execution off: per-stage scheduling and re-planning, not the rows, are 
 2,000-record job: 0.98 s with 4 partitions and AQE, 0.54 s without, on 2 cores)."""
 
 
-def _shuffle_partitions(session: SparkSession, input_bytes: int) -> int:
+def shuffle_partitions(session: SparkSession, input_bytes: int) -> int:
     """One for small logs; else two tasks per core (the executors' cores on a cluster), more when the logs
     are big, so no task's hash maps outgrow its memory."""
     if input_bytes <= SMALL_INPUT_BYTES:
@@ -289,18 +323,16 @@ def classify(session: SparkSession, producer_logs: Sequence[Path | str], consume
     """Run the job over validated inputs (headers checked, one run; ``input_bytes`` their total size)
     and collect per-partition counts."""
     with_audit = bool(audit_logs)
-    session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")  # see spark_conf()
-    session.conf.set("spark.sql.adaptive.enabled", str(input_bytes > SMALL_INPUT_BYTES).lower())
     views = {"producer": read_log(session, producer_logs, PRODUCER_COLUMNS)}
     if consumer_logs:
         views["consumer"] = read_log(session, consumer_logs, CONSUMER_COLUMNS)
     if with_audit:
         views["audit"] = read_log(session, audit_logs, CONSUMER_COLUMNS)
-    names = {kind: f"kafkalab_{kind}_{uuid4().hex}" for kind in views}
+    names = view_names(views)
     rows = [_producer_rows(names["producer"], run is not None)]
     rows += [_reader_rows(names[kind], src) for kind, src in (("consumer", SRC_CONSUMER), ("audit", SRC_AUDIT))
              if kind in names]
-    partitions = _shuffle_partitions(session, input_bytes)
+    partitions = shuffle_partitions(session, input_bytes)
     facts, sums, offsets = _message_facts(with_audit)
     if run is not None:
         facts += f" UNION ALL {_reordered_facts([*sums, *offsets])}"
@@ -308,23 +340,36 @@ def classify(session: SparkSession, producer_logs: Sequence[Path | str], consume
     WITH shuffled AS (SELECT /*+ REPARTITION({partitions}, key) */ * FROM ({" UNION ALL ".join(rows)})),
     {FOLDS},
     facts AS ({facts})
-    {_collapse(sums, offsets)}"""
+    {collapse(sums, offsets)}"""
     params = {"bad_key": BAD_KEY, "foreign_key": FOREIGN_KEY, "position_prefix": POSITION_KEY_PREFIX,
               "typed_id": TYPED_MSG_ID, "typed_prefix": TYPED_KEY_PREFIX,
               "pattern": MSG_ID_PATTERN, "run_prefix": f"{run}:"}
+    return collect_job(run_query(session, views, names, query, params, input_bytes), with_audit)
+
+
+def view_names(views: dict[str, DataFrame]) -> dict[str, str]:
+    """A temporary view name per frame, unique so two analyses in one session never share one."""
+    return {kind: f"kafkalab_{kind}_{uuid4().hex}" for kind in views}
+
+
+def run_query(session: SparkSession, views: dict[str, DataFrame], names: dict[str, str], query: str,
+              params: dict[str, Any], input_bytes: int) -> list[Any]:
+    """Run an analysis query over ``views`` (registered as ``names`` for its duration) and collect it."""
+    session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")  # see spark_conf()
+    session.conf.set("spark.sql.adaptive.enabled", str(input_bytes > SMALL_INPUT_BYTES).lower())
     for kind, df in views.items():
         df.createOrReplaceTempView(names[kind])
     # its jobs in one group, for cancel_analysis() to end at once on a stop (the job group is this thread's)
     session.sparkContext.setJobGroup(ANALYSIS_JOB_GROUP, "kafkalab analysis", interruptOnCancel=True)
     try:
-        collected = session.sql(query, args=params).collect()
+        return session.sql(query, args=params).collect()
     finally:
         for name in names.values():
             session.catalog.dropTempView(name)
-    return _collect(collected, with_audit)
 
 
-def _collect(rows: list[Any], with_audit: bool) -> JobResult:
+def collect_job(rows: list[Any], with_audit: bool) -> JobResult:
+    """The collapsed rows (see :func:`collapse`) as per-partition counts, samples and the bad-row counts."""
     partitions: list[PartitionCounts] = []
     candidates: dict[str, list[Sample]] = {name: [] for name in CLASSES}
     malformed = {"producer": 0, "consumer": 0, "audit": 0}
@@ -343,8 +388,12 @@ def _collect(rows: list[Any], with_audit: bool) -> JobResult:
         partitions.append(PartitionCounts(data["topic"], data["partition"], counts))
         for name in CLASSES:
             for key, offset in data.get(f"s_{name}") or ():
-                msg_id = None if key.startswith(POSITION_KEY_PREFIX) else key
-                candidates[name].append(Sample(msg_id, data["topic"], data["partition"], offset))
+                if key.startswith(CONTENT_KEY_PREFIX):
+                    sample = Sample(None, data["topic"], data["partition"], offset, key[1:])
+                else:
+                    msg_id = None if key.startswith(POSITION_KEY_PREFIX) else key
+                    sample = Sample(msg_id, data["topic"], data["partition"], offset)
+                candidates[name].append(sample)
     merged: dict[tuple[str, int], PartitionCounts] = {}
     for part in partitions:
         into = merged.setdefault((part.topic, part.partition), PartitionCounts(part.topic, part.partition,
@@ -352,7 +401,8 @@ def _collect(rows: list[Any], with_audit: bool) -> JobResult:
         for k, v in part.counts.items():
             into.counts[k] += v
     samples = {
-        name: sorted(found, key=lambda s: (s.offset, s.topic, s.partition, s.msg_id or ""))[:SAMPLES_PER_CLASS]
+        name: sorted(found, key=lambda s: (s.offset, s.topic, s.partition, s.msg_id or "",
+                                           s.record or ""))[:SAMPLES_PER_CLASS]
         for name, found in candidates.items()
         if found and (with_audit or name not in AUDIT_CLASSES)
     }
@@ -360,5 +410,5 @@ def _collect(rows: list[Any], with_audit: bool) -> JobResult:
                      sorted(set(foreign_runs)), repeats)
 
 
-__all__ = ["ANALYSIS_JOB_GROUP", "AUDIT_CLASSES", "CLASSES", "PRODUCER_STATUSES", "TOTALS", "JobResult",
-           "cancel_analysis", "classify"]
+__all__ = ["ANALYSIS_JOB_GROUP", "AUDIT_CLASSES", "CLASSES", "PRODUCER_STATUSES", "TOTALS", "Identity", "JobResult",
+           "cancel_analysis", "classify", "collapse", "collect_job", "read_log", "run_query", "view_names"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.analysis.inputs import InputFile
-from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, Sample
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, Identity, Sample
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 HEADINGS = {
     "attempted": "sent", "acknowledged": "acked", "consumed_rows": "consumed", "lost": "lost",
     "lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers",
-    "duplicated": "dupl.", "redelivered": "redel.", "reordered": "reord.", "recovered": "recov.",
+    "duplicated": "dupl.", "redelivered": "redel.", "consumed_twice": "twice", "reordered": "reord.",
+    "recovered": "recov.",
     "unexpected": "unexp.", "leader_changes": "leader moves",
 }
 
@@ -85,6 +86,7 @@ class Report:
     elapsed_s: float
     spark: SparkRun | None = None
     audit: bool = field(default=False)
+    identity: Identity = Identity.MESSAGE_ID
 
     @property
     def malformed(self) -> int:
@@ -100,8 +102,9 @@ class Report:
             **self.classes,
             "totals": self.totals,
             "per_partition": [row.to_json() for row in self.per_partition],
-            "samples": {name: [vars(s) for s in found] for name, found in self.samples.items()},
+            "samples": {name: [s.to_json() for s in found] for name, found in self.samples.items()},
             "verdict": self.verdict,
+            "identity": str(self.identity),
             "inputs": {"audit": self.audit, "malformed": self.malformed,
                        "spark_master": self.spark.master if self.spark else None,
                        "files": [f.to_json() for f in self.inputs]},
@@ -119,7 +122,7 @@ class Report:
             samples={name: [Sample(**s) for s in found] for name, found in d["samples"].items()},
             verdict=d["verdict"], inputs=[InputFile.from_json(f) for f in inputs["files"]],
             elapsed_s=d["elapsed_s"], spark=SparkRun(**d["spark"]) if d.get("spark") else None,
-            audit=inputs["audit"],
+            audit=inputs["audit"], identity=Identity(d.get("identity", Identity.MESSAGE_ID)),
         )
 
     def write_json(self, path: Path) -> None:
@@ -127,7 +130,7 @@ class Report:
 
     def grid(self) -> ReportGrid:
         """The per-partition table's cells with a totals row: partitions down, counts across."""
-        shown_classes = [c for c in CLASSES if self.audit or c not in AUDIT_CLASSES]
+        shown_classes = [c for c in self.identity.classes() if self.audit or c not in AUDIT_CLASSES]
         leaders = any(row.leader_changes is not None for row in self.per_partition)
         topics = {row.topic for row in self.per_partition}
         topic = next(iter(topics)) if len(topics) == 1 else None
@@ -167,18 +170,27 @@ class Report:
 
     def print(self, console: Console, tables: Sequence[RenderableType] = ()) -> None:
         """The table (``tables``: it fitted to the terminal, else :meth:`table`), the verdict, samples, inputs."""
+        from rich.markup import escape
+
         for table in tables or [self.table()]:
             console.print(table)
         console.print(self.verdict, highlight=False)
+        if self.identity is Identity.CONTENT:
+            console.print(f"[dim]{CONTENT_NOTE}[/]", highlight=False)
         for name, found in self.samples.items():
-            ids = ", ".join(f"{s.msg_id or '(no id)'} @{s.topic}-{s.partition}:{s.offset}" for s in found[:3])
-            console.print(f"[dim]{name}:[/] {ids}{' …' if len(found) > 3 else ''}")
+            ids = escape(", ".join(s.describe() for s in found[:3]))  # a record's value may hold "[...]"
+            console.print(f"[dim]{name}:[/] {ids}{' …' if len(found) > 3 else ''}", highlight=False)
         for f in self.inputs:
             if f.malformed:
                 lines = ", ".join(map(str, f.malformed_lines))
                 console.print(f"[yellow]{f.path}: {f.malformed} malformed line(s), skipped: {lines}[/]")
         where = f" on {self.spark.describe()}" if self.spark else ""
         console.print(f"[dim]analysed in {self.elapsed_s:.1f} s{where}[/]")
+
+
+CONTENT_NOTE = ("records matched by topic, partition, key and value, as a multiset (a course log has no message ids): "
+                "repeated values count as copies of one record, and reordering cannot be seen; '-' is a class these "
+                "logs cannot tell")
 
 
 def _plural(count: int, noun: str) -> str:

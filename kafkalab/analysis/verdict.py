@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafkalab.analysis.job import Identity
 from kafkalab.analysis.report import loss_parts
 
 # class -> (what the run saw, why it happens and what to do), in order of severity; {n} is the count. An
@@ -20,6 +21,9 @@ LESSONS = (
     ("duplicated", "{n} messages were written more than once",
      ": producer retries without idempotence (or an idempotent producer's retries after it bumped its epoch)"),
     ("redelivered", "{n} records were processed again by the same group", ": offsets committed late or not at all"),
+    ("consumed_twice", "{n} records were processed more times than they were acknowledged",
+     ": redelivered (offsets committed late) or written twice (retries without idempotence); give an audit log "
+     "to tell which"),
     ("reordered", "{n} records landed out of order", ": retries with max.in.flight > 1 and no idempotence"),
     ("recovered", "{n} sends reported as failed are in the topic anyway", ": a timeout is not proof of loss"),
     ("unexpected", "{n} processed records were not sent by this run",
@@ -35,26 +39,34 @@ NOTHING_PROCESSED = ("no consumer processed a single record: {n} acknowledged re
 ACKS_ALL_LOST = (" with acks=all: a leader alone in its ISR acknowledged them (min.insync.replicas=1), and a replica "
                  "without them led after it (an unclean election): use min.insync.replicas=2 and keep "
                  "unclean.leader.election.enable off")
-SHORT = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers"}
+SHORT = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers",
+         "consumed_twice": "consumed twice"}
 CLEAN = "no anomaly: every acknowledged record was processed, once and in order"
+# logs without message ids (the course's): what the counts are of, and what they cannot see
+CLEAN_BY_CONTENT = "no anomaly: every acknowledged record was processed, as many times as it was acknowledged"
+BY_CONTENT = " (records matched by topic, partition, key and value: the logs carry no message id)"
 TYPED = "{n} records typed by hand (no message id): received, not part of the producer's audit"
 
 
 def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, typed: int = 0,
-            consumed: int | None = None, causes: bool = True, acks: str | None = None) -> str:
+            consumed: int | None = None, causes: bool = True, acks: str | None = None,
+            identity: Identity = Identity.MESSAGE_ID) -> str:
     """E.g. ``1,204 acknowledged records never reached the log (acks=0, ...): use ...; also 3 duplicated``.
 
     Every acknowledged record redelivered is named as such: a replay of the whole topic; none processed at all
     (``consumed`` 0), as such. Records typed by hand (``typed``) are no anomaly: they are named last, for what
     they are. ``causes=False``: what the run saw, not why (an incident's attendee finds the why). ``acks``: the
     producer's setting when known (a lab's run), so a loss under acks=all is not blamed on acks=0 or 1.
+    ``identity``: how records were matched; by content, the line says so (its counts are of copies).
     """
     typed_note = f"; {TYPED.format(n=f'{typed:,}')}" if typed else ""
+    if identity is Identity.CONTENT:
+        typed_note += BY_CONTENT
     findings = [lesson for lesson in LESSONS if classes.get(lesson[0])]
     if classes.get("lost_by_brokers") is not None:
         findings = [lesson for lesson in findings if lesson[0] != "lost"]  # the split says it better
     if not findings:
-        return CLEAN + typed_note
+        return (CLEAN if identity is Identity.MESSAGE_ID else CLEAN_BY_CONTENT) + typed_note
     name, seen, why = findings[0]
     if name == "lost_by_brokers" and acks in ("all", "-1"):
         why = ACKS_ALL_LOST

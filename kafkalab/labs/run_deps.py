@@ -123,10 +123,10 @@ def real_deps(distribution: kdist.Distribution | None = None, spark: Any = None,
 
     def analyze(run_dir: Path, audits: list[Path], leader_changes: Mapping[tuple[str, int], int]) -> Report:
         from kafkalab.analysis import analyze as spark_analyze
-        from kafkalab.clients.payload_log import log_files
+        from kafkalab.analysis.run_logs import run_logs
 
-        report = spark_analyze(log_files(run_dir, "producer"), log_files(run_dir, "consumer"), audits,
-                               session=spark, leader_changes=leader_changes)
+        logs = run_logs(run_dir)  # kafkalab's own and foreign clients' (course-format) logs
+        report = spark_analyze(logs.producer, logs.consumer, audits, session=spark, leader_changes=leader_changes)
         report.write_json(run_dir / "report.json")
         return report
 
