@@ -32,7 +32,17 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, cluster_lock, fix_labs, lab_hash, on_platforms, result_key, write_results
+from benchmarks.benchutil import (
+    RESULTS,
+    add_clients_arg,
+    cluster_lock,
+    fix_labs,
+    lab_hash,
+    on_platforms,
+    played_by,
+    result_key,
+    write_results,
+)
 from kafkalab.analysis import WarmSession
 from kafkalab.labs import Lab, LabSession
 from kafkalab.labs.fix import Change
@@ -164,6 +174,7 @@ def main() -> int:
     parser.add_argument("--platforms", default="", help="grade each lab on these of its platforms: MODE/VERSION "
                         "pairs, e.g. zookeeper/3.9.2,kraft/4.4.0, or all (default: each lab's own); results named "
                         "LAB --mode M --kafka-version V")
+    add_clients_arg(parser)
     args = parser.parse_args()
     try:
         only = [Direction(d) for d in args.only.split(",")]
@@ -172,6 +183,7 @@ def main() -> int:
     labs = fix_labs(args.labs, parser.error)
     if args.platforms:
         labs = on_platforms(labs, args.platforms)
+    labs = played_by(labs, args.clients)
     console = Console(stderr=True)
     spark = WarmSession().start()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-fix-"))

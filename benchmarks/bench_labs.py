@@ -28,12 +28,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, cluster_lock, lab_hash, on_platforms, result_key, write_results
+from benchmarks.benchutil import (
+    RESULTS,
+    add_clients_arg,
+    cluster_lock,
+    lab_hash,
+    on_platforms,
+    played_by,
+    result_key,
+    write_results,
+)
 from kafkalab.analysis import WarmSession
-from kafkalab.clients.java_client import java_command_templates
 from kafkalab.labs import Lab, LabSession, catalog, load_lab
 from kafkalab.labs.run import PortChoice
-from kafkalab.labs.run_deps import lab_distribution
 
 GOAL_S = 120.0
 
@@ -75,8 +82,7 @@ def main() -> int:
                         "pairs, e.g. kraft/3.9.2,kraft/4.4.0, or all (default: each lab's own); results named "
                         "LAB --mode M --kafka-version V")
     parser.add_argument("--name", default="labs", help="results file benchmarks/results/NAME.json")
-    parser.add_argument("--clients", choices=("python", "java"), default="python",
-                        help="java: kafkalab's own Java clients play every producer and consumer (fidelity)")
+    add_clients_arg(parser)
     args = parser.parse_args()
     labs = [load_lab(p) for p in catalog()]
     if args.labs:
@@ -84,9 +90,7 @@ def main() -> int:
         labs = [lab for lab in labs if lab.id in wanted]
     if args.platforms:
         labs = on_platforms(labs, args.platforms)
-    if args.clients == "java":
-        labs = [lab.with_commands(*java_command_templates(lab_distribution(lab.cluster.kafka_version)))
-                for lab in labs]
+    labs = played_by(labs, args.clients)
     console = Console(stderr=True)
     spark = WarmSession().start()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kafkalab-bench-labs-"))

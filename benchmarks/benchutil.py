@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import hashlib
 import json
@@ -91,6 +92,21 @@ def on_platforms(labs: list[Lab], wanted: str) -> list[Lab]:
     """Each lab on each of its platforms that ``wanted`` names ("all", or e.g. "kraft/3.9.2,kraft/4.4.0")."""
     names = None if wanted == "all" else {tuple(w.split("/", 1)) for w in wanted.split(",")}
     return [lab.on(m, v) for lab in labs for m, v in lab.cluster.platforms() if names is None or (m, v) in names]
+
+
+def played_by(labs: list[Lab], clients: str) -> list[Lab]:
+    """``labs`` with their producer and consumers played by ``clients``: python (kafkalab's own, as shipped) or
+    java (kafkalab's Java clients, the fidelity runs of docs/foreign-clients.md)."""
+    if clients == "python":
+        return labs
+    from kafkalab.feeds.players import java_templates
+
+    return [lab.with_commands(*java_templates(lab)) for lab in labs]
+
+
+def add_clients_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--clients", choices=("python", "java"), default="python",
+                        help="java: kafkalab's own Java clients play every producer and consumer (fidelity)")
 
 
 def lab_hash(lab: Lab) -> str:

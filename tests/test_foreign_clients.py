@@ -137,6 +137,25 @@ def test_a_command_that_exits_at_once_fails_with_its_last_line(tmp_path: Path) -
     assert stats.error is not None and "exited at once with status 3: no such jar: x.jar" in stats.error
 
 
+def test_a_producer_that_reports_its_failures_is_observed_and_its_report_lines_stay_out_of_its_pane(
+        tmp_path: Path) -> None:
+    from kafkalab.clients.foreign import REPORT_PREFIX, ForeignProducer
+    from kafkalab.clients.options import ProducerConfig
+
+    # a template's braces are places: a literal one is doubled
+    script = ("echo '" + REPORT_PREFIX + '{{"attempted": 5, "failed": {{"NOT_ENOUGH_REPLICAS": 3}}}}' + "'; "
+              "printf 't,0,1,a\\nt,1,2,b\\n' > payload.log; echo done")
+    producer = ForeignProducer(ProducerConfig.of({}), script, RoleValues("127.0.0.1:1", "t", {}, tmp_path))
+    producer.start()
+    assert producer.join(10)
+    stats = producer.stats()
+    assert (stats.attempted, stats.acked, dict(stats.failed), stats.reports) == (5, 2, {"NOT_ENOUGH_REPLICAS": 3}, True)
+    assert stats.output == ("done",)
+    lab = load_lab(LABS / "06-min-isr-rf2.toml").with_commands(producer="sh -c true")
+    assert "producer.failed.NOT_ENOUGH_REPLICAS" in foreign_blind(lab)
+    assert "producer.failed.NOT_ENOUGH_REPLICAS" not in foreign_blind(lab, producer_reports=True)
+
+
 # ---- on a real cluster -------------------------------------------------------------------------------------------
 @pytest.mark.cluster
 def test_a_lab_run_with_a_foreign_producer_and_consumer_is_analysed_from_their_course_logs(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ observe_group`).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -33,6 +34,11 @@ from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.clients.stats import ClientState, ConsumerStats, EventCallback, ProducerStats, RateMeter
 
 OUTPUT_LOG = "output.log"
+# a line a foreign client may print to tell what only it knows (kafkalab's Java producer does); kept in output.log,
+# not shown in the pane: REPORT_PREFIX {"attempted": N, "failed": {NAME: n}}, or an event for the timeline,
+# REPORT_PREFIX {"event": "stalled" | "resumed", "detail": "..."}
+REPORT_PREFIX = "kafkalab-report "
+REPORTED_EVENTS = ("stalled", "resumed")
 OUTPUT_LINES = 8  # the last lines of its output a pane shows
 STOP_GRACE_S = 10.0  # a stopped foreign client (SIGTERM) is killed after this
 _SHELL_WORDS = {"cd", "exec", "env", "export", "source", ".", "set", "ulimit", "nice", "time", "nohup", "timeout"}
@@ -123,6 +129,7 @@ class ForeignClient(ChildClient):
         self._stop_requested = False
         self._state = ClientState.STARTING
         self._started_at: float | None = None
+        self.report: dict[str, Any] = {}  # the latest report line's facts (empty: it reports nothing)
 
     def start(self) -> None:
         if self._proc is not None:
@@ -148,7 +155,9 @@ class ForeignClient(ChildClient):
             for line in proc.stdout:
                 log.write(line)
                 log.flush()
-                if line.strip():
+                if line.startswith(REPORT_PREFIX):
+                    self._take_report(line.removeprefix(REPORT_PREFIX))
+                elif line.strip():
                     self.output.append(line.rstrip())
         code = proc.wait()
         self.count.refresh()
@@ -162,6 +171,18 @@ class ForeignClient(ChildClient):
             self._state = ClientState.FAILED
             self._error = self._failure(code)
             self._emit("error", self._error)
+
+    def _take_report(self, text: str) -> None:
+        with contextlib.suppress(ValueError):  # a malformed report tells nothing: the last good one stands
+            facts = json.loads(text)
+            if not isinstance(facts, dict):
+                return
+            if facts.get("event") in REPORTED_EVENTS:
+                self._state = ClientState.BLOCKED if facts["event"] == "stalled" else ClientState.RUNNING
+                self._emit(facts["event"], str(facts.get("detail", "")))
+                self.report.setdefault("attempted", 0)  # it reports: its stalls are observed
+            else:
+                self.report = {**self.report, **facts}
 
     def _failure(self, code: int) -> str:
         """Why it failed, in a line: its last output line, or its exit status (a command that exits at once is
@@ -228,10 +249,14 @@ class ForeignProducer(ForeignClient):
         self.terminate()
 
     def stats(self) -> ProducerStats:
+        """Acknowledged: its payload log's lines; attempted and failed: its report, where it gives one."""
         state, records, rate = self._progress()
-        return ProducerStats(name=self.name, state=state, attempted=records, acked=records, failed={}, unknown=0,
-                             in_flight=0, rate=rate, total=self.config.total, log_path=self._shown_log(),
-                             error=self._error, output=tuple(self.output), foreign=True)
+        failed = {str(k): int(v) for k, v in self.report.get("failed", {}).items()}
+        attempted = int(self.report.get("attempted", records))
+        return ProducerStats(name=self.name, state=state, attempted=max(attempted, records), acked=records,
+                             failed=failed, unknown=0, in_flight=max(0, attempted - records - sum(failed.values())),
+                             rate=rate, total=self.config.total, log_path=self._shown_log(), error=self._error,
+                             output=tuple(self.output), foreign=True, reports=bool(self.report))
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ class ProducerStats:
     error: str | None = None
     output: tuple[str, ...] = ()  # a foreign command's last output lines (its pane shows them)
     foreign: bool = False  # played by a foreign command: only its payload log and the brokers tell what it did
+    reports: bool = False  # a foreign producer that reports its attempts and failures (clients/foreign.py)
 
     @property
     def failed_total(self) -> int:

@@ -52,9 +52,11 @@ CONSUMER_INTERNALS = ("consumer.{id}.assign_wait_s", "consumer.{id}.fatal_error"
 GROUP_INTERNALS = ("group.{group}.revoked", "group.{group}.pause_s", "group.{group}.stopped_s", "timeline.rebalances")
 
 
-def foreign_blind(lab: Lab) -> list[str]:
-    """The metrics the lab's expectations (its own and its fix's) name that a foreign role hides from kafkalab."""
-    patterns: list[str] = list(PRODUCER_INTERNALS) if lab.producer.command else []
+def foreign_blind(lab: Lab, producer_reports: bool = False) -> list[str]:
+    """The metrics the lab's expectations (its own and its fix's) name that a foreign role hides from kafkalab
+    (``producer_reports``: its producer reports its attempts, failures and stalls, as kafkalab's Java producer does:
+    see clients/foreign.py)."""
+    patterns: list[str] = list(PRODUCER_INTERNALS) if lab.producer.command and not producer_reports else []
     for c in lab.consumers:
         if c.command:
             patterns += [p.format(id=c.local_id) for p in CONSUMER_INTERNALS]

@@ -383,7 +383,8 @@ class LabRun:
         if roles := self.lab.foreign_roles:
             self.say(f"played by your command: {', '.join(roles)} (its files in {self.run_dir}/ROLE/)")
             if blind := metrics.foreign_blind(self.lab):
-                self.say(f"not observed with a foreign client (they judge nothing): {', '.join(blind)}")
+                self.say(f"not observed with a foreign client unless it reports them (they judge nothing): "
+                         f"{', '.join(blind)}")
         self.clients = clients = RunClients(self.lab, self.run_dir, cluster.spec.client_bootstrap, self.timeline,
                                             self.deps, self.sleep, self.say,
                                             on_started=cluster.net.client_started if cluster.net else None,

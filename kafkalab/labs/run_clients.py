@@ -213,7 +213,8 @@ class RunClients:
         out |= metrics.timeline_metrics(self.timeline, lab_topics(self.lab),
                                         [c.local_id for c in self.lab.consumers])
         out |= metrics.rebalance_metrics(self.timeline, {c.name: c.group for c in self.lab.consumers})
-        out |= dict.fromkeys(metrics.foreign_blind(self.lab), Unmeasured.NOT_OBSERVED)
+        reports = (stats := self.producer_stats()) is not None and stats.reports
+        out |= dict.fromkeys(metrics.foreign_blind(self.lab, reports), Unmeasured.NOT_OBSERVED)
         return out
 
     def close(self, clean_s: float = CLEAN_CLOSE_S) -> None:

@@ -11,6 +11,9 @@ import java.util.Random;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.TreeMap;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -87,7 +90,14 @@ public final class JavaProducer {
     private final CountDownLatch finished = new CountDownLatch(1);
     private final AtomicLong acked = new AtomicLong();
     private final AtomicLong failed = new AtomicLong();
+    // failures by Kafka's error name, as kafkalab's own producer counts them (reported on "kafkalab-report" lines)
+    private final ConcurrentHashMap<String, AtomicLong> failedBy = new ConcurrentHashMap<>();
     private long sent;
+    // a send() blocked longer than STALL_AFTER_MS (its buffer full) is a stall, as kafkalab's own producer says
+    private static final long STALL_AFTER_MS = 1000;
+    private final Object sending = new Object();
+    private long sendSince; // when the send() in progress began (0: none); guarded by sending
+    private boolean stalled; // guarded by sending
 
     private JavaProducer(ClientOptions o, boolean idempotent) {
         this.o = o;
@@ -132,6 +142,9 @@ public final class JavaProducer {
                 Thread.currentThread().interrupt();
             }
         }, "kafkalab-stop"));
+        Thread watch = new Thread(this::watchStalls, "kafkalab-stalls");
+        watch.setDaemon(true);
+        watch.start();
         ClientOptions.PayloadLog log = o.openLog();
         KafkaProducer<Integer, String> producer =
             new KafkaProducer<>(config(), new IntegerSerializer(), new StringSerializer());
@@ -156,11 +169,13 @@ public final class JavaProducer {
                         nextStatus = now + STATUS_EVERY_MS;
                         log.flush();
                         System.out.println(name + ": roll " + (roll + 1) + "/" + rolls + ": " + status());
+                        report();
                     }
                 }
                 producer.flush();
                 log.flush();
                 System.out.println(name + ": roll " + (roll + 1) + "/" + rolls + " sent: " + status());
+                report();
                 if (roll < rolls - 1 && stop.sleep(o.num("producer.wait-after-roll"))) {
                     stopped = true;
                     break;
@@ -172,29 +187,93 @@ public final class JavaProducer {
             else producer.close();
             log.close();
             System.out.println(name + ": " + (stopped ? "stopped: " : "done: ") + status() + "; log " + log.path);
+            report();
             System.out.flush();
             finished.countDown();
         }
         return 0;
     }
 
+    private void watchStalls() {
+        while (finished.getCount() > 0) {
+            synchronized (sending) {
+                if (sendSince > 0 && !stalled && System.currentTimeMillis() - sendSince > STALL_AFTER_MS) {
+                    stalled = true;
+                    event("stalled", "send() blocked: its buffer is full, waiting for the brokers");
+                }
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
     private void send(KafkaProducer<Integer, String> producer, ClientOptions.PayloadLog log, int key, String value) {
         sent++;
+        synchronized (sending) {
+            sendSince = System.currentTimeMillis();
+        }
+        try {
+            sendOne(producer, log, key, value);
+        } finally {
+            synchronized (sending) {
+                if (stalled) {
+                    stalled = false;
+                    event("resumed", String.format("sending again after %.1fs",
+                        (System.currentTimeMillis() - sendSince) / 1000.0));
+                }
+                sendSince = 0;
+            }
+        }
+    }
+
+    private void sendOne(KafkaProducer<Integer, String> producer, ClientOptions.PayloadLog log, int key,
+                         String value) {
         try {
             producer.send(new ProducerRecord<>(topic, key, value), (metadata, error) -> {
                 if (error == null) {
                     acked.incrementAndGet();
                     log.line(metadata.topic(), metadata.partition(), Integer.toString(key), value);
                 } else {
-                    failed.incrementAndGet();
+                    failed(error);
                     System.err.println(name + ": record key " + key + " to " + topic + " failed: "
                         + ClientOptions.reason(error));
                 }
             });
         } catch (KafkaException e) { // what send() throws rather than reports (an API error goes to the callback)
-            failed.incrementAndGet();
+            failed(e);
             System.err.println(name + ": record key " + key + " to " + topic + " failed: " + ClientOptions.reason(e));
         }
+    }
+
+    private void failed(Exception error) {
+        failed.incrementAndGet();
+        failedBy.computeIfAbsent(errorName(error), k -> new AtomicLong()).incrementAndGet();
+    }
+
+    /** Kafka's name for the error, as librdkafka names it for kafkalab's own producer: a delivery timeout is
+     *  _MSG_TIMED_OUT there, REQUEST_TIMED_OUT to the Java client's Errors. */
+    static String errorName(Exception error) {
+        if (error instanceof org.apache.kafka.common.errors.TimeoutException) return "_MSG_TIMED_OUT";
+        return Errors.forException(error).name();
+    }
+
+    /** A stall or its end, for kafkalab's timeline (clients/foreign.py): a report line with an event. */
+    private static void event(String kind, String detail) {
+        System.out.println("kafkalab-report {\"event\":\"" + kind + "\",\"detail\":\"" + detail + "\"}");
+        System.out.flush();
+    }
+
+    /** What only this client knows, for kafkalab (clients/foreign.py): one JSON line its pane does not show. */
+    private void report() {
+        StringBuilder by = new StringBuilder();
+        for (var entry : new TreeMap<>(failedBy).entrySet()) {
+            by.append(by.length() == 0 ? "" : ",").append('"').append(entry.getKey()).append("\":")
+                .append(entry.getValue().get());
+        }
+        System.out.println("kafkalab-report {\"attempted\":" + sent + ",\"failed\":{" + by + "}}");
     }
 
     private String status() {
