@@ -156,6 +156,17 @@ def test_a_producer_that_reports_its_failures_is_observed_and_its_report_lines_s
     assert "producer.failed.NOT_ENOUGH_REPLICAS" not in foreign_blind(lab, producer_reports=True)
 
 
+def test_a_role_that_wrote_no_payload_log_is_said_before_the_analysis(tmp_path: Path) -> None:
+    from kafkalab.clients.foreign import no_log_said
+
+    (tmp_path / "producer").mkdir()
+    said = no_log_said("producer", tmp_path)
+    assert said is not None and said.startswith(f"producer (your command) wrote no payload log in {tmp_path}/producer")
+    assert "per acknowledged record" in said
+    (tmp_path / "producer" / "payload-1.log").write_text("")
+    assert no_log_said("producer", tmp_path) is None
+
+
 # ---- on a real cluster -------------------------------------------------------------------------------------------
 @pytest.mark.cluster
 def test_a_lab_run_with_a_foreign_producer_and_consumer_is_analysed_from_their_course_logs(tmp_path: Path) -> None:
@@ -247,3 +258,17 @@ def test_the_prompt_chooses_who_plays_the_clients_and_takes_it_back() -> None:
         played(lab, "clients rust")
     with pytest.raises(Exception, match="no-such-thing: no such command on PATH"):
         played(lab, "producer-cmd no-such-thing {options}")
+
+
+@pytest.mark.cluster
+def test_a_lab_run_with_kafkalabs_java_clients(tmp_path: Path) -> None:
+    """--clients java: kafkalab's own Java producer and consumer play the roles; their course-format logs analysed,
+    the consumer ended by quit, the producer's report read."""
+    done = kafkalab("run", "setup-check", "--headless", "--free-ports", "--runs-dir", str(tmp_path),
+                    "--clients", "java")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(tmp_path.glob("setup-check-*"))
+    assert "records matched by topic, partition, key and value" in " ".join(done.stdout.split())
+    assert (run_dir / "consumer-1" / "payload-1.log").exists() and (run_dir / "producer" / "payload.log").exists()
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["metrics"]["producer.attempted"] == 100  # reported by the Java producer, not only counted

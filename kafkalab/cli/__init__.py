@@ -24,6 +24,7 @@ from kafkalab.cli import (
     net_cmds,
     record_cmds,
     replay_cmd,
+    txn_cmds,
 )
 from kafkalab.cli.common import OUTPUT_GONE, output_gone_quietly, silence_output
 from kafkalab.errors import KafkalabError
@@ -31,7 +32,7 @@ from kafkalab.errors import KafkalabError
 # One module per area, each adding its own sub-commands, in the order `kafkalab --help` lists them; imported
 # by name, not looked up by a string, so the import contracts and the cycle test see every arrow.
 COMMAND_MODULES = (cluster_cmds, net_cmds, console_cmd, client_cmds, docker_cmds, lab_cmds, fix_cmds, diff_cmd,
-                   group_cmds, record_cmds, replay_cmd)
+                   group_cmds, record_cmds, replay_cmd, txn_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,7 +8,16 @@ import sys
 from kafkalab.admin import Admin, Groups
 from kafkalab.cli.common import add_target_args, client_bootstrap_for
 from kafkalab.clients.options import parse_defines
-from kafkalab.clients.records import DEFAULT_FORMAT, KEYS_FORMAT, OFFSET_BEGINNING, RecordTail, RecordTyper, parse_start
+from kafkalab.clients.records import (
+    DEFAULT_FORMAT,
+    DEFAULT_ISOLATION,
+    ISOLATION_LEVELS,
+    KEYS_FORMAT,
+    OFFSET_BEGINNING,
+    RecordTail,
+    RecordTyper,
+    parse_start,
+)
 from kafkalab.errors import KafkalabError
 
 
@@ -27,6 +36,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="kcat-like: %%t topic, %%p partition, %%o offset, %%k key, %%s value, %%T timestamp")
     p.add_argument("-e", "--exit", action="store_true", help="exit once every partition is read to its end")
     p.add_argument("-c", "--count", type=int, default=None, metavar="N", help="exit after N records")
+    p.add_argument("--isolation", choices=ISOLATION_LEVELS, default=DEFAULT_ISOLATION,
+                   help="read_uncommitted (default, as Kafka's console consumer and the lab consumers: every record, "
+                        "an open or aborted transaction's too) or read_committed (committed transactions' records "
+                        "only, up to the last stable offset: -e stops short of an open transaction)")
     add_target_args(p)
     p.set_defaults(func=cmd_tail)
 
@@ -55,7 +68,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
                                 f"its partitions are 0..{len(partitions) - 1}")
         partitions = [args.partition]
     fmt = args.format or (KEYS_FORMAT if args.keys else DEFAULT_FORMAT)
-    tail = RecordTail(bootstrap, args.topic, partitions, start, args.group, stop_at_end=args.exit)
+    tail = RecordTail(bootstrap, args.topic, partitions, start, args.group, stop_at_end=args.exit,
+                      isolation=args.isolation)
     printed = 0
     try:
         while not tail.at_end:

@@ -10,8 +10,9 @@ from typing import Any
 
 from kafkalab.clients.one_shot import call_in_child, serve_one
 from kafkalab.errors import KafkalabError
+from kafkalab.logformat import CONTROL_VALUES
 
-CONTROL_WORDS = ("quit", "crash", "wait")
+CONTROL_WORDS = CONTROL_VALUES  # the payload-log contract's: the analysis leaves them out
 QUIT, CRASH, WAIT = (w.encode() for w in CONTROL_WORDS)
 MODULE = "kafkalab.clients.control_words"  # the child: python -m MODULE
 CHECK_TOPIC_S = 20.0  # the child's topic check before it sends: its timeout and its grace for a new topic

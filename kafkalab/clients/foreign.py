@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.clients.child_client import ChildClient
-from kafkalab.clients.control_words import CONTROL_WORDS
 from kafkalab.clients.foreign_command import CommandError, RoleValues, fill
 from kafkalab.clients.options import ConsumerConfig, ProducerConfig
 from kafkalab.clients.stats import ClientState, ConsumerStats, EventCallback, ProducerStats, RateMeter
+from kafkalab.logformat import CONTROL_VALUES, COURSE_LOG_GLOBS
 
 OUTPUT_LOG = "output.log"
 # a line a foreign client may print to tell what only it knows (kafkalab's Java producer does); kept in output.log,
@@ -73,7 +73,7 @@ class PayloadCount:
     _rows: dict[Path, int] = field(default_factory=dict)
 
     def refresh(self) -> int:
-        for path in self._paths():
+        for path in self.paths():
             self._count(path)
         self.records = sum(self._rows.values())
         self.files = [p.name for p in self._rows]
@@ -81,12 +81,12 @@ class PayloadCount:
 
     def skip_existing(self) -> None:
         """Count only what is written from now on."""
-        for path in self._paths():
+        for path in self.paths():
             self._read[path] = path.stat().st_size
 
-    def _paths(self) -> list[Path]:
-        return sorted([*self.work_dir.glob("payload*.log"), *self.work_dir.glob("*.csv"),
-                       *self.work_dir.glob("*.csv.partial")])
+    def paths(self) -> list[Path]:
+        globs = (*COURSE_LOG_GLOBS, "*.csv", "*.csv.partial")
+        return sorted({p for pattern in globs for p in self.work_dir.glob(pattern)})
 
     def _count(self, path: Path) -> None:
         start = self._read.get(path, 0)
@@ -104,11 +104,21 @@ class PayloadCount:
             if start == 0 and rows == 0 and path.suffix != ".log" and line.startswith(b"msg_id,"):
                 continue  # kafkalab's CSV header
             parts = line.split(b",", 3)
-            if len(parts) == 4 and parts[3].strip().decode(errors="replace") in CONTROL_WORDS:
+            if len(parts) == 4 and parts[3].strip().decode(errors="replace") in CONTROL_VALUES:
                 continue
             rows += 1
         self._read[path] = start + end
         self._rows[path] = rows
+
+
+def no_log_said(role: str, run_dir: Path) -> str | None:
+    """Why a foreign ``role`` leaves the analysis nothing to read (None when it wrote a payload log)."""
+    work_dir = run_dir / role
+    if PayloadCount(work_dir).paths():
+        return None
+    what = "acknowledged" if role.startswith("producer") else "processed"
+    return (f"{role} (your command) wrote no payload log in {work_dir}: write payload.log there, a line "
+            f"topic,partition,key,value per {what} record (what it said: {work_dir / OUTPUT_LOG})")
 
 
 class ForeignClient(ChildClient):

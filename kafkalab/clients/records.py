@@ -3,7 +3,9 @@
 :class:`RecordTail` reads a topic from the beginning, the end or an offset, alone (assigned partitions,
 nothing committed) or as a member of a group (subscribed, offsets committed). :class:`RecordTyper` sends
 one line at a time and waits for its outcome, so the partition and offset can be shown beside the line.
-Both are used by the `tail` and `type` commands and by the console's records pane.
+Both are used by the `tail` and `type` commands and by the console's records pane. A tail reads
+``read_uncommitted`` unless told otherwise, as Kafka's console consumer and kafkalab's lab consumers do
+(librdkafka's own default is ``read_committed``, which stops short of an open transaction's records).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _TYPED_HEADERS: Headers = [(MSG_ID_HEADER, TYPED_MSG_ID.encode())]  # the analys
 OFFSET_BEGINNING = -2
 OFFSET_END = -1
 _TAIL_GROUP = "kafkalab-tail"  # librdkafka wants a group.id even to assign; nothing is committed under it
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+DEFAULT_ISOLATION = "read_uncommitted"  # the Java client's and the lab consumers'; librdkafka's is read_committed
 
 
 @dataclass(frozen=True)
@@ -91,17 +95,20 @@ def parse_start(text: str) -> int:
 
 
 class RecordTail:
-    """A topic read as it grows: alone from ``start``, or as a member of ``group``."""
+    """A topic read as it grows: alone from ``start``, or as a member of ``group``; with ``stop_at_end``, up to
+    the end ``isolation`` sees (read_committed: the last stable offset, short of an open transaction)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: list[int], start: int = OFFSET_END,
-                 group: str | None = None, stop_at_end: bool = False) -> None:
+                 group: str | None = None, stop_at_end: bool = False, isolation: str = DEFAULT_ISOLATION) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
+        if isolation not in ISOLATION_LEVELS:
+            raise KafkalabError(f"isolation level {isolation!r} is not one of {', '.join(ISOLATION_LEVELS)}")
         self.topic = topic
         self.group = group
         self._pending_eof = set(partitions) if stop_at_end else set()
         self.stop_at_end = stop_at_end
-        self._consumer = Consumer(_consumer_config(bootstrap, group, start, stop_at_end))
+        self._consumer = Consumer(_consumer_config(bootstrap, group, start, stop_at_end, isolation))
         if group:
             self._consumer.subscribe([topic])
         else:
@@ -132,9 +139,11 @@ class RecordTail:
         self._consumer.close()
 
 
-def _consumer_config(bootstrap: str, group: str | None, start: int, stop_at_end: bool) -> dict[str, Any]:
+def _consumer_config(bootstrap: str, group: str | None, start: int, stop_at_end: bool,
+                     isolation: str = DEFAULT_ISOLATION) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
+        "isolation.level": isolation,
         "group.id": group or _TAIL_GROUP,
         "enable.auto.commit": bool(group),
         "enable.partition.eof": stop_at_end,

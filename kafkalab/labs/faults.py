@@ -49,6 +49,7 @@ from kafkalab.cluster.node import NodeAction, NodeState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs.events import Event, EventKind, LeaderChange
 from kafkalab.labs.expectations import OPS, parse_check
+from kafkalab.logformat import CONTROL_VALUES
 from kafkalab.netfaults import Direction
 
 NODE_ACTIONS = tuple(a.value for a in NodeAction)
@@ -61,7 +62,6 @@ ANY_ACTIONS = ("check", "note")
 LINK_ACTIONS = (NetAction.CUT, NetAction.DROP_REPLIES, NetAction.HOLD, NetAction.DELAY, NetAction.LIMIT)
 NET_FAULT_ACTIONS = (NetAction.ISOLATE, *LINK_ACTIONS, NetAction.HEAL)
 NET_ACTIONS = tuple(a.value for a in NET_FAULT_ACTIONS)
-CONTROL_WORDS = ("quit", "crash", "wait")
 DEFAULT_TIMEOUT_S = 90.0
 
 _TP = r"(?P<topic>[A-Za-z0-9._-]+)(?:/(?P<partition>\d+))?"
@@ -390,8 +390,8 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
     word = ""
     if s.startswith("send"):
         word = s.removeprefix("send").strip()
-        if word not in CONTROL_WORDS:
-            raise ValueError(f"{text!r}: send takes a control word: send {' | send '.join(CONTROL_WORDS)}")
+        if word not in CONTROL_VALUES:
+            raise ValueError(f"{text!r}: send takes a control word: send {' | send '.join(CONTROL_VALUES)}")
         s = "send"
     source_actions = (*(a.value for a in LINK_ACTIONS), NetAction.HEAL.value)  # a client as a network source
     allowed = {

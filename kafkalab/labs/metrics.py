@@ -49,7 +49,8 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
 PRODUCER_INTERNALS = ("producer.attempted", "producer.failed", "producer.failed.*", "producer.stalls",
                       "producer.longest_stall_s")
 CONSUMER_INTERNALS = ("consumer.{id}.assign_wait_s", "consumer.{id}.fatal_error", "consumer.{id}.received")
-GROUP_INTERNALS = ("group.{group}.revoked", "group.{group}.pause_s", "group.{group}.stopped_s", "timeline.rebalances")
+GROUP_INTERNALS = ("group.{group}.distinct", "group.{group}.revoked", "group.{group}.pause_s",
+                   "group.{group}.stopped_s", "timeline.rebalances")
 
 
 def foreign_blind(lab: Lab, producer_reports: bool = False) -> list[str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from kafkalab.admin import Admin, ClusterSnapshot
 from kafkalab.analysis.report import Report
 from kafkalab.clients import ProducerStats
+from kafkalab.clients.foreign import no_log_said
 from kafkalab.cluster import Cluster, ClusterSpec, Node, NodeState
 from kafkalab.cluster.control_socket import NETWORK
 from kafkalab.cluster.netwiring import ClusterNet, NetChange
@@ -409,6 +410,8 @@ class LabRun:
                           create_topic=self.create_topic)
 
     def _analyze(self, audits: list[Path]) -> Report:
+        if said := [why for role in self.lab.foreign_roles if (why := no_log_said(role, self.run_dir))]:
+            raise KafkalabError(said[0])  # before Spark: nothing to compare, and why in one line
         self.set_phase(Phase.ANALYZING)
         self.say("analysing the payload logs with Spark")
         leader_changes: Mapping[tuple[str, int], int] = self.timeline.leader_changes()

@@ -22,14 +22,14 @@ from kafkalab.labs.results import Phase
 from kafkalab.ui.chart import ThroughputChart
 from kafkalab.ui.widget_options import WidgetOptions
 
-CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered",
-           "recovered", "unexpected")
+CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "consumed_twice",
+           "reordered", "recovered", "unexpected")
 # the per-partition table: always these columns, then any other class with a count; short headings so
 # the table fits the side pane of a 100-column terminal
 COLUMNS = {"acknowledged": "acked", "consumed_rows": "proc.", "lost": "lost", "duplicated": "dupl.",
            "redelivered": "redel.", "reordered": "reord.", "leader_changes": "leader moves"}
-MORE_COLUMNS = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed", "recovered": "recov.",
-                "unexpected": "unexp."}
+MORE_COLUMNS = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed",
+                "consumed_twice": "twice", "recovered": "recov.", "unexpected": "unexp."}
 
 
 def label(cls: str) -> str:
