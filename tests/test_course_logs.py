@@ -277,3 +277,5 @@ def test_a_course_producer_and_a_kafkalab_consumer_that_logged_its_records_as_ty
     report = analyze([producer], [consumer], [], session=spark)
     assert report.identity == Identity.CONTENT
     assert (report.classes["lost"], report.classes["unexpected"], report.totals["distinct_consumed"]) == (1, 0, 8)
+    assert report.totals["typed"] == 0  # each is a send's copy, not a record typed by hand
+    assert "typed by hand" not in report.verdict

@@ -94,9 +94,10 @@ def rules(with_audit: bool) -> dict[str, str]:
     return counts
 
 
+# typed: records typed by hand that no producer sent (a typed copy of a record a producer sent is that send's)
 TOTAL_RULES = {
     "attempted": "p + failed + unknown", "acknowledged": "p", "failed": "failed", "unknown": "unknown",
-    "consumed_rows": "c_rows", "distinct_consumed": "c", "typed": "CASE WHEN typed THEN c ELSE 0L END",
+    "consumed_rows": "c_rows", "distinct_consumed": "c", "typed": f"CASE WHEN typed AND NOT {_SENT} THEN c ELSE 0L END",
 }
 
 
