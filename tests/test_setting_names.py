@@ -144,8 +144,8 @@ def test_a_kept_change_is_taken_back_by_any_name_it_was_typed_or_shown_by(exerci
     (["-D", "enable.idempotence=maybe"], ["producer.idempotent=maybe is not true or false"]),  # read as the option
     (["-D", "request.timeout.ms=5000"], ["both Kafka clients", "producer.request.timeout.ms"]),
     (["-D", f"linger.ms={LONG}"], ["give 0..900000"]),
-    (["-D", "isolation.level=read_committed"], ["isolation.level is not a producer.* or consumer.* setting, nor "
-                                                "Kafka's name of one"]),  # kafkalab's consumer reads uncommitted
+    (["-D", "compression.type=gzip"], ["compression.type is not a producer.* or consumer.* setting, nor "
+                                       "Kafka's name of one"]),  # kafkalab's producer sends uncompressed
 ])
 def test_fix_refuses_a_bad_kafka_named_setting_before_anything_starts(argv: list[str], words: list[str],
                                                                       tmp_path: Path,

@@ -118,7 +118,15 @@ PRODUCER_OPTIONS = (
          kafka_both=True),
     _int("producer.retry-max", 1000, "the longest ms between retries", minimum=1, maximum=300_000,
          kafka="retry.backoff.max.ms", kafka_both=True),
+    Option("producer.transaction-id", None, "str", "transactional: records sent in transactions, acked once "
+           "committed (needs idempotence); unset: not transactional", kafka="transactional.id"),
+    _int("producer.transaction-timeout", 60000, "ms a transaction may stay open before its coordinator aborts it "
+         "(with a transaction-id)", minimum=1000, kafka="transaction.timeout.ms"),  # librdkafka's minimum
+    _int("producer.records-per-transaction", 100, "records each transaction holds (with a transaction-id)",
+         minimum=1),
 )
+
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 CONSUMER_OPTIONS = (
     Option("consumer.topic", "test-topic", "str", "topic to subscribe to"),
@@ -143,6 +151,9 @@ CONSUMER_OPTIONS = (
          maximum=3_600_000, kafka="session.timeout.ms"),
     Option("consumer.auto-offset-reset", "latest", "choice", "earliest, latest or none",
            choices=("earliest", "latest", "none"), kafka="auto.offset.reset"),
+    Option("consumer.isolation-level", "read_uncommitted", "choice",
+           "read_uncommitted (every record), or read_committed (committed transactions' records only, up to the "
+           "last stable offset)", choices=ISOLATION_LEVELS, kafka="isolation.level"),
     _int("consumer.poll-period", 1000, "poll timeout in ms"),
     _int("consumer.wait-after-recv", 0, "ms to sleep after receiving a batch"),
     _int("consumer.wait-after-batch", 0, "ms to sleep after processing a batch"),
@@ -161,6 +172,8 @@ CLASSIC_ONLY = {"consumer.session-timeout": "group.consumer.session.timeout.ms",
                 "consumer.assignment-strategy": "group.consumer.assignors"}
 _ROLES = {"producer": PRODUCER_OPTIONS, "consumer": CONSUMER_OPTIONS}
 _ASSIGNORS = {"coop": "cooperative-sticky", "range": "range", "rr": "roundrobin"}
+# a transactional producer's own options: refused without producer.transaction-id
+_TRANSACTIONS_ONLY = {"producer.transaction-timeout", "producer.records-per-transaction"}
 
 
 def parse_defines(items: Iterable[str]) -> dict[str, str]:
@@ -315,10 +328,28 @@ class ProducerConfig(ClientConfig):
     request_timeout_ms: int
     retry_backoff_ms: int
     retry_max_ms: int
+    transaction_id: str | None = None  # transactional when set
+    transaction_timeout_ms: int = 60000
+    records_per_transaction: int = 100
 
     @classmethod
     def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
         acks = "all" if v["producer.acks"] == "-1" else v["producer.acks"]
+        transaction_id = v.get("producer.transaction-id")
+        if transaction_id is None and (alone := sorted(given & _TRANSACTIONS_ONLY)):
+            raise OptionsConflict(f"{alone[0]} is for a transactional producer: give producer.transaction-id too, "
+                                  f"or drop {alone[0]}", (alone[0], "producer.transaction-id"))
+        if transaction_id is not None:
+            against = {"producer.idempotent": "false" if v.get("producer.idempotent") is False else "",
+                       "producer.acks": "" if acks == "all" else acks,
+                       "producer.max-inflight": str(v["producer.max-inflight"]) if v["producer.max-inflight"] > 5
+                       else ""}
+            if conflicting := [name for name, value in against.items() if value]:
+                shown = ", ".join(f"{name}={against[name]}" for name in conflicting)
+                raise OptionsConflict(
+                    f"producer.transaction-id needs idempotence (producer.acks=all, producer.max-inflight <= 5), "
+                    f"not {shown}: change it or drop producer.transaction-id",
+                    ("producer.transaction-id", *conflicting))
         if "producer.idempotent" in given:
             idempotent = v["producer.idempotent"]
             if idempotent and (acks != "all" or v["producer.max-inflight"] > 5):
@@ -342,6 +373,10 @@ class ProducerConfig(ClientConfig):
                 "producer.delivery-timeout must be >= producer.linger + producer.request-timeout "
                 "(as the Java client requires)",
                 ("producer.delivery-timeout", "producer.linger", "producer.request-timeout"))
+        if (transaction_id is not None and "producer.delivery-timeout" in given
+                and v["producer.delivery-timeout"] > v["producer.transaction-timeout"]):
+            notes.append("records time out after producer.transaction-timeout: librdkafka caps "
+                         "producer.delivery-timeout to it")
         return dict(
             acks=acks, num_rolls=v["producer.num-rolls"], records_per_roll=v["producer.num-records-per-roll"],
             wait_after_roll_ms=v["producer.wait-after-roll"], wait_after_send_ms=v["producer.wait-after-send"],
@@ -349,7 +384,13 @@ class ProducerConfig(ClientConfig):
             linger_ms=v["producer.linger"], retries=v["producer.retries"],
             delivery_timeout_ms=v["producer.delivery-timeout"], request_timeout_ms=v["producer.request-timeout"],
             retry_backoff_ms=v["producer.retry-backoff"], retry_max_ms=v["producer.retry-max"],
+            transaction_id=transaction_id, transaction_timeout_ms=v["producer.transaction-timeout"],
+            records_per_transaction=v["producer.records-per-transaction"],
         )
+
+    @property
+    def transactional(self) -> bool:
+        return self.transaction_id is not None
 
     @property
     def total(self) -> int:
@@ -374,7 +415,16 @@ class ProducerConfig(ClientConfig):
             "queue.buffering.max.kbytes": 32768,  # the Java client's buffer.memory
             "queue.buffering.max.messages": 1_000_000,
             "compression.type": "none",
+            **self._transactions(),
         }
+
+    def _transactions(self) -> dict[str, Any]:
+        if self.transaction_id is None:
+            return {}
+        # librdkafka refuses a message.timeout.ms above transaction.timeout.ms (the Java client has no such rule:
+        # a record that slow has its transaction aborted by the coordinator anyway)
+        return {"transactional.id": self.transaction_id, "transaction.timeout.ms": self.transaction_timeout_ms,
+                "message.timeout.ms": min(self.delivery_timeout_ms, self.transaction_timeout_ms)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -400,6 +450,7 @@ class ConsumerConfig(ClientConfig):
     ack_every: int
     ack_after_batch: bool
     group_protocol: str = "classic"
+    isolation_level: str = "read_uncommitted"  # the Java client's default
 
     @classmethod
     def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
@@ -433,6 +484,7 @@ class ConsumerConfig(ClientConfig):
             wait_after_recv_ms=v["consumer.wait-after-recv"], wait_after_batch_ms=v["consumer.wait-after-batch"],
             wait_after_record_ms=v["consumer.wait-after-record"], wait_cmd_period_ms=v["consumer.wait-cmd-period"],
             ack_every=ack_every, ack_after_batch=ack_after_batch, group_protocol=v["consumer.group-protocol"],
+            isolation_level=v["consumer.isolation-level"],
         )
 
     def librdkafka(self) -> dict[str, Any]:
@@ -448,7 +500,7 @@ class ConsumerConfig(ClientConfig):
             "heartbeat.interval.ms": self.heartbeat_interval_ms,
             "session.timeout.ms": self.session_timeout_ms,
             "auto.offset.reset": "error" if self.auto_offset_reset == "none" else self.auto_offset_reset,
-            "isolation.level": "read_uncommitted",  # the Java client's default
+            "isolation.level": self.isolation_level,  # set always: librdkafka's default is read_committed
             "max.poll.interval.ms": 300000,
         }
         if self.group_protocol == "consumer":

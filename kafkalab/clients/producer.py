@@ -49,11 +49,13 @@ class Producer(ChildClient):
 
     def stop(self, drain: bool = True) -> None:
         """Stop sending; with ``drain`` wait for outstanding deliveries (at most the delivery timeout),
-        else purge them (their rows say failed/unknown). The log is closed as complete."""
+        else purge them (their rows say failed/unknown). A transactional producer aborts its open transaction
+        either way (its records' rows say failed, ABORTED). The log is closed as complete."""
         self._send("stop" if drain else "abort")
 
     def crash(self) -> None:
-        """Abrupt end: outstanding records are dropped unlogged; the log stays ``.partial``."""
+        """Abrupt end: outstanding records are dropped unlogged (a transactional producer's open transaction is
+        left open, as a killed process leaves it); the log stays ``.partial``."""
         self._send("crash")
 
     def stats(self) -> ProducerStats:
@@ -65,5 +67,7 @@ class Producer(ChildClient):
             name=self.name, state=state, attempted=attempted, acked=acked, failed=failed, unknown=unknown,
             in_flight=max(0, attempted - acked - sum(failed.values()) - unknown),
             rate=0.0 if state.ended else s.get("rate", 0.0), total=self.config.total,
-            log_path=s.get("log_path"), error=self._error,
+            log_path=s.get("log_path"), error=self._error, transactional=self.config.transactional,
+            transactions_committed=s.get("txn_committed", 0), transactions_aborted=s.get("txn_aborted", 0),
+            transactions_open=s.get("txn_open", 0), uncommitted=s.get("txn_written", 0),
         )

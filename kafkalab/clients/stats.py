@@ -57,6 +57,11 @@ class ProducerStats:
     output: tuple[str, ...] = ()  # a foreign command's last output lines (its pane shows them)
     foreign: bool = False  # played by a foreign command: only its payload log and the brokers tell what it did
     reports: bool = False  # a foreign producer that reports its attempts and failures (clients/foreign.py)
+    transactional: bool = False  # producer.transaction-id set: records count as acked once their transaction committed
+    transactions_committed: int = 0
+    transactions_aborted: int = 0
+    transactions_open: int = 0  # 0 or 1: begun, not yet committed or aborted
+    uncommitted: int = 0  # records of the open transaction the brokers hold, waiting for its commit
 
     @property
     def failed_total(self) -> int:

@@ -1,4 +1,5 @@
-"""The producer pane: settings in effect, progress with ETA, rate, failures by error name, throughput."""
+"""The producer pane: settings in effect, progress with ETA, rate, failures by error name, a transactional
+producer's transactions, throughput."""
 
 from __future__ import annotations
 
@@ -57,6 +58,18 @@ def failures_line(stats: ProducerStats) -> Text:
     return line
 
 
+def transactions_parts(stats: ProducerStats) -> list[Text]:
+    """A transactional producer's transactions: committed, aborted and the open one's records the brokers hold
+    (acked only once it commits)."""
+    parts = [Text.assemble(("transactions ", "dim"), (f"{stats.transactions_committed:,}", "bold"),
+                           (" committed", "dim")),
+             Text.assemble((f"{stats.transactions_aborted:,}", "bold red" if stats.transactions_aborted else ""),
+                           (" aborted", "dim"))]
+    if stats.transactions_open:
+        parts.append(Text.assemble(("open, ", "yellow"), f"{stats.uncommitted:,}", (" written", "dim")))
+    return parts
+
+
 def presenter_line(stats: ProducerStats | None, consumers: tuple[ConsumerStats, ...],
                    facts: Leadership | None = None) -> Text:
     """The run in one line for presenter mode, whose side pane (the clients) is hidden: first, in large, the
@@ -104,6 +117,9 @@ class ProducerPane(Vertical):
         yield ProgressBar(total=1, show_eta=False, id="producer-progress")
         yield Line("not started", id="producer-counts")
         yield Line(id="producer-failures")
+        transactions = Line(id="producer-transactions")
+        transactions.display = False  # until a transactional producer runs
+        yield transactions
         yield Sparkline([], id="producer-sparkline")
 
     def show(self, stats: ProducerStats | None, settings: Mapping[str, str], throughput: list[float]) -> None:
@@ -114,6 +130,7 @@ class ProducerPane(Vertical):
                 self.query_one(ProgressBar).update(total=1, progress=0)
                 self.query_one("#producer-counts", Line).show("not started")
                 self.query_one("#producer-failures", Line).show("")
+                self.query_one("#producer-transactions", Line).display = False
                 self.query_one(Sparkline).data = []
             return
         self.shown = True
@@ -124,4 +141,9 @@ class ProducerPane(Vertical):
         self.query_one(ProgressBar).update(total=max(1, stats.total), progress=stats.acked + stats.failed_total)
         self.query_one("#producer-counts", Line).show_parts(counts_parts(stats))
         self.query_one("#producer-failures", Line).show(failures_line(stats))
+        transactions = self.query_one("#producer-transactions", Line)
+        if transactions.display != stats.transactional:  # shown for a transactional producer only
+            transactions.display = stats.transactional
+        if stats.transactional:
+            transactions.show_parts(transactions_parts(stats))
         self.query_one(Sparkline).data = throughput[-120:]

@@ -126,7 +126,10 @@ final class ClientOptions {
         num("producer.delivery-timeout", 120000, 1, INT32_MAX, "delivery.timeout.ms"),
         num("producer.request-timeout", 30000, 1, 900_000, "request.timeout.ms"),
         num("producer.retry-backoff", 100, 1, 300_000, "retry.backoff.ms"),
-        num("producer.retry-max", 1000, 1, 300_000, "retry.backoff.max.ms"));
+        num("producer.retry-max", 1000, 1, 300_000, "retry.backoff.max.ms"),
+        str("producer.transaction-id", null, "transactional.id"),
+        num("producer.transaction-timeout", 60000, 1000, INT32_MAX, "transaction.timeout.ms"),
+        num("producer.records-per-transaction", 100, 1, INT32_MAX, ""));
 
     static final List<Opt> CONSUMER = List.of(
         str("consumer.topic", "test-topic", ""),
@@ -141,6 +144,8 @@ final class ClientOptions {
         num("consumer.heartbeat-interval", 3000, 1, 3_600_000, "heartbeat.interval.ms"),
         num("consumer.session-timeout", 45000, 1, 3_600_000, "session.timeout.ms"),
         choice("consumer.auto-offset-reset", "latest", "auto.offset.reset", "earliest", "latest", "none"),
+        choice("consumer.isolation-level", "read_uncommitted", "isolation.level", "read_uncommitted",
+            "read_committed"),
         num("consumer.poll-period", 1000, 0, INT32_MAX, ""),
         num("consumer.wait-after-recv", 0, 0, INT32_MAX, ""),
         num("consumer.wait-after-batch", 0, 0, INT32_MAX, ""),

@@ -130,6 +130,7 @@ public final class JavaConsumer {
         p.put(ConsumerConfig.FETCH_MIN_BYTES_CONFIG, Integer.toString(o.num("consumer.fetch-min-bytes")));
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(o.num("consumer.max-poll-recs")));
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, o.str("consumer.auto-offset-reset"));
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, o.str("consumer.isolation-level"));
         if (classic) {
             p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor(o.str("consumer.assignment-strategy")));
             p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, Integer.toString(o.num("consumer.heartbeat-interval")));

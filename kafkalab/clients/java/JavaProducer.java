@@ -6,6 +6,7 @@
 package kafkalab;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Properties;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
@@ -50,6 +51,12 @@ public final class JavaProducer {
 
     /** options.py's rules: idempotence on unless acks != all or max-inflight > 5; the Java client's limits. */
     static boolean rules(ClientOptions o) {
+        for (String name : List.of("producer.transaction-id", "producer.transaction-timeout",
+                                   "producer.records-per-transaction")) {
+            if (o.given.contains(name))
+                throw ClientOptions.conflict(name + ": kafkalab's Java producer sends no transactions yet: "
+                    + "run this producer with --clients python (kafkalab's Python producer has them)");
+        }
         String acks = acks(o);
         int inflight = o.num("producer.max-inflight");
         boolean idempotent;
