@@ -87,6 +87,7 @@ def test_a_lab_file_names_its_roles_commands_and_what_they_hide(tmp_path: Path) 
     lab = load_lab(path)
     assert lab.commands == {"consumer-1": "my-consumer {options}"}
     assert foreign_blind(lab) == ["consumer.1.assign_wait_s"]
+    assert foreign_blind(lab, reporting={"consumer-1"}) == []  # its reported rebalances time the wait
     path.write_text(text.replace("my-consumer {options}", "my-consumer {opts}"))
     with pytest.raises(Exception, match=r"consumer\[1\]\.command.*\{opts\} is not filled in"):
         load_lab(path)
@@ -145,15 +146,23 @@ def test_a_producer_that_reports_its_failures_is_observed_and_its_report_lines_s
     # a template's braces are places: a literal one is doubled
     script = ("echo '" + REPORT_PREFIX + '{{"attempted": 5, "failed": {{"NOT_ENOUGH_REPLICAS": 3}}}}' + "'; "
               "printf 't,0,1,a\\nt,1,2,b\\n' > payload.log; echo done")
+    told: list[ClientEvent] = []
     producer = ForeignProducer(ProducerConfig.of({}), script, RoleValues("127.0.0.1:1", "t", {}, tmp_path))
     producer.start()
     assert producer.join(10)
     stats = producer.stats()
     assert (stats.attempted, stats.acked, dict(stats.failed), stats.reports) == (5, 2, {"NOT_ENOUGH_REPLICAS": 3}, True)
     assert stats.output == ("done",)
+    consumer = ForeignConsumer(ConsumerConfig.of({"consumer.local-id": "3"}),
+                               "echo '" + REPORT_PREFIX + '{{"event": "assigned", "detail": "now [0, 2]", '
+                               '"partitions": [0, 2]}}' + "'", RoleValues("127.0.0.1:1", "t", {}, tmp_path),
+                               told.append)
+    consumer.start()
+    assert consumer.join(10) and consumer.stats().reports
+    assert [(e.kind, e.partitions) for e in told if e.kind == "assigned"] == [("assigned", (0, 2))]
     lab = load_lab(LABS / "06-min-isr-rf2.toml").with_commands(producer="sh -c true")
     assert "producer.failed.NOT_ENOUGH_REPLICAS" in foreign_blind(lab)
-    assert "producer.failed.NOT_ENOUGH_REPLICAS" not in foreign_blind(lab, producer_reports=True)
+    assert "producer.failed.NOT_ENOUGH_REPLICAS" not in foreign_blind(lab, reporting={"producer"})
 
 
 def test_a_role_that_wrote_no_payload_log_is_said_before_the_analysis(tmp_path: Path) -> None:

@@ -36,9 +36,10 @@ from kafkalab.logformat import CONTROL_VALUES, COURSE_LOG_GLOBS
 OUTPUT_LOG = "output.log"
 # a line a foreign client may print to tell what only it knows (kafkalab's Java producer does); kept in output.log,
 # not shown in the pane: REPORT_PREFIX {"attempted": N, "failed": {NAME: n}}, or an event for the timeline,
-# REPORT_PREFIX {"event": "stalled" | "resumed", "detail": "..."}
+# REPORT_PREFIX {"event": "stalled" | "resumed" | "assigned" | "revoked" | "lost", "detail": "...",
+# "partitions": [...]} (a producer's stalls, a consumer's rebalance callbacks)
 REPORT_PREFIX = "kafkalab-report "
-REPORTED_EVENTS = ("stalled", "resumed")
+REPORTED_EVENTS = ("stalled", "resumed", "assigned", "revoked", "lost")
 OUTPUT_LINES = 8  # the last lines of its output a pane shows
 STOP_GRACE_S = 10.0  # a stopped foreign client (SIGTERM) is killed after this
 _SHELL_WORDS = {"cd", "exec", "env", "export", "source", ".", "set", "ulimit", "nice", "time", "nohup", "timeout"}
@@ -188,9 +189,11 @@ class ForeignClient(ChildClient):
             if not isinstance(facts, dict):
                 return
             if facts.get("event") in REPORTED_EVENTS:
-                self._state = ClientState.BLOCKED if facts["event"] == "stalled" else ClientState.RUNNING
-                self._emit(facts["event"], str(facts.get("detail", "")))
-                self.report.setdefault("attempted", 0)  # it reports: its stalls are observed
+                if facts["event"] in ("stalled", "resumed"):
+                    self._state = ClientState.BLOCKED if facts["event"] == "stalled" else ClientState.RUNNING
+                parts = tuple(int(p) for p in facts.get("partitions", ()))
+                self._emit(facts["event"], str(facts.get("detail", "")), parts)
+                self.report.setdefault("events", True)  # it reports: what its events tell is observed
             else:
                 self.report = {**self.report, **facts}
 
@@ -261,7 +264,7 @@ class ForeignProducer(ForeignClient):
     def stats(self) -> ProducerStats:
         """Acknowledged: its payload log's lines; attempted and failed: its report, where it gives one."""
         state, records, rate = self._progress()
-        failed = {str(k): int(v) for k, v in self.report.get("failed", {}).items()}
+        failed = {str(k): int(v) for k, v in self.report.get("failed", {}).items()}  # reported, where it reports
         attempted = int(self.report.get("attempted", records))
         return ProducerStats(name=self.name, state=state, attempted=max(attempted, records), acked=records,
                              failed=failed, unknown=0, in_flight=max(0, attempted - records - sum(failed.values())),
@@ -305,4 +308,4 @@ class ForeignConsumer(ForeignClient):
             name=self.name, group=self.config.group_id, state=state,
             group_state="dead" if state.ended else (group.state.lower() if group else "joining"),
             received=records, processed=records, rate=rate, log_path=self._shown_log(), error=self._error,
-            output=tuple(self.output), foreign=True, **extra)
+            output=tuple(self.output), foreign=True, reports=bool(self.report), **extra)

@@ -91,6 +91,7 @@ class ConsumerStats:
     error: str | None = None
     output: tuple[str, ...] = ()  # a foreign command's last output lines (its pane shows them)
     foreign: bool = False  # played by a foreign command: its assignment and lag are its group's
+    reports: bool = False  # a foreign consumer that reports its rebalances (clients/foreign.py)
 
     @property
     def total_lag(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from kafkalab.analysis.report import Report
@@ -49,19 +49,26 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
 PRODUCER_INTERNALS = ("producer.attempted", "producer.failed", "producer.failed.*", "producer.stalls",
                       "producer.longest_stall_s")
 CONSUMER_INTERNALS = ("consumer.{id}.assign_wait_s", "consumer.{id}.fatal_error", "consumer.{id}.received")
+CONSUMER_REPORTED = ("consumer.{id}.assign_wait_s",)  # from its reported rebalances
+GROUP_REPORTED = ("group.{group}.revoked", "group.{group}.pause_s", "group.{group}.stopped_s", "timeline.rebalances")
 GROUP_INTERNALS = ("group.{group}.distinct", "group.{group}.revoked", "group.{group}.pause_s",
                    "group.{group}.stopped_s", "timeline.rebalances")
 
 
-def foreign_blind(lab: Lab, producer_reports: bool = False) -> list[str]:
-    """The metrics the lab's expectations (its own and its fix's) name that a foreign role hides from kafkalab
-    (``producer_reports``: its producer reports its attempts, failures and stalls, as kafkalab's Java producer does:
-    see clients/foreign.py)."""
-    patterns: list[str] = list(PRODUCER_INTERNALS) if lab.producer.command and not producer_reports else []
+def foreign_blind(lab: Lab, reporting: Collection[str] = ()) -> list[str]:
+    """The metrics the lab's expectations (its own and its fix's) name that a foreign role hides from kafkalab.
+    ``reporting``: the roles whose client reports what only it knows (clients/foreign.py), as kafkalab's Java
+    clients do: a producer's attempts, failures and stalls; a consumer's rebalances (its assignment wait, its
+    group's pauses)."""
+    patterns: list[str] = []
+    if lab.producer.command and "producer" not in reporting:
+        patterns += PRODUCER_INTERNALS
     for c in lab.consumers:
         if c.command:
-            patterns += [p.format(id=c.local_id) for p in CONSUMER_INTERNALS]
-            patterns += [p.format(group=c.group) for p in GROUP_INTERNALS]
+            told = c.name in reporting
+            patterns += [p.format(id=c.local_id) for p in CONSUMER_INTERNALS
+                         if not (told and p in CONSUMER_REPORTED)]
+            patterns += [p.format(group=c.group) for p in GROUP_INTERNALS if not (told and p in GROUP_REPORTED)]
     expectations = [*lab.expectations, *(lab.fix.expectations if lab.fix else ())]
     named = {name for e in expectations for name in (e.metric, e.other) if name}
     return sorted(n for n in named if any(fnmatch.fnmatchcase(n, p) for p in patterns))

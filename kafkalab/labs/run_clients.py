@@ -213,9 +213,16 @@ class RunClients:
         out |= metrics.timeline_metrics(self.timeline, lab_topics(self.lab),
                                         [c.local_id for c in self.lab.consumers])
         out |= metrics.rebalance_metrics(self.timeline, {c.name: c.group for c in self.lab.consumers})
-        reports = (stats := self.producer_stats()) is not None and stats.reports
-        out |= dict.fromkeys(metrics.foreign_blind(self.lab, reports), Unmeasured.NOT_OBSERVED)
+        out |= dict.fromkeys(metrics.foreign_blind(self.lab, self._reporting()), Unmeasured.NOT_OBSERVED)
         return out
+
+    def _reporting(self) -> set[str]:
+        """The roles whose foreign client reports what only it knows (every instance of a consumer did)."""
+        reporting = {"producer"} if (stats := self.producer_stats()) is not None and stats.reports else set()
+        for instances in list(self.consumers.values()):
+            if instances and all(c.stats().reports for c in instances):
+                reporting.add(instances[-1].name)
+        return reporting
 
     def close(self, clean_s: float = CLEAN_CLOSE_S) -> None:
         """Whatever happened: the producer ended without draining; running consumers asked to close cleanly

@@ -301,17 +301,28 @@ public final class JavaConsumer {
     private final class Listener implements ConsumerRebalanceListener {
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> tps) {
-            if (!tps.isEmpty()) System.out.println(name + ": revoked " + partitions(tps));
+            if (tps.isEmpty()) return;
+            System.out.println(name + ": revoked " + partitions(tps));
+            event("revoked", "now " + partitions(consumer.assignment()), tps);
         }
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> tps) {
             System.out.println(name + ": assigned " + partitions(tps) + ", now " + partitions(consumer.assignment()));
+            event("assigned", "now " + partitions(consumer.assignment()), tps);
         }
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> tps) {
             System.out.println(name + ": lost " + partitions(tps) + " (session timed out)");
+            event("lost", "partitions lost (session timed out)", tps);
+        }
+
+        /** The rebalance for kafkalab's timeline (clients/foreign.py), as its own consumer reports it. */
+        private void event(String kind, String detail, Collection<TopicPartition> tps) {
+            System.out.println("kafkalab-report {\"event\":\"" + kind + "\",\"detail\":\"" + detail
+                + "\",\"partitions\":" + partitions(tps).replace(" ", "") + "}");
+            System.out.flush();
         }
     }
 }
