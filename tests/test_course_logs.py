@@ -201,6 +201,8 @@ def test_a_run_dir_lists_both_formats(tmp_path: Path) -> None:
                  "consumer-1/payload-1.log", "consumer-2/payload.log", "consumer-2/other.txt"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x\n")
+    (tmp_path / "consumer-3").mkdir()
+    (tmp_path / "consumer-3" / "payload-3.log").write_text("")  # a consumer that got nothing: no record to read
     logs = run_logs(tmp_path)
     relative = [[str(p.relative_to(tmp_path)) for p in found] for found in (logs.producer, logs.consumer, logs.audit)]
     assert relative == [["producer-p1.csv", "producer/payload.log"],

@@ -30,6 +30,9 @@ def run_logs(run_dir: Path) -> RunLogs:
 
 
 def course_logs(run_dir: Path, role: str) -> list[Path]:
-    """The course-format payload logs in ``run_dir``'s directories of ``role`` (``producer/``, ``consumer-2/``)."""
+    """The course-format payload logs in ``run_dir``'s directories of ``role`` (``producer/``, ``consumer-2/``).
+    An empty one is left out: a course log has no header, so empty is a client that logged no record (a consumer
+    that got nothing), not a broken file, and it adds nothing to count."""
     dirs = sorted(d for d in run_dir.glob(f"{role}*") if d.is_dir())
-    return [log for d in dirs for log in sorted({p for pattern in COURSE_LOG_GLOBS for p in d.glob(pattern)})]
+    found = sorted({p for d in dirs for pattern in COURSE_LOG_GLOBS for p in d.glob(pattern)})
+    return [log for log in found if log.stat().st_size > 0]
