@@ -207,9 +207,13 @@ def main() -> int:
                     console.print(f"[bold]{key}[/] {attempt.key} ({', '.join(tally.changes) or 'no change'}), "
                                   f"grading {done + 1}/{args.repeat}", highlight=False)
                     grade, times = graded(attempt, args.runs, root, spark, console)
-                    if not grade.graded and len(tally.not_graded) < MAX_NOT_GRADED:
-                        tally.not_graded.append("; ".join(grade.ended_early))  # no verdict on the fix: again
+                    if not grade.graded:  # no verdict on the fix, never counted as one: again, up to a bound
+                        tally.not_graded.append("; ".join(grade.ended_early))
                         kept = keep_runs(grade)
+                        if len(tally.not_graded) > MAX_NOT_GRADED:
+                            console.print(f"  -> NOT GRADED ({grade.verdict}) again: no more gradings of this "
+                                          f"attempt; its runs kept in {kept}", highlight=False)
+                            break
                         console.print(f"  -> NOT GRADED ({grade.verdict}): graded again; its runs kept in {kept}",
                                       highlight=False)
                         continue
