@@ -7,7 +7,6 @@ a socket's connect. One cluster for the module, ended (and its proxy with it) wh
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 import subprocess
@@ -321,32 +320,56 @@ def answered_here(port: int) -> bool:
         return False
 
 
-def answered_elsewhere(port: int) -> bool:
-    """The same request from a process of its own, which nobody registered: one of `clients`."""
-    code = f"from tests.test_net_cluster import answered_here; raise SystemExit(0 if answered_here({port}) else 1)"
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60).returncode == 0
+class Prober:
+    """A process of its own that sends the ApiVersions request when asked, as a lab's client process would: the
+    process the test names a client (a named client's child processes are that client too, so the test process,
+    their parent, cannot be the one named)."""
+
+    def __init__(self, port: int) -> None:
+        code = ("import sys\nfrom tests.test_net_cluster import answered_here\n"
+                f"for _ in sys.stdin:\n    print(int(answered_here({port})), flush=True)\n")
+        self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def answered(self) -> bool:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip() == "1"
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
 
 
 def test_a_client_named_producer_is_cut_alone_and_a_clients_cut_still_reaches_it(
         net_cluster: Cluster, owner: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert net_cluster.net is not None
     port = net_cluster.spec.net_ports[0].client
-    net_cluster.net.client_started("producer", os.getpid())  # this test process, as a lab run names its producer
+    producer = Prober(port)
+    net_cluster.net.client_started("producer", producer.pid)  # as a lab run names its producer's process
     try:
         assert net(owner, "cut", "producer", "broker", "1") == 0
         assert "applied: cut producer -> broker-1" in capsys.readouterr().out
-        assert not answered_here(port)  # the producer's connection reset
-        assert answered_elsewhere(port)  # another client reaches the same broker
+        assert not producer.answered()  # the producer's connection reset
+        assert answered_here(port)  # another client (this test process) reaches the same broker
         assert net(owner, "cut", "clients", "broker", "1") == 0
-        assert not answered_elsewhere(port)
+        assert not answered_here(port)
         assert net(owner, "heal", "producer", "broker", "1") == 0
-        assert not answered_here(port)  # the producer's own cut healed, the clients' cut still acts on it
+        assert not producer.answered()  # the producer's own cut healed, the clients' cut still acts on it
         assert net(owner, "status") == 0
         out = capsys.readouterr().out
-        assert f"clients known by name: producer (pid {os.getpid()})" in out and "cut clients -> broker-1" in out
+        assert f"clients known by name: producer (pid {producer.pid})" in out and "cut clients -> broker-1" in out
     finally:
         assert net(owner, "heal") == 0
-    assert answered_here(port) and answered_elsewhere(port)
+        try:
+            assert producer.answered() and answered_here(port)
+        finally:
+            producer.close()
 
 
 def test_bad_net_input_changes_nothing(net_cluster: Cluster, owner: Path, capsys: pytest.CaptureFixture[str]) -> None:
