@@ -16,7 +16,7 @@ from kafkalab.labs import progress as progress_store
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.fix import parse_changes
 from kafkalab.labs.fix_attempt import FixAttempt
-from kafkalab.labs.grade import GRADE_FILE, AttemptHistory, Grade, GradeOutcome, read_grade
+from kafkalab.labs.grade import GRADE_FILE, AttemptHistory, Grade, GradeOutcome, RowMark, read_grade
 from kafkalab.labs.grade_consistency import contradictions
 from kafkalab.labs.graded_check import CheckPhase, CheckStatus, GradedCheck
 from kafkalab.labs.measured import Unmeasured
@@ -205,3 +205,31 @@ def test_a_lab_file_with_the_old_never_sentinel_is_refused(tmp_path: Path) -> No
     text = FIX.replace("[fix.expect]\nlost = 0", '[fix.expect]\n"consumer.1.assign_wait_s" = -1\nlost = 0', 1)
     with pytest.raises(KafkalabError, match="never"):
         load_lab(lab_file(tmp_path, text))
+
+
+# ---- a value not observed judges nothing ---------------------------------------------------------
+def test_a_row_not_observed_is_not_judged_and_alone_leaves_the_check_not_graded(tmp_path: Path) -> None:
+    """A foreign consumer that does not report its rebalances: its wait was not observed. Once such a row
+    read FAIL and the check NOT FIXED (score 0) although nothing seen had failed."""
+    lab = wait_lab(tmp_path)
+    attempt = FixAttempt(lab, parse_changes(3, ["producer.acks=all"]), "ann", runs=2)
+    g = attempt.grade([run(tmp_path / f"r{k}", k, wait=Unmeasured.NOT_OBSERVED, lab=lab) for k in (1, 2)])
+    assert g.outcome == GradeOutcome.NOT_GRADED and g.rows == [] and g.score is None
+    assert g.unobserved == [WAIT] and "not observed in the graded runs: " + WAIT in g.verdict
+    assert "check it again" not in g.todo and "clients python" in g.todo  # the same runs would judge nothing again
+    assert read_grade(Path(g.runs[-1]) / GRADE_FILE).unobserved == [WAIT]
+    assert contradictions(g) == []
+    assert "yet every run observed it" in " ".join(contradictions(replace(g, unobserved=["lost == 0"])))
+
+
+def test_a_failure_seen_outranks_a_value_not_observed(tmp_path: Path) -> None:
+    lab = wait_lab(tmp_path)
+    attempt = FixAttempt(lab, parse_changes(3, ["producer.acks=all"]), "ann", runs=2)
+    results = [run(tmp_path / "r1", 1, wait=Unmeasured.NOT_OBSERVED, lab=lab),
+               run(tmp_path / "r2", 2, wait=30.0, lab=lab)]
+    g = attempt.grade(results)
+    row = next(r for r in g.rows if r.text == WAIT)
+    assert g.outcome == GradeOutcome.NOT_FIXED and row.mark == RowMark.FAIL and row.seen == 30.0
+    others = attempt.grade([run(tmp_path / "r3", 3, lab=lab), run(tmp_path / "r4", 4, lab=lab)])
+    assert {r.mark for r in others.rows} == {RowMark.PASS}
+    assert contradictions(g) == []

@@ -238,7 +238,7 @@ def print_grade(console: Console, g: Grade) -> None:
     a NOT GRADED one only why and what to do."""
     style = "green" if g.passed else "yellow" if not g.graded else "red"
     if g.graded:
-        rows = [["[green]PASS[/]" if row.passed else "[red]FAIL[/]", escape(row.text), escape(row.seen_text),
+        rows = [[f"[{row.mark.colour}]{row.mark}[/]", escape(row.text), escape(row.seen_text),
                  escape(row.wanted_text), f"{row.runs_held}/{row.runs} runs"] for row in g.rows]
         print_fitted(console, [Column(""), Column("check", Fit.WRAP), Column("seen", justify="right"),
                                Column("wanted", Fit.WRAP), Column("held in", justify="right")], rows,

@@ -35,8 +35,22 @@ GIVEN_UP_CAP_PERCENT = 50
 class GradeOutcome(StrEnum):
     FIXED = "fixed"  # every check held in every graded run
     NOT_FIXED = "not fixed"  # a check did not hold
-    NOT_GRADED = "not graded"  # a graded run ended early: nothing was judged
+    NOT_GRADED = "not graded"  # a graded run ended early, or what the checks need was not observed: nothing judged
     SOLUTION = "solution"  # the reference solution, run graded on giving up: shown, never scored
+
+
+class RowMark(StrEnum):
+    """How a grade row reads on every card: a value not observed (a foreign client that does not report it)
+    judges nothing, so it is neither a pass nor a fail."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NOT_JUDGED = "NOT JUDGED"
+
+    @property
+    def colour(self) -> str:
+        """Its colour on every card, the console's and the command line's."""
+        return {RowMark.PASS: "green", RowMark.FAIL: "red", RowMark.NOT_JUDGED: "yellow"}[self]
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,12 @@ class GradeRow:
     wanted: Measured | None
     runs_held: int = 0
     runs: int = 0
+
+    @property
+    def mark(self) -> RowMark:
+        if self.passed:
+            return RowMark.PASS
+        return RowMark.NOT_JUDGED if self.seen == Unmeasured.NOT_OBSERVED else RowMark.FAIL
 
     @property
     def seen_text(self) -> str:
@@ -109,6 +129,7 @@ class Grade:
     given_up: bool = False  # the attendee had given up (seen the solution) by this attempt
     not_graded_before: int = 0  # checks of this exercise before this one that were not graded
     ended_early: list[str] = field(default_factory=list)  # NOT_GRADED: "graded run 2 ended early: why"
+    unobserved: list[str] = field(default_factory=list)  # NOT_GRADED: the checks whose values were not observed
     lab_sha256: str = ""  # the lab file the runs ran, as each run's result.json records it
     loss: str = ""  # in the last graded run, what of "lost" the brokers lost and the consumers missed (an audit's)
     mode: str = ""
@@ -138,9 +159,10 @@ class Grade:
     def verdict(self) -> str:
         runs = "the graded run" if len(self.runs) == 1 else f"all {len(self.runs)} graded runs"
         match self.outcome:
-            case GradeOutcome.NOT_GRADED:  # the cluster or the machine failed the run, not the attendee's fix
-                more = f" (and {len(self.ended_early) - 1} more)" if len(self.ended_early) > 1 else ""
-                return f"NOT GRADED: {(self.ended_early or ['no graded run ran'])[0]}{more}. Nothing was judged."
+            case GradeOutcome.NOT_GRADED:  # the cluster, the machine or the clients failed the run, not the fix
+                why = self.not_graded_why
+                more = f" (and {len(why) - 1} more)" if len(why) > 1 else ""
+                return f"NOT GRADED: {why[0]}{more}. Nothing was judged."
             case GradeOutcome.SOLUTION:
                 if all(r.passed for r in self.rows):
                     return f"THE REFERENCE SOLUTION: every check held in {runs}; it is shown, not scored"
@@ -151,6 +173,16 @@ class Grade:
         failing = [r.sentence for r in self.rows if not r.passed]
         more = f"; and {len(failing) - 3} more on the card" if len(failing) > 3 else ""
         return f"NOT FIXED YET: {'; '.join(failing[:3])}{more}"
+
+    @property
+    def not_graded_why(self) -> list[str]:
+        """Why nothing was judged, a sentence each (empty unless NOT_GRADED)."""
+        if self.outcome != GradeOutcome.NOT_GRADED:
+            return []
+        why = list(self.ended_early)
+        if self.unobserved:
+            why.append(f"not observed in the graded runs: {', '.join(self.unobserved)}")
+        return why or ["no graded run ran"]
 
     @property
     def score_text(self) -> str:
@@ -175,6 +207,10 @@ class Grade:
     def todo(self) -> str:
         """What to do next, in words the console and the command line both use."""
         match self.outcome:
+            case GradeOutcome.NOT_GRADED if self.unobserved and not self.ended_early:
+                return ("kafkalab could not observe what these checks need: if your own client played a role, "
+                        "check with kafkalab's clients (clients python), or have it report them (docs: Your own "
+                        "client in a lab)")
             case GradeOutcome.NOT_GRADED:
                 return "your fix was not judged: check it again (f, or the same kafkalab fix command)"
             case GradeOutcome.NOT_FIXED:
@@ -252,6 +288,9 @@ def grade(fix: FixExercise, lab_id: str, changes: Sequence[Change], results: Seq
         return Grade(rows=[], rules=[], score=None, outcome=GradeOutcome.NOT_GRADED,
                      ended_early=early or ["no graded run ran"], **common)
     rows = [_row(text, [_held(r, text) for r in results]) for text in _texts(results, fix)]
+    unjudged = [row.text for row in rows if row.mark == RowMark.NOT_JUDGED]
+    if unjudged and not any(row.mark == RowMark.FAIL for row in rows):  # what was seen failed nothing: no verdict
+        return Grade(rows=[], rules=[], score=None, outcome=GradeOutcome.NOT_GRADED, unobserved=unjudged, **common)
     held = all(row.passed for row in rows)
     if solution:
         outcome, score = GradeOutcome.SOLUTION, None
@@ -303,7 +342,9 @@ def _held(result: RunResult, text: str) -> Held:
 
 def _row(text: str, per_run: list[Held]) -> GradeRow:
     held = sum(h for h, _, _ in per_run)
-    first_bad = next((x for x in per_run if not x[0]), None)
+    bad = [x for x in per_run if not x[0]]
+    # a failure seen outranks a value not observed: the row shows the first run that failed on what it saw
+    first_bad = next((x for x in bad if x[1] != Unmeasured.NOT_OBSERVED), bad[0] if bad else None)
     _, seen, wanted = first_bad or (per_run[-1] if per_run else (False, None, None))
     return GradeRow(text, bool(per_run) and held == len(per_run), seen, wanted, held, len(per_run))
 

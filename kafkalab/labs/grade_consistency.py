@@ -86,8 +86,11 @@ def _against_runs(g: Grade, results: list[RunResult]) -> list[str]:
     ended = [n for n, r in enumerate(results, start=1) if r.outcome not in COMPLETED]
     if g.graded and ended:
         out.append(f"graded, yet run {ended[0]} did not run to its end")
-    if not g.graded and results and not ended:
+    if not g.graded and results and not ended and not g.unobserved:
         out.append("not graded, yet every run ran to its end")
+    for text in g.unobserved:
+        if not any(_unobserved(r, text) for r in results):
+            out.append(f"not graded for {text!r} not observed, yet every run observed it")
     last = results[-1].report if results else None
     if g.graded and last is not None and g.loss != loss_split(last.classes):
         out.append(f"the grade says {g.loss or 'nothing'!r} of the loss, the last run's report.json "
@@ -101,6 +104,12 @@ def _against_runs(g: Grade, results: list[RunResult]) -> list[str]:
                 out.append(f"row {row.text!r}: the runs' values give {sum(bool(h) for h in held)}/{len(held)}, "
                            f"the grade {row.runs_held}/{row.runs}")
     return out
+
+
+def _unobserved(r: RunResult, text: str) -> bool:
+    """The run could not observe the value ``text`` judges."""
+    judged = [x.actual for x in r.expectations if x.text == text]
+    return not judged or Unmeasured.NOT_OBSERVED in judged
 
 
 def _held(r: RunResult, text: str) -> bool | None:

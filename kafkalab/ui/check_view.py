@@ -40,7 +40,8 @@ def check_toast(previous: CheckStatus, now: CheckStatus) -> CheckToast | None:
             assert g is not None
             return CheckToast(f"graded: {g.score_text}", g.verdict, "information" if g.passed else "warning")
         case CheckPhase.NOT_GRADED:
-            return CheckToast("not graded", f"{now.reason}\nYour fix was not judged: check it again (f).", "warning")
+            todo = now.grade.todo if now.grade is not None else "your fix was not judged: check it again (f)"
+            return CheckToast("not graded", f"{now.reason}\n{todo[0].upper()}{todo[1:]}.", "warning")
         case CheckPhase.STOPPED:
             return CheckToast("check stopped", "no grade: f checks again", "information")
     return None
