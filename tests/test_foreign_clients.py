@@ -165,6 +165,47 @@ def test_a_producer_that_reports_its_failures_is_observed_and_its_report_lines_s
     assert "producer.failed.NOT_ENOUGH_REPLICAS" not in foreign_blind(lab, reporting={"producer"})
 
 
+def test_a_reporting_consumers_partitions_are_its_own_not_a_dead_members_held_in_its_group(tmp_path: Path) -> None:
+    """no-commits with kafkalab's Java consumers: the plain group's dead member still held every partition, and
+    they passed for its replacement's: `assigned consumer 3` fired at once, 45 s before it had any."""
+    from kafkalab.clients.foreign import REPORT_PREFIX, GroupFacts
+
+    def report(event: str, parts: str) -> str:
+        return "echo '" + REPORT_PREFIX + '{{"event": "' + event + '", "partitions": [' + parts + "]}}'; "
+
+    dead_members = GroupFacts("Stable", (0, 1, 2), {}, {})
+    waiting = ForeignConsumer(ConsumerConfig.of({"consumer.local-id": "3"}), report("revoked", "") + "sleep 30",
+                              RoleValues("127.0.0.1:1", "t", {}, tmp_path))
+    waiting.observe_group(dead_members)
+    waiting.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not waiting.stats().reports and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waiting.stats().assignment == ()  # it reports its rebalances: none gave it a partition yet
+    finally:
+        waiting.crash()
+        waiting.join(10)
+    moving = ForeignConsumer(ConsumerConfig.of({"consumer.local-id": "4"}),
+                             report("assigned", "0,1") + report("assigned", "2") + report("revoked", "0")
+                             + "sleep 30", RoleValues("127.0.0.1:1", "t", {}, tmp_path / "4"))
+    silent = ForeignConsumer(ConsumerConfig.of({"consumer.local-id": "5"}), "sleep 30",
+                             RoleValues("127.0.0.1:1", "t", {}, tmp_path / "5"))
+    for c in (moving, silent):
+        c.observe_group(dead_members)
+        c.start()
+    try:
+        deadline = time.monotonic() + 10
+        while moving.stats().assignment != (1, 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert moving.stats().assignment == (1, 2)  # assigned 0, 1, then 2; 0 revoked
+        assert silent.stats().assignment == (0, 1, 2)  # one that reports nothing: its group's, as documented
+    finally:
+        for c in (moving, silent):
+            c.crash()
+            c.join(10)
+
+
 def test_a_role_that_wrote_no_payload_log_is_said_before_the_analysis(tmp_path: Path) -> None:
     from kafkalab.clients.foreign import no_log_said
 

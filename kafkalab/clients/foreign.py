@@ -39,7 +39,8 @@ OUTPUT_LOG = "output.log"
 # REPORT_PREFIX {"event": "stalled" | "resumed" | "assigned" | "revoked" | "lost", "detail": "...",
 # "partitions": [...]} (a producer's stalls, a consumer's rebalance callbacks)
 REPORT_PREFIX = "kafkalab-report "
-REPORTED_EVENTS = ("stalled", "resumed", "assigned", "revoked", "lost")
+REBALANCE_EVENTS = ("assigned", "revoked", "lost")  # a consumer's, with the partitions its callback was given
+REPORTED_EVENTS = ("stalled", "resumed", *REBALANCE_EVENTS)
 OUTPUT_LINES = 8  # the last lines of its output a pane shows
 STOP_GRACE_S = 10.0  # a stopped foreign client (SIGTERM) is killed after this
 _SHELL_WORDS = {"cd", "exec", "env", "export", "source", ".", "set", "ulimit", "nice", "time", "nohup", "timeout"}
@@ -192,10 +193,14 @@ class ForeignClient(ChildClient):
                 if facts["event"] in ("stalled", "resumed"):
                     self._state = ClientState.BLOCKED if facts["event"] == "stalled" else ClientState.RUNNING
                 parts = tuple(int(p) for p in facts.get("partitions", ()))
+                self._rebalanced(facts["event"], parts)
                 self._emit(facts["event"], str(facts.get("detail", "")), parts)
                 self.report.setdefault("events", True)  # it reports: what its events tell is observed
             else:
                 self.report = {**self.report, **facts}
+
+    def _rebalanced(self, event: str, partitions: tuple[int, ...]) -> None:
+        """A reported rebalance callback (a consumer's): see :class:`ForeignConsumer`."""
 
     def _failure(self, code: int) -> str:
         """Why it failed, in a line: its last output line, or its exit status (a command that exits at once is
@@ -283,17 +288,28 @@ class GroupFacts:
 
 
 class ForeignConsumer(ForeignClient):
-    """A consumer role played by a command; ``processed`` is the lines of its payload log, its assignment and
-    lag its group's (one foreign consumer per group is told apart; several share what their group holds)."""
+    """A consumer role played by a command; ``processed`` is the lines of its payload log, its lag its group's,
+    its assignment what it reports of its rebalances, else its group's (one foreign consumer per group is told
+    apart; several share what their group holds)."""
 
     def __init__(self, config: ConsumerConfig, template: str, values: RoleValues,
                  on_event: EventCallback | None = None) -> None:
         super().__init__(config.name, template, values, on_event)
         self.config = config
         self._group: GroupFacts | None = None
+        # its partitions as its own rebalance callbacks report them (None: it reports none). They outrank its
+        # group's: a member that died without leaving still holds its partitions in the group until its session
+        # expires, and would pass for this consumer's assignment
+        self._reported: set[int] | None = None
 
     def observe_group(self, facts: GroupFacts) -> None:
         self._group = facts
+
+    def _rebalanced(self, event: str, partitions: tuple[int, ...]) -> None:
+        if event not in REBALANCE_EVENTS:
+            return
+        held = self._reported or set()
+        self._reported = held | set(partitions) if event == "assigned" else held - set(partitions)
 
     def stop(self) -> None:
         self.terminate()
@@ -304,6 +320,8 @@ class ForeignConsumer(ForeignClient):
         extra: dict[str, Any] = {}
         if group is not None:
             extra = {"assignment": group.assignment, "committed": dict(group.committed), "lag": dict(group.lag)}
+        if self._reported is not None and not state.ended:
+            extra["assignment"] = tuple(sorted(self._reported))
         return ConsumerStats(
             name=self.name, group=self.config.group_id, state=state,
             group_state="dead" if state.ended else (group.state.lower() if group else "joining"),

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kafkalab.analysis.report import Report
-from kafkalab.analysis.verdict import verdict
-from kafkalab.clients.payload_log import log_files
+from kafkalab.analysis.verdict import report_verdict
 from kafkalab.labs import metrics, progress, truncation
 from kafkalab.labs.expectations import Expectation
 from kafkalab.labs.failover import lab_topics
@@ -32,9 +31,7 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, Measured], aft
         result.run_dir, truncation.run_began(timeline), lab_topics(lab))
     values["truncated"] = float(truncation.truncated_total(truncations))
     if any(e.metric.startswith("group.") or e.other.startswith("group.") for e in lab.expectations):
-        logs = {p: lab.consumer(int(p.name.split("-")[1].split(".")[0])).group
-                for p in log_files(result.run_dir, "consumer") if p.name.split(".")[0] != "consumer"}
-        values |= metrics.group_metrics(logs)
+        values |= metrics.group_metrics(result.run_dir, lab)
     result.metrics = {k: rounded(v) for k, v in sorted(values.items())}
     result.report = report
     result.verdict = report.verdict
@@ -42,8 +39,7 @@ def judge(result: RunResult, lab: Lab, before_drain: Mapping[str, Measured], aft
     # acks=all is not the report's generic "acks=0 or 1" (the analysis does not know the producer's settings)
     causes = names_causes(lab)
     if not causes or (report.classes.get("lost_by_brokers") and lab.producer.config.acks == "all"):
-        result.verdict = verdict(report.classes, report.totals.get("acknowledged"), report.totals.get("typed", 0),
-                                 report.totals.get("consumed_rows"), causes=causes, acks=lab.producer.config.acks)
+        result.verdict = report_verdict(report, causes=causes, acks=lab.producer.config.acks)
     if any(e.metric.endswith(REBALANCE_SUFFIXES) for e in lab.expectations):  # the lab compares rebalances
         result.verdict += "\n" + metrics.rebalance_summary(values)
     groups = {c.local_id: c.group for c in lab.consumers}

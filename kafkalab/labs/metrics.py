@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from kafkalab.analysis.report import Report
+from kafkalab.clients.payload_log import log_files
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
 from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed, QuorumLeaderChange
@@ -16,6 +17,7 @@ from kafkalab.labs.measured import Measured, Unmeasured, num
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import Phase
 from kafkalab.labs.timeline import Timeline
+from kafkalab.logformat import CONTROL_VALUES, COURSE_LOG_GLOBS, CourseLine, parse_course_line
 
 
 def producer_metrics(stats: ProducerStats | None) -> dict[str, float]:
@@ -51,7 +53,7 @@ PRODUCER_INTERNALS = ("producer.attempted", "producer.failed", "producer.failed.
 CONSUMER_INTERNALS = ("consumer.{id}.assign_wait_s", "consumer.{id}.fatal_error", "consumer.{id}.received")
 CONSUMER_REPORTED = ("consumer.{id}.assign_wait_s",)  # from its reported rebalances
 GROUP_REPORTED = ("group.{group}.revoked", "group.{group}.pause_s", "group.{group}.stopped_s", "timeline.rebalances")
-GROUP_INTERNALS = ("group.{group}.distinct", "group.{group}.revoked", "group.{group}.pause_s",
+GROUP_INTERNALS = ("group.{group}.revoked", "group.{group}.pause_s",
                    "group.{group}.stopped_s", "timeline.rebalances")
 
 
@@ -287,13 +289,34 @@ def report_metrics(report: Report) -> dict[str, float]:
     return out
 
 
-def group_metrics(logs: Mapping[Path, str]) -> dict[str, float]:
-    """``group.G.distinct``: distinct message ids each group processed, read from the consumer logs."""
-    ids: dict[str, set[str]] = {}
-    for path, group in logs.items():
-        seen = ids.setdefault(group, set())
-        with open(path, encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
-                if row.get("msg_id"):
-                    seen.add(row["msg_id"])
-    return {f"group.{group}.distinct": float(len(seen)) for group, seen in ids.items()}
+def group_metrics(run_dir: Path, lab: Lab) -> dict[str, Measured]:
+    """``group.G.distinct``: the distinct records each group processed, read from its consumers' payload logs,
+    kafkalab's (by message id) and the course format a foreign client writes (by topic, partition, key and
+    value). A group with a foreign consumer that left no payload log at all was not observed."""
+    groups = {c.local_id: c.group for c in lab.consumers}
+    seen: dict[str, set[object]] = {}
+    unseen: set[str] = set()
+    for path in log_files(run_dir, "consumer"):
+        if path.name.split(".")[0] != "consumer":  # consumer-N.csv: consumer N's (consumer.csv: a tail's)
+            seen.setdefault(groups[int(path.name.split("-")[1].split(".")[0])], set()).update(_msg_ids(path))
+    for c in lab.consumers:
+        if c.command:
+            logs = [log for pattern in COURSE_LOG_GLOBS for log in (run_dir / c.name).glob(pattern)]
+            if logs:  # an empty one is a consumer that processed nothing: 0, observed
+                seen.setdefault(c.group, set()).update(r for log in logs for r in _records(log))
+            elif (run_dir / c.name).is_dir():  # it ran and logged nothing at all
+                unseen.add(c.group)
+    out: dict[str, Measured] = {f"group.{group}.distinct": float(len(ids)) for group, ids in seen.items()}
+    return out | {f"group.{group}.distinct": Unmeasured.NOT_OBSERVED for group in unseen}
+
+
+def _msg_ids(path: Path) -> set[str]:
+    with open(path, encoding="utf-8", newline="") as fh:
+        return {row["msg_id"] for row in csv.DictReader(fh) if row.get("msg_id")}
+
+
+def _records(path: Path) -> set[CourseLine]:
+    """A course log's processed records (a control record is obeyed, not processed)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = (parse_course_line(line.rstrip("\r\n")) for line in fh)
+        return {r for r in lines if r is not None and r.value not in CONTROL_VALUES}
