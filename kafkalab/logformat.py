@@ -22,6 +22,7 @@ CONSUMER_COLUMNS = (
     "msg_id", "consumer", "topic", "partition", "offset", "key", "leader_epoch", "ts_ms", "value", "group",
 )
 PRODUCER_STATUSES = ("acked", "failed", "unknown")
+ABORTED = "ABORTED"  # a failed record's error when its transaction did not commit (the producer's, the processor's)
 MSG_ID_HEADER = "kafkalab-msg-id"
 TYPED_MSG_ID = "typed"  # the header's value on a record typed by hand
 # a well-formed message id, run:producer:seq with exactly two colons (a regex both Python and Spark read)

@@ -12,7 +12,8 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
+from kafkalab.analysis.report import Report
+from kafkalab.logformat import ABORTED, CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
 
 INT_COLUMNS = ("seq", "partition", "offset", "ts_ms", "leader_epoch")
 
@@ -108,8 +109,11 @@ def reference(producer_logs: list[Path], consumer_logs: list[Path], audit_logs: 
                 c["missed_by_consumers" if msg in audited else "lost_by_brokers"] += 1
         if len(positions[msg]) >= 2:
             c["duplicated"] += 1
-        if p["status"] != "acked" and positions[msg]:
+        aborted = p["status"] == "failed" and p["error"] == ABORTED  # never committed: not recovered
+        if p["status"] != "acked" and positions[msg] and not aborted:
             c["recovered"] += 1
+        if aborted and processed_rows[msg]:
+            c["aborted_read"] += 1
     for msg, n in processed_rows.items():
         c = counts[partition_of(msg)]
         c["consumed_rows"] += n
@@ -133,7 +137,50 @@ def reference(producer_logs: list[Path], consumer_logs: list[Path], audit_logs: 
         for (_, before), (_, after) in itertools.pairwise(seqs):
             if after < before:
                 counts[(topic, partition)]["reordered"] += 1
+    out_of_order, _keys = key_order_reference(consumer_logs, run)
+    for topic, partition, _msg_id in out_of_order:
+        counts[(topic, partition)]["key_reordered"] += 1
     return dict(counts), bad
+
+
+def key_order_reference(consumer_logs: list[Path], run: str) -> tuple[set[tuple[str, int, str]], set[tuple[str, str]]]:
+    """key_reordered: the (topic, partition, message id)s of the records (message id at a position) some consumer
+    file shows first processed after the first processing there of a record of the same (topic, record key,
+    producer) with a higher seq; and their (topic, key)s. A file's rows are its consumer's processing order;
+    keyless records have no key order; a key processed on one partition only is not judged (its order is the
+    partition's)."""
+    flagged: set[tuple[str, int, str]] = set()
+    keys: set[tuple[str, str]] = set()
+    on: dict[tuple, set[int]] = defaultdict(set)  # (topic, producer, key) -> the partitions it was processed on
+    for path in consumer_logs:
+        for row in read_rows(path, CONSUMER_COLUMNS)[0]:
+            m = re.fullmatch(r"([^:]+):([^:]+):([0-9]+)", row["msg_id"] or "")
+            if m and m.group(1) == run and row["key"]:
+                on[(row["topic"], m.group(2), row["key"])].add(row["partition"])
+    for path in consumer_logs:
+        seen: set[tuple] = set()
+        newest: dict[tuple, int] = {}  # (group, topic, producer, key) -> the highest seq processed so far
+        for row in read_rows(path, CONSUMER_COLUMNS)[0]:
+            m = re.fullmatch(r"([^:]+):([^:]+):([0-9]+)", row["msg_id"] or "")
+            if not m or m.group(1) != run or not row["key"] or len(on[(row["topic"], m.group(2), row["key"])]) < 2:
+                continue
+            order = (row["group"], row["topic"], m.group(2), row["key"])
+            record = (*order, row["msg_id"], row["partition"], row["offset"])
+            if record in seen:
+                continue  # a redelivery: only first processings count
+            seen.add(record)
+            seq = int(m.group(3))
+            if seq < newest.get(order, -1):
+                flagged.add((row["topic"], row["partition"], row["msg_id"]))
+                keys.add((row["topic"], row["key"]))
+            newest[order] = max(seq, newest.get(order, -1))
+    return flagged, keys
+
+
+def failed_reference(producer_logs: list[Path]) -> Counter:
+    """Failed sends per the producer's error, an empty one as the report names it."""
+    return Counter(r["error"] or "(no error logged)" for p in producer_logs for r in read_rows(p, PRODUCER_COLUMNS)[0]
+                   if r["status"] == "failed")
 
 
 # the content identity (course-format logs, kafkalab/analysis/content_job.py), one rule at a time
@@ -242,3 +289,22 @@ def course_reference(producer_logs: list[Path], consumer_logs: list[Path],
         else:
             out["consumed_twice"] += sum(max(x - p, 0) for x in copies)
     return dict(counts), dict(bad)
+
+
+def spark_counts(report: Report) -> dict[tuple[str, int], Counter]:
+    """The report's non-zero counts per (topic, partition)."""
+    return {(row.topic, row.partition): Counter({k: v for k, v in row.counts.items() if v})
+            for row in report.per_partition}
+
+
+def assert_matches_reference(report: Report, producer_logs: list[Path], consumer_logs: list[Path],
+                             audit_logs: list[Path], run: str) -> dict[str, int]:
+    """The report's counts per partition, its keys out of order and its failed sends by reason are the
+    reference's; returns the reference's bad lines per kind."""
+    expected, bad = reference(producer_logs, consumer_logs, audit_logs, run)
+    expected = {k: Counter({n: v for n, v in c.items() if v}) for k, c in expected.items()}
+    got = {k: v for k, v in spark_counts(report).items() if v or k in expected}
+    assert got == expected
+    assert report.key_reordered_keys == len(key_order_reference(consumer_logs, run)[1])
+    assert report.failed_by_reason == dict(failed_reference(producer_logs))
+    return bad

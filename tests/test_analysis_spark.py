@@ -6,7 +6,6 @@ import csv
 import sys
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,23 +16,15 @@ from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, TOTALS, Identity, clas
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import CONSUMER_COLUMNS, PRODUCER_COLUMNS, TYPED_MSG_ID
 from tests.analysis_fixtures import spark_fixture  # noqa: F401 - the shared `spark` fixture
-from tests.analysis_reference import reference
+from tests.analysis_reference import assert_matches_reference
 from tests.analysis_scenarios import RUN, Scenario, Send, scenarios, write_scenario
 
 pytestmark = pytest.mark.spark
 
 
-def spark_counts(report) -> dict[tuple[str, int], Counter]:
-    return {(row.topic, row.partition): Counter({k: v for k, v in row.counts.items() if v})
-            for row in report.per_partition}
-
-
 def check_against_reference(spark, written, audit: bool) -> None:
     report = analyze(written.producer_logs, written.consumer_logs, written.audit_logs, session=spark)
-    expected, bad = reference(written.producer_logs, written.consumer_logs, written.audit_logs, RUN)
-    expected = {k: Counter({n: v for n, v in c.items() if v}) for k, c in expected.items()}
-    got = {k: v for k, v in spark_counts(report).items() if v or k in expected}
-    assert got == expected
+    bad = assert_matches_reference(report, written.producer_logs, written.consumer_logs, written.audit_logs, RUN)
     assert {f.kind: 0 for f in report.inputs} | {
         kind: sum(f.malformed for f in report.inputs if f.kind == kind) for kind in bad if bad[kind]
     } == {f.kind: bad[f.kind] for f in report.inputs}
@@ -56,6 +47,7 @@ def test_spark_matches_reference_per_partition(spark, tmp_path_factory, scenario
     assert report.classes["duplicated"] == inj["duplicated"]
     assert report.classes["redelivered"] == inj["redelivered"]
     assert report.classes["recovered"] == inj["recovered_failed"] + (inj["recovered_unknown"] if scenario.audit else 0)
+    assert report.classes["aborted_read"] == inj["aborted_read"]  # not recovered, nor the unread ones
     assert report.classes["unexpected"] == scenario.foreign_rows + scenario.no_id_rows
     assert report.totals["typed"] == scenario.typed_rows
     if scenario.audit:
@@ -65,15 +57,22 @@ def test_spark_matches_reference_per_partition(spark, tmp_path_factory, scenario
 
 def test_every_class_at_once_with_samples(spark, tmp_path: Path) -> None:
     fates = ["ok", "missed", "broker_lost", "acks0_ok", "acks0_lost", "duplicated", "redelivered",
-             "recovered_failed", "recovered_unknown", "failed", "unknown", "failed_no_partition"]
+             "recovered_failed", "recovered_unknown", "failed", "unknown", "failed_no_partition", "aborted_read",
+             "aborted_unread"]
     sends = [Send("p1", "t1", i % 2, fate) for i, fate in enumerate(fates * 3)]
     sends += [Send("p2", "t1", 0, "ok"), Send("p2", "t1", 0, "reordered")] * 2
+    # key a's first record is on partition 1, which c1 reads after partition 0, where its second is: key_reordered
+    sends += [Send("p2", "t1", 1, "ok", key="a"), Send("p2", "t1", 0, "ok", key="a")]
     written = write_scenario(Scenario(sends, second_group=True, foreign_rows=2, no_id_rows=1, typed_rows=3), tmp_path)
     report = check_against_reference(spark, written, audit=True)
     assert all(report.classes[name] > 0 for name in Identity.MESSAGE_ID.classes()), report.classes
     assert report.classes["consumed_twice"] is None  # message ids tell a redelivery from a duplicate
     assert report.totals["attempted"] == len(sends)
     assert set(report.samples) == set(Identity.MESSAGE_ID.classes())
+    assert report.classes["key_reordered"] == report.key_reordered_keys == 1
+    (sample,) = report.samples["key_reordered"]
+    assert (sample.key, sample.msg_id, sample.partition, sample.after_msg_id, sample.after_partition) \
+        == ("a", f"{RUN}:p2:4", 1, f"{RUN}:p2:5", 0)
     consumed = {row[0] for p in written.consumer_logs for row in csv.reader(p.open())}
     for sample in report.samples["lost"]:
         assert sample.msg_id is not None and sample.msg_id not in consumed

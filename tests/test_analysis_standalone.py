@@ -20,7 +20,7 @@ from tests.spark_standalone import standalone_cluster
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(3600)]  # two Spark runs and a cluster, on a loaded machine
 
 FATES = ["ok", "missed", "broker_lost", "acks0_ok", "acks0_lost", "duplicated", "redelivered",
-         "recovered_failed", "recovered_unknown", "failed", "unknown", "failed_no_partition"]
+         "recovered_failed", "recovered_unknown", "failed", "unknown", "failed_no_partition", "aborted_read"]
 
 
 def kafkalab_diff(args: list[str], out: Path, env: dict[str, str]) -> tuple[dict[str, Any], str]:
@@ -45,6 +45,7 @@ def comparable(report: dict[str, Any]) -> dict[str, Any]:
 def test_diff_on_a_standalone_cluster_reports_exactly_what_local_mode_does(tmp_path: Path) -> None:
     sends = [Send("p1", "t1", i % 3, fate) for i, fate in enumerate(FATES * 4)]
     sends += [Send("p2", "t1", 0, "ok"), Send("p2", "t1", 0, "reordered")] * 3
+    sends += [Send("p2", "t1", 1, "ok", key="a"), Send("p2", "t1", 0, "ok", key="a")]  # key_reordered (c1: 0, then 1)
     logs = tmp_path / "logs"
     written = write_scenario(Scenario(sends, second_group=True, foreign_rows=2, no_id_rows=1,
                                       garbage_in_consumer=2, garbage_in_producer=1), logs)

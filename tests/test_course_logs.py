@@ -127,7 +127,8 @@ def expected_by_fate(run: CourseRun, audit: bool) -> dict[str, int | None]:
             "lost_by_brokers": inj["broker_lost"] if audit else None,
             "missed_by_consumers": missed if audit else None,
             "duplicated": inj["duplicated"] if audit else None, "redelivered": inj["redelivered"] if audit else None,
-            "consumed_twice": None if audit else twice, "reordered": None, "recovered": None}
+            "consumed_twice": None if audit else twice, "reordered": None, "key_reordered": None, "recovered": None,
+            "aborted_read": None}
 
 
 def malformed(report) -> dict[str, int]:

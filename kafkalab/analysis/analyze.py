@@ -14,7 +14,7 @@ from kafkalab.analysis.inputs import check_inputs, detect_run, locate_malformed,
 from kafkalab.analysis.job import CLASSES, TOTALS, Identity, classify
 from kafkalab.analysis.report import PartitionRow, Report
 from kafkalab.analysis.spark_session import DEFAULT_MASTER, WarmSession, spark_run, start_session
-from kafkalab.analysis.verdict import verdict
+from kafkalab.analysis.verdict import report_verdict
 from kafkalab.errors import KafkalabError
 from kafkalab.logformat import LogFormat
 
@@ -87,12 +87,14 @@ def analyze(
     totals = {name: sum(r.counts.get(name) or 0 for r in rows) for name in TOTALS}
     classes = _known({name: sum(r.counts.get(name) or 0 for r in rows) for name in CLASSES}, unknown)
     samples = {name: found for name, found in result.samples.items() if name not in unknown}
-    return Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=samples,
-                  verdict=verdict(classes, totals["acknowledged"], totals["typed"], totals["consumed_rows"],
-                                  identity=identity),
-                  inputs=inputs,
-                  elapsed_s=time.monotonic() - started, spark=spark_run(spark()), audit=bool(audit_files),
-                  identity=identity)
+    report = Report(run=run, totals=totals, classes=classes, per_partition=rows, samples=samples, verdict="",
+                    inputs=inputs, elapsed_s=time.monotonic() - started, spark=spark_run(spark()),
+                    audit=bool(audit_files), identity=identity,
+                    # a content identity's counts are of copies, not of sends with their errors
+                    failed_by_reason=result.failed_by_reason if identity is Identity.MESSAGE_ID else None,
+                    key_reordered_keys=None if "key_reordered" in unknown else result.key_reordered_keys)
+    report.verdict = report_verdict(report)
+    return report
 
 
 def _known(counts: dict[str, int], unknown: frozenset[str]) -> dict[str, int | None]:

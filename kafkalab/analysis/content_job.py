@@ -39,6 +39,8 @@ from kafkalab.analysis.inputs import InputFile
 from kafkalab.analysis.job import (
     AUDIT_CLASSES,
     CONTENT_KEY_PREFIX,
+    OUTCOME_CLASSES,
+    SEQUENCE_CLASSES,
     SRC_AUDIT,
     SRC_CONSUMER,
     SRC_PRODUCER,
@@ -106,7 +108,8 @@ def unknown_classes(identity: Identity, audit: bool, files: Sequence[InputFile])
     unknown = set() if audit else set(AUDIT_CLASSES)
     if identity is Identity.MESSAGE_ID:
         return frozenset(unknown | {"consumed_twice"})  # message ids tell redeliveries from duplicates
-    unknown.add("reordered")  # needs each producer's sequence numbers
+    unknown.update(SEQUENCE_CLASSES)  # they need each producer's sequence numbers
+    unknown.update(OUTCOME_CLASSES)  # an aborted copy and a committed one of a record are one identity
     unknown.add("consumed_twice" if audit else "duplicated")
     if not any(f.kind == "producer" and f.format is LogFormat.KAFKALAB for f in files):
         unknown.add("recovered")  # a course producer logs acknowledged sends only

@@ -9,28 +9,46 @@ Definitions (the tests hold a plain-Python reference of exactly these):
 - lost: acked, not processed. With an audit log, lost splits into lost_by_brokers (not in the audit)
   and missed_by_consumers (in the audit).
 - duplicated: sent and observed at two or more positions.
-- recovered: sent, status failed or unknown, and observed.
+- recovered: sent, status failed or unknown, and observed; not a record of an aborted transaction (failed with
+  the error ``ABORTED``): that one was never committed, only a read_uncommitted reader sees it.
+- aborted_read: sent, failed ``ABORTED``, and processed: a consumer read a transaction that never committed.
 - redelivered: a (consumer group, position) processed two or more times (any message id).
 - unexpected: a position processed whose message id was not sent (another run, no id, unknown sender).
 - typed (a total, not an anomaly): a position processed whose record was typed by hand (its id
   ``TYPED_MSG_ID``): received, but no producer log accounts for it.
 - reordered: among the distinct (position, message id) pairs observed whose id is of the run, taken per
   (topic, partition, producer) in (offset, seq) order, a pair whose seq is below the previous pair's.
+- key_reordered: across partitions, a record (message id at a position) whose first row in a consumer log
+  comes after the first row there of a record of the same key (topic, record key and producer; keyless records
+  have no key order) with a higher seq: what adding partitions mid-stream does. Only a key processed on two or
+  more partitions is judged: on one partition, its order is the partition's (``reordered``). A consumer log's
+  row order is its consumer's processing order, within one file (one consumer instance); its ``ts_ms`` is the
+  record's timestamp (the producer's create time), not when it was processed, so nothing orders two consumers'
+  rows and pairs processed by two consumers are not judged. A record's later rows in the file (redeliveries)
+  are not judged (nor need they be as a newer record: its first row came before). A message counts once per
+  partition, however many groups or consumers processed it out of order; the report also counts the distinct
+  (topic, key)s of the messages counted.
+- failed by reason (a total, not an anomaly): the producer's failed rows per its error (``_MSG_TIMED_OUT``:
+  the delivery timeout expired; ``ABORTED``: the record's transaction did not commit), over the whole run.
 
 Each message's counts go to its partition: the producer's, else (partition -1, or not sent) the lowest
-partition it was observed in; a reordered pair goes to its own partition. A row without a message id
-is its own message, keyed by its position (a typed one by its position under its own prefix).
+partition it was observed in; a reordered pair, and a key_reordered record, goes to its own partition. A
+row without a message id is its own message, keyed by its position (a typed one by its position under its
+own prefix).
 
-The job is one SQL query (building it costs a few calls to the JVM, not thousands). Its physical
-plan: the three logs are read once (CSV, explicit schema) and shuffled once, by message key. Three
-hash aggregations on that partitioning (no further shuffle) fold rows into (group, position), position
-and message levels. A second branch over the same shuffle output orders the observed pairs for
-reordering. Normal messages then collapse to one row per partition; only anomalous messages survive
-individually, so the sample ids cost a sort of the anomalies only.
+The job is one SQL query (building it costs a few calls to the JVM, not thousands). Its physical plan: the
+three logs are read once (CSV, explicit schema) and shuffled once, by message key. Three hash aggregations on
+that partitioning (no further shuffle) fold rows into (group, position), position and message levels. A second
+branch over the same shuffle output orders the observed pairs for reordering; a third finds the keys processed
+on two or more partitions (a small aggregation, broadcast) and orders each consumer file's rows of those keys
+only, after one more shuffle (of those rows, by group, file and key): usually none, so the common run pays for
+an aggregation by key, not a sort of every row. Normal messages then collapse to one row per partition; only
+anomalous messages survive individually, so the sample ids cost a sort of the anomalies only.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -38,7 +56,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from kafkalab.logformat import CONSUMER_COLUMNS, MSG_ID_PATTERN, PRODUCER_COLUMNS, PRODUCER_STATUSES, TYPED_MSG_ID
+from kafkalab.logformat import (
+    ABORTED,
+    CONSUMER_COLUMNS,
+    MSG_ID_PATTERN,
+    PRODUCER_COLUMNS,
+    PRODUCER_STATUSES,
+    TYPED_MSG_ID,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,7 +71,10 @@ if TYPE_CHECKING:
 # anomaly classes in report order; the audit-only ones are None without an audit log. consumed_twice is the
 # content identity's (content_job.py): without an audit it cannot tell a redelivery from a duplicate write.
 CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "consumed_twice",
-           "reordered", "recovered", "unexpected")
+           "reordered", "key_reordered", "recovered", "aborted_read", "unexpected")
+SEQUENCE_CLASSES = ("reordered", "key_reordered")  # they need each producer's sequence numbers
+# it needs each send's own outcome: matched by content, an aborted copy cannot be told from a committed one
+OUTCOME_CLASSES = ("aborted_read",)
 AUDIT_CLASSES = ("lost_by_brokers", "missed_by_consumers")
 
 
@@ -58,10 +86,10 @@ class Identity(StrEnum):
     CONTENT = "topic, partition, key, value"
 
     def classes(self) -> tuple[str, ...]:
-        """The classes an analysis by this identity reports: reordering needs sequence numbers, consumed_twice
-        is only for an identity that cannot tell a redelivery from a duplicate."""
-        skip = "consumed_twice" if self is Identity.MESSAGE_ID else "reordered"
-        return tuple(c for c in CLASSES if c != skip)
+        """The classes an analysis by this identity reports: reordering needs sequence numbers, aborted_read each
+        send's own outcome, consumed_twice is only for an identity that cannot tell a redelivery from a duplicate."""
+        skip = ("consumed_twice",) if self is Identity.MESSAGE_ID else (*SEQUENCE_CLASSES, *OUTCOME_CLASSES)
+        return tuple(c for c in CLASSES if c not in skip)
 
 
 TOTALS = ("attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed", "typed")
@@ -77,6 +105,8 @@ FOREIGN_KEY = "\x00foreign"
 POSITION_KEY_PREFIX = "\x01"
 TYPED_KEY_PREFIX = "\x02"
 CONTENT_KEY_PREFIX = "\x03"  # a sample of a record matched by content: the prefix, then "key,value"
+NO_REASON = "(no error logged)"  # a failed send whose producer row has an empty error
+RECORD_KEY_PREFIX = "\x04"  # a (topic, record key) whose records were processed out of key order: the prefix, the key
 
 _INT_TYPES = {"seq": "long", "partition": "int", "offset": "long", "ts_ms": "long", "leader_epoch": "int"}
 
@@ -101,18 +131,31 @@ class Sample:
     partition: int
     offset: int
     record: str | None = None  # "key,value" of a record matched by its content (it has no message id)
+    # key_reordered: the record's key, and the record of that key with a higher seq processed before it
+    key: str | None = None
+    after_msg_id: str | None = None
+    after_partition: int | None = None
+    after_offset: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if k != "record" or v is not None}
+        """Its fields; those only some classes have are left out where they are None."""
+        return {k: v for k, v in vars(self).items() if k in _ALWAYS or v is not None}
 
     def describe(self) -> str:
-        """``r1:p:3 @t-0:5``, a record without id by its content (``key 3: "value..." @t-0``)."""
+        """``r1:p:3 @t-0:5``, a record without id by its content (``key 3: "value..." @t-0``), one processed out of
+        its key's order with the newer record before it (``key 7: r1:p:3 @t-0:5 after r1:p:9 @t-2:1``)."""
         at = f"@{self.topic}-{self.partition}" + (f":{self.offset}" if self.offset >= 0 or not self.record else "")
         if self.record is not None:
             key, _, value = self.record.partition(",")
             shown = value if len(value) <= 40 else value[:39] + "…"
             return f"key {key or '(none)'}: {shown!r} {at}"
+        if self.key is not None:
+            return (f"key {self.key}: {self.msg_id} {at} after {self.after_msg_id} "
+                    f"@{self.topic}-{self.after_partition}:{self.after_offset}")
         return f"{self.msg_id or '(no id)'} {at}"
+
+
+_ALWAYS = ("msg_id", "topic", "partition", "offset")
 
 
 @dataclass
@@ -122,6 +165,8 @@ class JobResult:
     malformed: dict[str, int]  # per source kind: producer / consumer / audit
     foreign_runs: list[str]
     producer_id_repeats: int
+    failed_by_reason: dict[str, int] = field(default_factory=dict)  # the producer's error -> failed sends
+    key_reordered_keys: int = 0  # distinct (topic, record key)s of the key_reordered records
 
 
 def read_log(session: SparkSession, paths: Sequence[Path | str], columns: Sequence[str]) -> DataFrame:
@@ -150,17 +195,33 @@ def _producer_rows(view: str, with_run: bool) -> str:
            CASE WHEN foreign THEN substring_index(msg_id, ':', 1) WHEN good THEN topic END AS topic,
            CASE WHEN good AND NOT foreign THEN partition END AS partition,
            CASE WHEN good AND NOT foreign THEN coalesce(offset, -1) END AS offset,
-           CAST(CASE WHEN good THEN status_code END AS TINYINT) AS status
+           CAST(CASE WHEN good THEN status_code END AS TINYINT) AS status,
+           CASE WHEN good AND NOT foreign AND status_code IN (1, 3) THEN coalesce(error, '') END AS err,
+           {_NOT_PROCESSED}
     FROM (SELECT *, {foreign} AS foreign FROM (
         SELECT *, _corrupt IS NULL AND msg_id IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL
                   AND status_code IS NOT NULL AND msg_id RLIKE :pattern AS good
-        FROM (SELECT *, CASE status WHEN 'acked' THEN 0 WHEN 'failed' THEN 1 WHEN 'unknown' THEN 2 END
+        FROM (SELECT *, CASE status WHEN 'acked' THEN 0 WHEN 'unknown' THEN 2
+                                    WHEN 'failed' THEN CASE WHEN error = :aborted THEN 3 ELSE 1 END END
                         AS status_code FROM {view})))"""
+
+
+# the shuffled columns only a consumer row has: its record's key, its processing order and its file (see
+# _key_reordered_facts)
+_NOT_PROCESSED = "CAST(NULL AS STRING) AS rkey, CAST(NULL AS BIGINT) AS pos, CAST(NULL AS BIGINT) AS fid"
+# A consumer log's rows are in the order its consumer processed them. monotonically_increasing_id() follows that
+# order within a file: it counts up within each scan partition, and a file's rows go to partitions in the file's
+# order (one partition holds one file, or a stretch of one: Spark reads a file's splits in offset order, its
+# sort by split size being stable). A file is named by a hash of its path (shorter than the path, in a shuffle).
+_PROCESSED = ("CASE WHEN good THEN nullif(key, '') END AS rkey, CASE WHEN good THEN pos END AS pos, "
+              "CASE WHEN good THEN fid END AS fid")
+_PROCESSING_ORDER = "monotonically_increasing_id() AS pos, xxhash64(input_file_name()) AS fid"
 
 
 def _reader_rows(view: str, src: int) -> str:
     """Consumer or audit rows in the shuffled shape; a row without a message id is keyed by position."""
     grp = "`group`" if src == SRC_CONSUMER else "NULL"
+    processed, order = (_PROCESSED, f", {_PROCESSING_ORDER}") if src == SRC_CONSUMER else (_NOT_PROCESSED, "")
     return f"""
     SELECT CASE WHEN NOT good THEN :bad_key
                 WHEN msg_id IS NULL OR msg_id = '' THEN concat_ws(':', :position_prefix, topic, partition, offset)
@@ -171,9 +232,9 @@ def _reader_rows(view: str, src: int) -> str:
            CASE WHEN good THEN topic END AS topic,
            CASE WHEN good THEN partition END AS partition,
            CASE WHEN good THEN offset END AS offset,
-           CAST(NULL AS TINYINT) AS status
+           CAST(NULL AS TINYINT) AS status, CAST(NULL AS STRING) AS err, {processed}
     FROM (SELECT *, _corrupt IS NULL AND topic IS NOT NULL AND partition IS NOT NULL AND offset IS NOT NULL
-                    AS good FROM {view})"""
+                    AS good{order} FROM {view})"""
 
 
 def sum_if(cond: str, value: str = "1") -> str:
@@ -211,23 +272,36 @@ messages AS (
     FROM positions GROUP BY key, topic)"""
 
 
-def _message_facts(with_audit: bool) -> tuple[str, list[str], list[str]]:
-    """One row per message: its partition, totals, class counts and the offset each sample shows.
+@dataclass(frozen=True)
+class Facts:
+    """A SELECT of fact rows (topic, partition, sample_key and some counts) and the count, sample-offset and
+    sample-detail columns it gives; a column it does not give is NULL in its rows (see :func:`union_facts`)."""
 
-    Returns the SELECT over ``messages`` and the names of its count and sample-offset columns.
-    """
+    sql: str
+    sums: tuple[str, ...]
+    offsets: tuple[str, ...]
+    details: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ("topic", "partition", "sample_key")  # and ``reason`` for the failed sends' errors
+
+
+def _message_facts(with_audit: bool) -> Facts:
+    """One row per message: its partition, totals, class counts and the offset each sample shows."""
     sent = "p_rows > 0"
     typed = "startswith(key, :typed_prefix)"
     acked = f"{sent} AND p_status = 0"
     lost = f"{acked} AND c_rows = 0"
+    failed = f"{sent} AND p_status IN (1, 3)"
+    aborted = f"{sent} AND p_status = 3"  # failed ABORTED: never committed, in the topic yet not recovered
     flag = {
         "lost": lost,
         "duplicated": f"{sent} AND observed >= 2",
-        "recovered": f"{sent} AND p_status > 0 AND observed >= 1",
+        "recovered": f"{sent} AND p_status IN (1, 2) AND observed >= 1",
+        "aborted_read": f"{aborted} AND processed_positions > 0",
         "unexpected": f"NOT ({sent}) AND NOT {typed} AND processed_positions > 0",
         "redelivered": "redelivered > 0",
     }
     sample_offset = {"lost": "p_offset", "duplicated": "obs_offset", "recovered": "obs_offset",
+                     "aborted_read": "processed_offset",
                      "unexpected": "processed_offset", "redelivered": "redelivered_offset"}
     if with_audit:
         flag |= {"lost_by_brokers": f"{lost} AND a_rows = 0", "missed_by_consumers": f"{lost} AND a_rows > 0"}
@@ -238,7 +312,7 @@ def _message_facts(with_audit: bool) -> tuple[str, list[str], list[str]]:
     totals = {
         "attempted": f"CASE WHEN {sent} THEN p_rows ELSE 0 END",
         "acknowledged": f"CASE WHEN {acked} THEN 1 ELSE 0 END",
-        "failed": f"CASE WHEN {sent} AND p_status = 1 THEN 1 ELSE 0 END",
+        "failed": f"CASE WHEN {failed} THEN 1 ELSE 0 END",
         "unknown": f"CASE WHEN {sent} AND p_status = 2 THEN 1 ELSE 0 END",
         "consumed_rows": "c_rows",
         "distinct_consumed": "CASE WHEN c_rows > 0 THEN 1 ELSE 0 END",
@@ -256,43 +330,126 @@ def _message_facts(with_audit: bool) -> tuple[str, list[str], list[str]]:
         *[f"CAST({v} AS BIGINT) AS {k}" for k, v in {**totals, **counts}.items()],
         *[f"CASE WHEN {flag[k]} THEN {v} END AS o_{k}" for k, v in sample_offset.items()],
     ]
-    sums = [*totals, *counts, "reordered"]
-    offsets = [f"o_{k}" for k in (*sample_offset, "reordered")]
-    return f"SELECT {', '.join(columns)}, CAST(NULL AS BIGINT) AS reordered, " \
-           f"CAST(NULL AS BIGINT) AS o_reordered FROM messages", sums, offsets
+    return Facts(f"SELECT {', '.join(columns)} FROM messages", (*totals, *counts),
+                 tuple(f"o_{k}" for k in sample_offset))
 
 
-def _reordered_facts(fact_columns: list[str]) -> str:
+# counted once per record however many consumer files found it out of order (see collapse)
+ONCE = ("key_reordered", "key_reordered_keys")
+SHUFFLED = ("key", "src", "grp", "topic", "partition", "offset", "status", "err", "rkey", "pos", "fid")
+
+
+def _reusing_shuffle(cond: str) -> str:
+    """A predicate over ``shuffled`` for a branch read from the rows as shuffled by message key, so that Spark
+    reuses that one shuffle (and the one read of the logs) for every branch.
+
+    Reuse needs each branch to keep every column of the shuffle and no filter pushed beneath it: hence one
+    non-deterministic predicate (never pushed down), whose ELSE (never taken: no partition id is negative)
+    mentions every column.
+    """
+    return f"CASE WHEN spark_partition_id() >= 0 THEN {cond} ELSE hash({', '.join(SHUFFLED)}) = 0 END"
+
+
+_RUN_IDS = "startswith(key, :run_prefix) AND key RLIKE :pattern"  # the rows of a message id of the run
+
+
+def _reordered_facts() -> Facts:
     """Backward steps of each producer's seq, in offset order, over the observed (position, id) pairs.
 
-    Read from the rows as shuffled by message key, so Spark reuses that one shuffle (and the one read
-    of the logs) for both branches. Reuse needs this branch to keep every column of the shuffle and no
-    filter pushed beneath it: hence one non-deterministic predicate (never pushed down) that mentions
-    every column. A pair seen twice sorts next to itself and makes no backward step, so no distinct.
+    A pair seen twice sorts next to itself and makes no backward step, so no distinct.
     """
-    nulls = ", ".join(f"NULL AS {c}" for c in fact_columns if c not in ("reordered", "o_reordered"))
-    return f"""
-    SELECT topic, partition, key AS sample_key, {nulls}, 1L AS reordered, offset AS o_reordered
+    return Facts(f"""
+    SELECT topic, partition, key AS sample_key, 1L AS reordered, offset AS o_reordered
     FROM (SELECT *, lag(seq) OVER (PARTITION BY topic, partition, producer ORDER BY offset, seq) AS prev_seq
           FROM (SELECT key, topic, partition, offset, {PRODUCER_OF_KEY} AS producer,
                        TRY_CAST({SEQ_OF_KEY} AS BIGINT) AS seq
                 FROM shuffled
-                WHERE CASE WHEN spark_partition_id() >= 0 THEN
-                    src IN ({SRC_CONSUMER}, {SRC_AUDIT}) AND startswith(key, :run_prefix)
-                    AND key RLIKE :pattern AND coalesce(length(grp), CAST(status AS INT), 0) >= 0 END)
+                WHERE {_reusing_shuffle(f"src IN ({SRC_CONSUMER}, {SRC_AUDIT}) AND {_RUN_IDS}")})
           WHERE seq IS NOT NULL)
-    WHERE seq < prev_seq"""
+    WHERE seq < prev_seq""", ("reordered",), ("o_reordered",))
 
 
-def collapse(sums: list[str], offsets: list[str]) -> str:
-    """Sum per (partition, anomalous message), then per partition with up to 10 samples per class."""
-    per_message = ", ".join([*[f"SUM({c}) AS {c}" for c in sums], *[f"MIN({o}) AS {o}" for o in offsets]])
+def _key_reordered_facts() -> Facts:
+    """The records each consumer file shows processed after a record of the same key with a higher seq (see
+    the module's docstring), one fact row each, and one per (topic, key) of them with no partition (its
+    ``key_reordered_keys`` counts the keys once each).
+
+    Only a key processed on two or more partitions is judged, and those are few (usually none: a key stays on its
+    partition until partitions are added): a hash aggregation by key, over the shuffle by message key, finds them
+    and is broadcast. Its semi join keeps their consumer rows on that partitioning, so a record's first row in a
+    file is its MIN(pos) there without a further shuffle; then one shuffle by (group, file, key), of those rows
+    only, and one sort for the window: a record whose seq is below the highest seq of the records first processed
+    before it. Its detail is the record's key and that newer record (seq, partition, offset).
+    """
+    per_key = "topic, producer, rkey"
+    newer = (f"max(struct(seq, partition, offset)) OVER (PARTITION BY grp, fid, {per_key} ORDER BY pos "
+             "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)")
+    detail = ("named_struct('key', rkey, 'after', concat(:run_prefix, producer, ':', CAST(newer.seq AS STRING)), "
+              "'partition', newer.partition, 'offset', newer.offset)")
+    record = "key, grp, fid, topic, partition, offset, rkey, producer"
+    keyed = (f"SELECT *, {PRODUCER_OF_KEY} AS producer FROM shuffled "
+             f"WHERE {_reusing_shuffle(f'src = {SRC_CONSUMER} AND rkey IS NOT NULL AND {_RUN_IDS}')}")
+    spread = f"SELECT {per_key} FROM ({keyed}) GROUP BY {per_key} HAVING MIN(partition) < MAX(partition)"
+    # stack: the record's row, then its key's (no partition: a key's records are on several)
+    return Facts(f"""
+    SELECT topic, stack(2, partition, key, 1L, offset, {detail}, CAST(NULL AS BIGINT),
+                           CAST(NULL AS INT), concat(:record_key_prefix, rkey), NULL, NULL, NULL, 1L)
+               AS (partition, sample_key, key_reordered, o_key_reordered, d_key_reordered, key_reordered_keys)
+    FROM (SELECT *, {newer} AS newer
+          FROM (SELECT /*+ BROADCAST(spread) */ {record}, TRY_CAST({SEQ_OF_KEY} AS BIGINT) AS seq, MIN(pos) AS pos
+                FROM ({keyed}) keyed
+                LEFT SEMI JOIN ({spread}) spread
+                    ON keyed.topic = spread.topic AND keyed.producer = spread.producer AND keyed.rkey = spread.rkey
+                GROUP BY {record})
+          WHERE seq IS NOT NULL)
+    WHERE newer.seq > seq""", ("key_reordered", "key_reordered_keys"), ("o_key_reordered",), ("key_reordered",))
+
+
+def _reason_facts() -> Facts:
+    """The failed sends' producer errors, a row each (no partition: a total of the run's). Apart from the
+    messages' folds, whose aggregations a string would turn from hash into sort aggregations over every row."""
+    return Facts(f"""
+    SELECT topic, CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS sample_key, err AS reason, 1L AS by_reason
+    FROM shuffled WHERE {_reusing_shuffle(f"src = {SRC_PRODUCER} AND err IS NOT NULL")}""", ("by_reason",), (),
+                 keys=("topic", "partition", "sample_key", "reason"))
+
+
+def union_facts(branches: Sequence[Facts]) -> tuple[str, Facts]:
+    """The branches' UNION ALL, each projected onto every branch's columns by name, NULL where it has none (a
+    union matches columns by position); and the columns of the whole."""
+    keys = list(dict.fromkeys(k for b in branches for k in b.keys))
+    sums = tuple(c for b in branches for c in b.sums)
+    offsets = tuple(o for b in branches for o in b.offsets)
+    details = tuple(d for b in branches for d in b.details)
+    columns = [*keys, *sums, *offsets, *(f"d_{d}" for d in details)]
+    selects = []
+    for b in branches:
+        given = {*b.keys, *b.sums, *b.offsets, *(f"d_{d}" for d in b.details)}
+        selects.append(f"SELECT {', '.join(c if c in given else f'NULL AS {c}' for c in columns)} FROM ({b.sql})")
+    return " UNION ALL ".join(selects), Facts("", sums, offsets, details)
+
+
+def collapse(sums: Sequence[str], offsets: Sequence[str], once: Sequence[str] = (), details: Sequence[str] = (),
+             by_reason: bool = False) -> str:
+    """Sum per (partition, anomalous message), then per partition with up to 10 samples per class.
+
+    ``once``: counts taken once per (partition, sample key), not summed (several rows may find the same record);
+    ``details``: classes whose samples carry a ``d_`` column too; ``by_reason``: the facts have a ``reason``
+    column, the failed sends' error, summed into ``failed_reasons`` (reason, by_reason) pairs.
+    """
+    per_message = ", ".join([*[f"{'MAX' if c in once else 'SUM'}({c}) AS {c}" for c in sums],
+                             *[f"MIN({o}) AS {o}" for o in offsets], *[f"MIN(d_{d}) AS d_{d}" for d in details]])
     # ties broken by the sample's key, so the samples are the same each time (a course log's records have no offset)
-    samples = ", ".join(f"min_by(struct(sample_key, {o}), CASE WHEN {o} IS NOT NULL THEN struct({o}, sample_key) END, "
-                        f"{SAMPLES_PER_CLASS}) AS s_{o[2:]}" for o in offsets)
+    samples = ", ".join(
+        f"min_by(struct(sample_key, {o}{f', d_{o[2:]}' if o[2:] in details else ''}), "
+        f"CASE WHEN {o} IS NOT NULL THEN struct({o}, sample_key) END, {SAMPLES_PER_CLASS}) AS s_{o[2:]}"
+        for o in offsets)
+    reason, reasons = (", reason", ", collect_list(CASE WHEN reason IS NOT NULL THEN struct(reason, by_reason) END) "
+                                   "AS failed_reasons") if by_reason else ("", "")
     return f"""
-    SELECT topic, partition, {", ".join(f"SUM({c}) AS {c}" for c in sums)}, {samples}
-    FROM (SELECT topic, partition, sample_key, {per_message} FROM facts GROUP BY topic, partition, sample_key)
+    SELECT topic, partition, {", ".join(f"SUM({c}) AS {c}" for c in sums)}, {samples}{reasons}
+    FROM (SELECT topic, partition, sample_key{reason}, {per_message} FROM facts
+          GROUP BY topic, partition, sample_key{reason})
     GROUP BY topic, partition"""
 
 
@@ -333,17 +490,18 @@ def classify(session: SparkSession, producer_logs: Sequence[Path | str], consume
     rows += [_reader_rows(names[kind], src) for kind, src in (("consumer", SRC_CONSUMER), ("audit", SRC_AUDIT))
              if kind in names]
     partitions = shuffle_partitions(session, input_bytes)
-    facts, sums, offsets = _message_facts(with_audit)
-    if run is not None:
-        facts += f" UNION ALL {_reordered_facts([*sums, *offsets])}"
+    branches = [_message_facts(with_audit), _reason_facts()]
+    if run is not None:  # sequences are judged for the run's message ids only
+        branches += [_reordered_facts(), _key_reordered_facts()]
+    facts, columns = union_facts(branches)
     query = f"""
     WITH shuffled AS (SELECT /*+ REPARTITION({partitions}, key) */ * FROM ({" UNION ALL ".join(rows)})),
     {FOLDS},
     facts AS ({facts})
-    {collapse(sums, offsets)}"""
+    {collapse(columns.sums, columns.offsets, ONCE, columns.details, by_reason=True)}"""
     params = {"bad_key": BAD_KEY, "foreign_key": FOREIGN_KEY, "position_prefix": POSITION_KEY_PREFIX,
-              "typed_id": TYPED_MSG_ID, "typed_prefix": TYPED_KEY_PREFIX,
-              "pattern": MSG_ID_PATTERN, "run_prefix": f"{run}:"}
+              "typed_id": TYPED_MSG_ID, "typed_prefix": TYPED_KEY_PREFIX, "record_key_prefix": RECORD_KEY_PREFIX,
+              "aborted": ABORTED, "pattern": MSG_ID_PATTERN, "run_prefix": f"{run}:"}
     return collect_job(run_query(session, views, names, query, params, input_bytes), with_audit)
 
 
@@ -374,22 +532,30 @@ def collect_job(rows: list[Any], with_audit: bool) -> JobResult:
     candidates: dict[str, list[Sample]] = {name: [] for name in CLASSES}
     malformed = {"producer": 0, "consumer": 0, "audit": 0}
     foreign_runs: list[str] = []
-    repeats = 0
+    repeats = keys = 0
+    reasons: Counter[str] = Counter()
     for row in rows:
         data = row.asDict()
         for s, kind in enumerate(("producer", "consumer", "audit")):
             malformed[kind] += data.get(f"bad_{s}") or 0
         repeats += data.get("p_repeats") or 0
+        keys += data.get("key_reordered_keys") or 0
+        for reason, failed in data.get("failed_reasons") or ():
+            reasons[reason or NO_REASON] += failed
         if data.get("foreign"):
             foreign_runs.append(data["topic"])
         if data["topic"] is None or data["partition"] is None:
-            continue  # the rows of malformed lines and other runs carry no partition
+            continue  # the rows of malformed lines, other runs and out-of-order keys carry no partition
         counts = {k: int(data.get(k) or 0) for k in (*TOTALS, *CLASSES)}
         partitions.append(PartitionCounts(data["topic"], data["partition"], counts))
         for name in CLASSES:
-            for key, offset in data.get(f"s_{name}") or ():
+            for key, offset, *detail in data.get(f"s_{name}") or ():
                 if key.startswith(CONTENT_KEY_PREFIX):
                     sample = Sample(None, data["topic"], data["partition"], offset, key[1:])
+                elif detail:  # key_reordered's: the record's key and the newer record processed before it
+                    d = detail[0]
+                    sample = Sample(key, data["topic"], data["partition"], offset, key=d["key"],
+                                    after_msg_id=d["after"], after_partition=d["partition"], after_offset=d["offset"])
                 else:
                     msg_id = None if key.startswith(POSITION_KEY_PREFIX) else key
                     sample = Sample(msg_id, data["topic"], data["partition"], offset)
@@ -400,14 +566,22 @@ def collect_job(rows: list[Any], with_audit: bool) -> JobResult:
                                                                                dict.fromkeys(part.counts, 0)))
         for k, v in part.counts.items():
             into.counts[k] += v
-    samples = {
-        name: sorted(found, key=lambda s: (s.offset, s.topic, s.partition, s.msg_id or "",
-                                           s.record or ""))[:SAMPLES_PER_CLASS]
-        for name, found in candidates.items()
-        if found and (with_audit or name not in AUDIT_CLASSES)
-    }
+    samples = {name: _one_per_key_first(found)[:SAMPLES_PER_CLASS] for name, found in candidates.items()
+               if found and (with_audit or name not in AUDIT_CLASSES)}
     return JobResult(sorted(merged.values(), key=lambda p: (p.topic, p.partition)), samples, malformed,
-                     sorted(set(foreign_runs)), repeats)
+                     sorted(set(foreign_runs)), repeats, dict(sorted(reasons.items())), keys)
+
+
+def _one_per_key_first(found: list[Sample]) -> list[Sample]:
+    """Samples by offset (then position and id, so the same each time); where they name record keys
+    (key_reordered's), the first of each key before any key's second, so the few shown name several keys."""
+    ordered = sorted(found, key=lambda s: (s.offset, s.topic, s.partition, s.msg_id or "", s.record or ""))
+    seen: Counter[tuple[str, str | None]] = Counter()
+    ranks = []
+    for sample in ordered:
+        ranks.append(seen[sample.topic, sample.key] if sample.key is not None else 0)
+        seen[sample.topic, sample.key] += 1
+    return [s for _, _, s in sorted(zip(ranks, range(len(ordered)), ordered, strict=True), key=lambda t: t[:2])]
 
 
 __all__ = ["ANALYSIS_JOB_GROUP", "AUDIT_CLASSES", "CLASSES", "PRODUCER_STATUSES", "TOTALS", "Identity", "JobResult",

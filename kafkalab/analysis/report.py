@@ -9,17 +9,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.analysis.inputs import InputFile
-from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, Identity, Sample
+from kafkalab.analysis.job import AUDIT_CLASSES, CLASSES, NO_REASON, Identity, Sample
+from kafkalab.clients.error_words import failure_words
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+# a column only where it counts: it needs a transactional producer, which few runs have
+SHOWN_WHEN_SEEN = ("aborted_read",)
 # short, as the console's partition table has them: words wrap between them, never inside one
 HEADINGS = {
     "attempted": "sent", "acknowledged": "acked", "consumed_rows": "consumed", "lost": "lost",
     "lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers",
     "duplicated": "dupl.", "redelivered": "redel.", "consumed_twice": "twice", "reordered": "reord.",
-    "recovered": "recov.",
+    "key_reordered": "key ord.", "recovered": "recov.", "aborted_read": "aborted read",
     "unexpected": "unexp.", "leader_changes": "leader moves",
 }
 
@@ -74,7 +77,9 @@ class SparkRun:
 
 @dataclass
 class Report:
-    """What a run's logs say. Class counts are None where they need an audit log that was not given."""
+    """What a run's logs say. Class counts are None where the logs cannot tell them (an audit log not given, no
+    sequence numbers). ``failed_by_reason``: the failed sends per the producer's error (None where the records
+    are matched by content); ``key_reordered_keys``: the keys the key_reordered records are of (None with it)."""
 
     run: str | None
     totals: dict[str, int]
@@ -87,6 +92,8 @@ class Report:
     spark: SparkRun | None = None
     audit: bool = field(default=False)
     identity: Identity = Identity.MESSAGE_ID
+    failed_by_reason: dict[str, int] | None = None
+    key_reordered_keys: int | None = None
 
     @property
     def malformed(self) -> int:
@@ -100,7 +107,9 @@ class Report:
         return {
             "run": self.run,
             **self.classes,
+            "key_reordered_keys": self.key_reordered_keys,
             "totals": self.totals,
+            "failed_by_reason": self.failed_by_reason,
             "per_partition": [row.to_json() for row in self.per_partition],
             "samples": {name: [s.to_json() for s in found] for name, found in self.samples.items()},
             "verdict": self.verdict,
@@ -123,6 +132,7 @@ class Report:
             verdict=d["verdict"], inputs=[InputFile.from_json(f) for f in inputs["files"]],
             elapsed_s=d["elapsed_s"], spark=SparkRun(**d["spark"]) if d.get("spark") else None,
             audit=inputs["audit"], identity=Identity(d.get("identity", Identity.MESSAGE_ID)),
+            failed_by_reason=d.get("failed_by_reason"), key_reordered_keys=d.get("key_reordered_keys"),
         )
 
     def write_json(self, path: Path) -> None:
@@ -130,7 +140,8 @@ class Report:
 
     def grid(self) -> ReportGrid:
         """The per-partition table's cells with a totals row: partitions down, counts across."""
-        shown_classes = [c for c in self.identity.classes() if self.audit or c not in AUDIT_CLASSES]
+        shown_classes = [c for c in self.identity.classes() if (self.audit or c not in AUDIT_CLASSES)
+                         and (c not in SHOWN_WHEN_SEEN or self.classes[c])]
         leaders = any(row.leader_changes is not None for row in self.per_partition)
         topics = {row.topic for row in self.per_partition}
         topic = next(iter(topics)) if len(topics) == 1 else None
@@ -177,6 +188,8 @@ class Report:
         console.print(self.verdict, highlight=False)
         if self.identity is Identity.CONTENT:
             console.print(f"[dim]{CONTENT_NOTE}[/]", highlight=False)
+        if self.failed_by_reason:
+            console.print(f"[dim]failed sends:[/] {escape(failed_reasons(self.failed_by_reason))}", highlight=False)
         for name, found in self.samples.items():
             ids = escape(", ".join(s.describe() for s in found[:3]))  # a record's value may hold "[...]"
             console.print(f"[dim]{name}:[/] {ids}{' …' if len(found) > 3 else ''}", highlight=False)
@@ -191,6 +204,17 @@ class Report:
 CONTENT_NOTE = ("records matched by topic, partition, key and value, as a multiset (a course log has no message ids): "
                 "repeated values count as copies of one record, and reordering cannot be seen; '-' is a class these "
                 "logs cannot tell")
+
+
+# the producer's error for a record its delivery timeout failed (librdkafka's name; kafkalab's producer logs it)
+DELIVERY_TIMEOUT = "_MSG_TIMED_OUT"
+
+
+def failed_reasons(by_reason: Mapping[str, int]) -> str:
+    """"40 delivery timeout (_MSG_TIMED_OUT), 2 transaction aborted (ABORTED)": the most frequent first."""
+    ranked = sorted(by_reason.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{n:,} {reason}" if reason == NO_REASON else f"{n:,} {failure_words(reason)} ({reason})"
+                     for reason, n in ranked)
 
 
 def _plural(count: int, noun: str) -> str:

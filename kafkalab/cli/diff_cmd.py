@@ -28,7 +28,8 @@ FAIL_ON_CHOICES = (*CLASSES, "malformed")
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "diff", help="what was lost, duplicated, redelivered or reordered, per partition (Spark)",
+        "diff", help="what was lost, duplicated, redelivered or reordered (in a partition or a key), per partition "
+                     "(Spark)",
         description="Compare a run's producer logs with its consumer logs (and, with --audit, with what the "
                     "brokers hold) and classify every anomaly per partition. Reads kafkalab's CSV logs and the "
                     "course's payload.log.",

@@ -38,3 +38,23 @@ def error_sentence(raw: str) -> str:
     if timed_out := _TIMED_OUT.search(what):
         return f"{timed_out['n']} request(s) to {broker} ({who['addr']}) timed out"
     return f"{broker} ({who['addr']}): {what}"
+
+
+# a failed send's error (librdkafka's name, or kafkalab's ABORTED) in a few words, where its letters do not say it
+# (the one place for them): the producer pane says "412 failed: delivery timeout", the payload log _MSG_TIMED_OUT
+FAILURE_WORDS = {
+    "_MSG_TIMED_OUT": "delivery timeout",
+    "NOT_ENOUGH_REPLICAS": "not enough in-sync replicas",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "in-sync replicas lost during the write",
+    "MSG_SIZE_TOO_LARGE": "record too large",
+    "_MSG_SIZE_TOO_LARGE": "record too large",
+    "_PURGE_QUEUE": "purged before it was sent",
+    "UNKNOWN_TOPIC_OR_PART": "unknown topic or partition",
+    "ABORTED": "transaction aborted",
+}
+
+
+def failure_words(name: str) -> str:
+    """A failed send's error name in words: ``_MSG_TIMED_OUT`` is "delivery timeout"; a name not listed is read
+    out of its letters (``INVALID_RECORD``: "invalid record")."""
+    return FAILURE_WORDS.get(name) or name.strip("_").replace("_", " ").lower()

@@ -70,4 +70,5 @@ class Producer(ChildClient):
             log_path=s.get("log_path"), error=self._error, transactional=self.config.transactional,
             transactions_committed=s.get("txn_committed", 0), transactions_aborted=s.get("txn_aborted", 0),
             transactions_open=s.get("txn_open", 0), uncommitted=s.get("txn_written", 0),
+            blocked_s=s.get("blocked_s", 0.0) if state == ClientState.BLOCKED else 0.0,
         )

@@ -34,13 +34,12 @@ from kafkalab.clients.payload_log import Headers, PayloadLog, csv_field, max_seq
 from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.clients.stats import ClientState, RateMeter
 from kafkalab.errors import KafkalabError
-from kafkalab.logformat import MSG_ID_HEADER, PRODUCER_COLUMNS
+from kafkalab.logformat import ABORTED, MSG_ID_HEADER, PRODUCER_COLUMNS
 
 _POLL_EVERY = 512  # records between serving delivery reports (and flushing the log)
 _STALL_AFTER_S = 1.0  # a send blocked this long is reported as a stall
 _UNKNOWN_ERRORS = frozenset({"_PURGE_INFLIGHT"})  # sent, outcome never learned
 _STATS_EVERY_S = 0.25
-ABORTED = "ABORTED"  # the error of a record whose transaction did not commit
 _TXN_CALL_S = 1.0  # a transaction call waits this long at a time, so that a control word is obeyed meanwhile
 _TXN_INIT_S = 60.0  # init_transactions gives up after this long
 
@@ -78,6 +77,7 @@ class ProducerLoop:
         self.unknown = 0
         self._failed: dict[str, int] = {}
         self._last_global_error: dict[str, float] = {}
+        self._blocked_since = 0.0  # when the send the full buffer refused was first tried (monotonic)
         # transactions (producer.transaction-id): counts, and the open one's records by seq
         self._transactional = config.transactional
         self.txn_committed = 0
@@ -105,6 +105,7 @@ class ProducerLoop:
             "failed": dict(self._failed), "unknown": self.unknown, "rate": self._meter.rate(),
             "txn_committed": self.txn_committed, "txn_aborted": self.txn_aborted, "txn_open": int(self._txn_open),
             "txn_written": self._txn_written,
+            "blocked_s": time.monotonic() - self._blocked_since if self.state == ClientState.BLOCKED else 0.0,
             "log_path": str(log.path if self.state == ClientState.FINISHED else log.partial) if log else None,
         })
 
@@ -192,7 +193,7 @@ class ProducerLoop:
                          headers: Headers, report: partial[None]) -> bool:
         """Retry a send the full buffer refused; False when told to stop meanwhile."""
         assert self._log is not None
-        since = time.monotonic()
+        self._blocked_since = since = time.monotonic()
         stalled = False
         while True:
             if rd.poll(0.1):

@@ -62,6 +62,7 @@ class ProducerStats:
     transactions_aborted: int = 0
     transactions_open: int = 0  # 0 or 1: begun, not yet committed or aborted
     uncommitted: int = 0  # records of the open transaction the brokers hold, waiting for its commit
+    blocked_s: float = 0.0  # while BLOCKED: how long send() has waited for room in the full local buffer
 
     @property
     def failed_total(self) -> int:

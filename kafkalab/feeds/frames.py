@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kafkalab.admin import ClusterSnapshot
+from kafkalab.clients.processor import ProcessorStats
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.cluster.quorum import QuorumState
@@ -156,6 +157,7 @@ class ReportView:
     samples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     analysed: bool = True  # False: the run ended (failed, stopped) before its analysis; the verdict says why
     loss: str = ""  # lost split into lost by the brokers and missed by the consumers, where an audit ran
+    failed: str = ""  # the failed sends by the producer's error ("412 delivery timeout (_MSG_TIMED_OUT)"), if any
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ class RunFrame:
     settings: Mapping[str, str] = field(default_factory=dict)
     message: str = ""  # what the run does now ("creating topic test-topic ...", "reusing the running cluster")
     leadership: Leadership = field(default_factory=Leadership)  # leader changes, failovers, elections: the core's
+    processor: tuple[ProcessorStats, ...] = ()  # the lab's processor's instances, the live one last
 
     @property
     def exercise(self) -> ExerciseView | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.analysis.report import Report
-from kafkalab.analysis.verdict import verdict
+from kafkalab.analysis.verdict import report_verdict
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import truncation
 from kafkalab.labs.events import Actor, EventKind, FaultEvent, FaultProblem, by_whom, event_from_dict
@@ -238,9 +238,7 @@ def _split_problems(run: RunResult) -> list[str]:
 def _verdicts(report: Report) -> set[str]:
     """Every first line a run's verdict may have from ``report``: the report's own, or the run's own words for its
     counts, with or without the cause (a fix or incident until its cause is found), and for an acks=all producer."""
-    totals = report.totals
-    return {report.verdict, *(verdict(report.classes, totals.get("acknowledged"), totals.get("typed", 0),
-                                      totals.get("consumed_rows"), causes=causes, acks=acks)
+    return {report.verdict, *(report_verdict(report, causes=causes, acks=acks)
                               for causes in (True, False) for acks in (None, "all"))}
 
 

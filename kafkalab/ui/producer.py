@@ -1,5 +1,5 @@
-"""The producer pane: settings in effect, progress with ETA, rate, failures by error name, a transactional
-producer's transactions, throughput."""
+"""The producer pane: settings in effect, progress with ETA, rate, a send blocked on the full buffer, failed
+records by reason, a transactional producer's transactions, throughput."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Sparkline
 
-from kafkalab.clients.error_words import error_sentence
+from kafkalab.clients.error_words import error_sentence, failure_words
 from kafkalab.clients.stats import ConsumerStats, ProducerStats
 from kafkalab.labs.failover import Leadership
 from kafkalab.ui.line import Line
@@ -30,9 +30,13 @@ def settings_line(settings: Mapping[str, str]) -> Text:
 
 
 def counts_parts(stats: ProducerStats) -> list[Text]:
-    """State, acknowledged of total and, while it runs, rate, ETA (when there is one) and records in flight."""
-    parts = [Text(f" {stats.state.upper()} ", "bold reverse"),
-             Text.assemble((f"{stats.acked:,}", "bold"), ("/", "dim"), f"{stats.total:,}", (" acked", "dim"))]
+    """State, how long a send has been blocked (its buffer full), acknowledged of total and, while it runs, rate,
+    ETA (when there is one) and records in flight."""
+    parts = [Text(f" {stats.state.upper()} ", "bold reverse")]
+    if stats.blocked_s:
+        parts.append(Text.assemble(("send() blocked ", "yellow"), (f"{stats.blocked_s:.1f} s", "bold yellow"),
+                                   (": buffer full", "yellow")))
+    parts.append(Text.assemble((f"{stats.acked:,}", "bold"), ("/", "dim"), f"{stats.total:,}", (" acked", "dim")))
     if not stats.state.ended:
         parts.append(Text(f"{stats.rate:,.0f}/s"))
         remaining = max(0, stats.total - stats.acked - stats.failed_total - stats.unknown)
@@ -49,8 +53,8 @@ def failures_line(stats: ProducerStats) -> Text:
     if not stats.failed and not stats.unknown and not stats.error:
         return Text("no failures", style="dim green")
     line = Text()
-    for name, count in sorted(stats.failed.items(), key=lambda kv: -kv[1]):
-        line.append(f"{name} ", style="bold red").append(f"{count:,}  ")
+    for name, count in sorted(stats.failed.items(), key=lambda kv: (-kv[1], kv[0])):
+        line.append(f"{count:,} failed", style="bold red").append(f": {failure_words(name)}  ")
     if stats.unknown:
         line.append("unknown ", style="bold yellow").append(f"{stats.unknown:,}  ")
     if stats.error:  # in words: the raw librdkafka line, cut to the pane, lost its start (it stays in the log)

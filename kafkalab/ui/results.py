@@ -23,13 +23,14 @@ from kafkalab.ui.chart import ThroughputChart
 from kafkalab.ui.widget_options import WidgetOptions
 
 CLASSES = ("lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "consumed_twice",
-           "reordered", "recovered", "unexpected")
+           "reordered", "key_reordered", "recovered", "aborted_read", "unexpected")
 # the per-partition table: always these columns, then any other class with a count; short headings so
 # the table fits the side pane of a 100-column terminal
 COLUMNS = {"acknowledged": "acked", "consumed_rows": "proc.", "lost": "lost", "duplicated": "dupl.",
            "redelivered": "redel.", "reordered": "reord.", "leader_changes": "leader moves"}
 MORE_COLUMNS = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed",
-                "consumed_twice": "twice", "recovered": "recov.", "unexpected": "unexp."}
+                "consumed_twice": "twice", "key_reordered": "key ord.", "recovered": "recov.",
+                "aborted_read": "aborted read", "unexpected": "unexp."}
 
 
 def label(cls: str) -> str:
@@ -93,7 +94,7 @@ def grade_card(grade: Grade) -> Group:
     whose = "the solution's changes  " if grade.outcome == GradeOutcome.SOLUTION else "your changes  "
     what.append(whose, style="bold").append(", ".join(grade.changes) or "none", style="cyan")
     if not grade.graded:
-        for why in grade.ended_early:
+        for why in grade.not_graded_why:
             what.append("\n• ", style="bold").append(why)
         return Group(verdict, what, Text(f"\n{grade.todo}", style="bold"))
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False, header_style="bold",
@@ -104,8 +105,9 @@ def grade_card(grade: Grade) -> Group:
     table.add_column("wanted", justify="right", no_wrap=True)
     table.add_column("runs", justify="right", no_wrap=True)
     for row in grade.rows:
-        mark = Text("PASS", style="bold green") if row.passed else Text("FAIL", style="bold red")
-        table.add_row(mark, row.text, Text(row.seen_text, style="" if row.passed else "bold red"), row.wanted_text,
+        mark = Text(row.mark, style=f"bold {row.mark.colour}")
+        table.add_row(mark, row.text, Text(row.seen_text, style="" if row.passed else f"bold {row.mark.colour}"),
+                      row.wanted_text,
                       f"{row.runs_held}/{row.runs}")
     if grade.loss:
         what.append("\nlost in the last graded run  ", style="bold").append(grade.loss)
@@ -184,6 +186,8 @@ class ResultsPane(VerticalScroll):
             if cls not in in_table:
                 totals.append(f"{label(cls)}\xa0", style="dim").append(f"{count:,}   ",
                                                                        style="bold red" if count else "green")
+        if report.failed:  # why sends failed: a delivery timeout is the app's to handle, not the cluster's loss
+            totals = Text("failed sends  ", style="bold").append(report.failed).append("\n").append_text(totals)
         if report.loss:  # which of the two "lost" was, as the card and the verdict say it
             totals = Text("lost  ", style="bold").append(report.loss, style="bold red").append("\n").append_text(totals)
         moved = moved_text(report.per_partition, frame.leadership)  # right under the verdict, the run's point
