@@ -20,6 +20,7 @@ from textual.widgets import Static
 from kafkalab.admin import ClusterSnapshot, GroupDescription, PartitionState
 from kafkalab.admin.groups import Member, PartitionLag
 from kafkalab.admin.helper_process import ClusterGenerations, HelperClosed, HelperGone, HelperProcess
+from kafkalab.admin.offsets_log import OffsetsFate, OffsetsGone
 from kafkalab.admin.snapshot_helper import SnapshotHelper, SnapshotRequest
 from kafkalab.cluster.ports import free_port
 from kafkalab.ui.partitions import PartitionTable
@@ -66,9 +67,11 @@ def test_a_group_description_crosses_the_helpers_pipe_unchanged() -> None:
     member = Member("m-1", "app", "/127.0.0.1", (("t", 0), ("t", 2)), instance_id="static-1")
     held = PartitionLag("t", 0, committed=5, log_end=9, member=member)
     free = PartitionLag("t", 1, committed=None, log_end=3, member=None)
+    gone = OffsetsGone(OffsetsFate.EXPIRED, at=1_700_000_000.0, last_commit_at=1_699_999_900.0, partitions=6,
+                       retention_min=1)
     desc = GroupDescription("g", "Stable", "127.0.0.1:9092 (1)", "range", (member,), (held, free), reachable=False,
-                            error="NOT_COORDINATOR", taken_at=1_700_000_000.5)
-    for obj in (member, held, desc):
+                            error="NOT_COORDINATOR", taken_at=1_700_000_000.5, offsets_gone=gone)
+    for obj in (member, held, gone, desc):
         every_field_set(obj)
     assert GroupDescription.from_wire(through_the_pipe(desc.to_wire())) == desc
 

@@ -333,7 +333,7 @@ def test_the_helper_asks_through_a_new_client_after_a_coordinator_gave_no_answer
         def __init__(self, answers: bool) -> None:
             self.answers = answers
 
-        def list(self) -> list[GroupListing]:
+        def listed_with_gone(self, wait_s: float) -> list[GroupListing]:
             return [GroupListing("app", "Empty", False)]
 
         def describe(self, group: str, wait_s: float) -> GroupDescription:
@@ -343,7 +343,7 @@ def test_the_helper_asks_through_a_new_client_after_a_coordinator_gave_no_answer
 
     made: list[Client] = []
 
-    def make(bootstrap: str, timeout_s: float) -> Client:
+    def make(bootstrap: str, timeout_s: float, log: object) -> Client:
         made.append(Client(answers=len(made) != 0))  # the first client is the stuck one
         return made[-1]
 

@@ -12,7 +12,8 @@ never joins the group.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
 from weakref import WeakKeyDictionary
 
 from kafkalab.admin.client import Admin, SilentLogger
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # librdkafka is loaded by the first read, never by importing 
     from confluent_kafka import Consumer
 
 TopicPartitionKey = tuple[str, int]
+T = TypeVar("T")
 
 
 class CommittedOffsets:
@@ -54,14 +56,20 @@ class CommittedOffsets:
             return self._consumers[group]
 
 
-_READERS: WeakKeyDictionary[Admin, CommittedOffsets] = WeakKeyDictionary()
-_READERS_LOCK = threading.Lock()
+class PerAdmin(Generic[T]):
+    """One ``T`` per :class:`Admin` (one cluster's client), made on first use, living as long as that client."""
+
+    def __init__(self, make: Callable[[Admin], T]) -> None:
+        self._make = make
+        self._made: WeakKeyDictionary[Admin, T] = WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __call__(self, admin: Admin) -> T:
+        with self._lock:
+            made = self._made.get(admin)
+            if made is None:
+                made = self._made[admin] = self._make(admin)
+            return made
 
 
-def committed_offsets(admin: Admin) -> CommittedOffsets:
-    """The reader that lives as long as ``admin`` (one cluster's client), made on first use."""
-    with _READERS_LOCK:
-        reader = _READERS.get(admin)
-        if reader is None:
-            reader = _READERS[admin] = CommittedOffsets(admin.bootstrap)
-        return reader
+committed_offsets: PerAdmin[CommittedOffsets] = PerAdmin(lambda admin: CommittedOffsets(admin.bootstrap))

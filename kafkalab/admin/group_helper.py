@@ -18,15 +18,17 @@ from pathlib import Path
 from kafkalab.admin.client import Admin
 from kafkalab.admin.groups import GroupDescription, Groups
 from kafkalab.admin.helper_process import ClusterGenerations, HelperGone, HelperProcess, serve
+from kafkalab.admin.offsets_log import OffsetsLog
 from kafkalab.errors import KafkalabError
 
 HELPER_COMMAND = (sys.executable, "-m", "kafkalab.admin.group_helper")
 
 
 def describe_every_group(groups: Groups, wait_s: float) -> tuple[GroupDescription, ...]:
-    """List the groups, then describe each within ``wait_s`` in all; KafkalabError when the list fails."""
-    listing = groups.list()
+    """List the groups (those forgotten once their offsets expired too), then describe each within ``wait_s``
+    in all; KafkalabError when the list fails."""
     deadline = time.monotonic() + wait_s
+    listing = groups.listed_with_gone(wait_s / 3)
     return tuple(groups.describe(g.group_id, wait_s=max(0.2, deadline - time.monotonic())) for g in listing)
 
 
@@ -36,15 +38,21 @@ class Answerer:
     coordinator that moved: once a killed coordinator was back, every DescribeConsumerGroups of that client
     said NOT_COORDINATOR for good, while a new client answered at once."""
 
-    def __init__(self, make: Callable[[str, float], Groups] | None = None) -> None:
-        self._make = make or (lambda bootstrap, timeout_s: Groups(Admin(bootstrap, timeout_s=timeout_s)))
+    def __init__(self, make: Callable[[str, float, OffsetsLog], Groups] | None = None) -> None:
+        self._make = make or (lambda bootstrap, timeout_s, log: Groups(Admin(bootstrap, timeout_s=timeout_s), log))
         self._current: tuple[tuple[str, int], Groups] | None = None
+        # kept over new clients of the same cluster: a plain reader, it never holds on to a coordinator, and
+        # read afresh it would fetch the whole topic again, on a loaded machine the very poll that replaces one
+        self._log: tuple[tuple[str, int], OffsetsLog] | None = None
 
     def answer(self, bootstrap: str, cluster: int, timeout_s: float, wait_s: float) -> tuple[bool, object]:
         """(True, every group described) or (False, the error's one line); ``cluster`` is the cluster's
         generation (:class:`~kafkalab.admin.helper_process.ClusterGenerations`)."""
-        if self._current is None or self._current[0] != (bootstrap, cluster):
-            self._current = ((bootstrap, cluster), self._make(bootstrap, timeout_s))
+        key = (bootstrap, cluster)
+        if self._log is None or self._log[0] != key:
+            self._log = (key, OffsetsLog(bootstrap))
+        if self._current is None or self._current[0] != key:
+            self._current = (key, self._make(bootstrap, timeout_s, self._log[1]))
         try:
             described = describe_every_group(self._current[1], wait_s)
         except KafkalabError as exc:

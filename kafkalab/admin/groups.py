@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import builtins
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.admin.client import Admin
 from kafkalab.admin.committed import committed_offsets
+from kafkalab.admin.offsets_log import OffsetsFate, OffsetsGone, OffsetsLog, offsets_log
 from kafkalab.errors import KafkalabError, short_error, unreachable
 
 if TYPE_CHECKING:  # librdkafka is loaded by the first request, never by importing this module (the console)
@@ -42,6 +43,16 @@ class GroupListing:
     group_id: str
     state: str
     simple: bool
+    offsets_gone: OffsetsGone | None = None  # it had committed offsets and has none now
+
+    def state_label(self, now: float) -> str:
+        return state_label(self.state, self.offsets_gone, now)
+
+
+def state_label(state: str, gone: OffsetsGone | None, now: float) -> str:
+    """A group's state as every view shows it: Kafka's, then what became of offsets it no longer has
+    (``Dead, offsets expired at 14:20:05 (35 s ago)``)."""
+    return state if gone is None else f"{state}, {gone.describe(now)}"
 
 
 @dataclass(frozen=True)
@@ -100,11 +111,16 @@ class GroupDescription:
     reachable: bool = True
     error: str = ""
     taken_at: float = field(default_factory=time.time)
+    offsets_gone: OffsetsGone | None = None  # it had committed offsets and has none now
 
     @property
     def exists(self) -> bool:
-        """Kafka calls a group it knows nothing about Dead: no members and no committed offsets."""
-        return self.state != "Dead" or bool(self.partitions)
+        """Kafka calls a group it knows nothing about Dead: no members and no committed offsets. One whose offsets
+        expired is forgotten so, but it was there: it is described, saying what became of them."""
+        return self.state != "Dead" or bool(self.partitions) or self.offsets_gone is not None
+
+    def state_label(self, now: float) -> str:
+        return state_label(self.state, self.offsets_gone, now)
 
     @property
     def total_lag(self) -> int | None:
@@ -115,7 +131,8 @@ class GroupDescription:
         return {"group": self.group_id, "state": self.state, "coordinator": self.coordinator,
                 "assignor": self.assignor, "reachable": self.reachable, "error": self.error,
                 "members": [m.as_dict() for m in self.members],
-                "partitions": [p.as_dict() for p in self.partitions], "total_lag": self.total_lag}
+                "partitions": [p.as_dict() for p in self.partitions], "total_lag": self.total_lag,
+                "offsets_gone": asdict(self.offsets_gone) if self.offsets_gone is not None else None}
 
     def to_wire(self) -> dict[str, Any]:
         """Every field, JSON-able, for the group helper's pipe (:meth:`as_dict` is the CLI's view); read back
@@ -124,8 +141,10 @@ class GroupDescription:
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> GroupDescription:
+        gone = data["offsets_gone"]
         return cls(**{**data, "members": tuple(Member.from_wire(m) for m in data["members"]),
-                      "partitions": tuple(PartitionLag.from_wire(p) for p in data["partitions"])})
+                      "partitions": tuple(PartitionLag.from_wire(p) for p in data["partitions"]),
+                      "offsets_gone": None if gone is None else OffsetsGone.from_wire(gone)})
 
 
 @dataclass(frozen=True)
@@ -196,8 +215,10 @@ def parse_topic_partitions(spec: str) -> tuple[str, tuple[int, ...]]:
 class Groups:
     """Consumer-group operations on one cluster, through an :class:`Admin`'s client and timeouts."""
 
-    def __init__(self, admin: Admin) -> None:
+    def __init__(self, admin: Admin, log: OffsetsLog | None = None) -> None:
+        """``log``: the cluster's ``__consumer_offsets`` as read so far (by default the one ``admin``'s reads keep)."""
         self.admin = admin
+        self.log = log if log is not None else offsets_log(admin)
 
     @property
     def _wait_s(self) -> float:
@@ -216,6 +237,18 @@ class Groups:
                                 "(`kafkalab cluster status`)?")
         return sorted((GroupListing(g.group_id, _state(g.state), bool(g.is_simple_consumer_group))
                        for g in result.valid), key=lambda g: g.group_id)
+
+    def listed_with_gone(self, wait_s: float | None = None) -> builtins.list[GroupListing]:
+        """:meth:`list`, each group with what became of offsets it no longer has, and the groups Kafka forgot
+        once their offsets expired (Dead: no member, no offset), read from ``__consumer_offsets``. A group
+        someone deleted stays out: it is gone as asked (a kept cluster's next run deletes the last run's)."""
+        listed = self.list()
+        gone = self.log.gone(self.admin, None, self._wait_s if wait_s is None else wait_s)
+        known = {g.group_id for g in listed}
+        forgotten = [GroupListing(g, "Dead", False) for g, why in gone.items()
+                     if g not in known and why.fate is not OffsetsFate.DELETED]
+        return sorted((replace(g, offsets_gone=gone.get(g.group_id)) for g in [*listed, *forgotten]),
+                      key=lambda g: g.group_id)
 
     def describe(self, group: str, wait_s: float | None = None) -> GroupDescription:
         """The group as it is now; an unreachable cluster or coordinator is a description saying so.
@@ -241,6 +274,8 @@ class Groups:
             return GroupDescription(group, "Unknown", reachable=False, error=_text(exc))
         keys = sorted(set(committed) | set(holder))
         ends = self.admin.end_offsets(keys, _left(deadline))
+        # only a group with no committed offset can have lost them: the log is not read for the others
+        gone = None if committed else self.log.gone(self.admin, group, _left(deadline)).get(group)
         node = desc.coordinator
         return GroupDescription(
             group_id=group, state=_state(desc.state),
@@ -248,6 +283,7 @@ class Groups:
             assignor=desc.partition_assignor or "", members=members,
             partitions=tuple(PartitionLag(t, p, committed.get((t, p)), ends.get((t, p)), holder.get((t, p)))
                              for t, p in keys),
+            offsets_gone=gone,
         )
 
     def _answered(self, group: str) -> GroupDescription:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import time
+from dataclasses import asdict
 
 from rich.console import Console
 from rich.markup import escape
@@ -80,11 +82,14 @@ def _groups(args: argparse.Namespace) -> Groups:
 
 
 def cmd_group_list(args: argparse.Namespace) -> int:
-    listing = _groups(args).list()
+    listing = _groups(args).listed_with_gone()
     if args.json:
-        print(json.dumps([{"group": g.group_id, "state": g.state, "simple": g.simple} for g in listing], indent=2))
+        print(json.dumps([{"group": g.group_id, "state": g.state, "simple": g.simple,
+                           "offsets_gone": asdict(g.offsets_gone) if g.offsets_gone else None} for g in listing],
+                         indent=2))
     else:
-        for line in columns(("GROUP", "STATE"), [(g.group_id, g.state) for g in listing]):
+        now = time.time()
+        for line in columns(("GROUP", "STATE"), [(g.group_id, g.state_label(now)) for g in listing]):
             print(line)
     return 0
 
@@ -102,6 +107,8 @@ def print_describe(console: Console, desc: GroupDescription, members: bool) -> N
     """The group's facts, then its offsets per topic (or its members), fitted to ``console``'s width."""
     for line in fact_lines(desc, console.width):
         console.print(line, markup=False)
+    if desc.offsets_gone is not None:
+        console.print(desc.offsets_gone.explain(), markup=False)
     console.print()
     if members:
         print_members(console, desc)
@@ -111,7 +118,8 @@ def print_describe(console: Console, desc: GroupDescription, members: bool) -> N
 
 def fact_lines(desc: GroupDescription, width: int) -> list[str]:
     """kafka-consumer-groups.sh's header fields, two spaces apart, a new line where the next would not fit."""
-    facts = [f"GROUP {desc.group_id}", f"STATE {desc.state}", f"COORDINATOR {desc.coordinator or '-'}",
+    facts = [f"GROUP {desc.group_id}", f"STATE {desc.state_label(desc.taken_at)}",
+             f"COORDINATOR {desc.coordinator or '-'}",
              f"ASSIGNMENT-STRATEGY {desc.assignor or '-'}", f"#MEMBERS {len(desc.members)}"]
     lines = [facts[0]]
     for fact in facts[1:]:

@@ -1,6 +1,7 @@
-"""The consumer-groups pane: one card per group (state, members and their partitions, per partition the
-committed offset, log-end offset and commit lag, total commit lag over time as a sparkline) and the reset-offsets
-modal, whose dry-run table is shown before anything is executed.
+"""The consumer-groups pane: one card per group (state, and offsets it had and has no more: expired or deleted;
+members and their partitions, per partition the committed offset, log-end offset and commit lag, total commit
+lag over time as a sparkline) and the reset-offsets modal, whose dry-run table is shown before anything is
+executed. A group Kafka forgot once its offsets expired still has its card, saying so.
 
 "commit lag" is Kafka's lag (log end minus the committed offset): what a restarted consumer would read again.
 The Clients tab's "unread" counts from the consumer's position instead; the two names keep two numbers at the
@@ -32,6 +33,7 @@ LAG_COLUMNS = (("topic", "topic"), ("partition", "part"), ("committed", "committ
                ("lag", COMMIT_LAG), ("member", "member"))
 STATE_STYLE = {"Stable": "green", "Empty": "dim", "Dead": "dim", "PreparingRebalance": "yellow",
                "CompletingRebalance": "yellow", "Unknown": "red"}
+GONE_STYLE = "bold yellow"  # offsets it had and has no more: a returning consumer starts at auto.offset.reset
 
 
 def _num(value: int | None) -> str:
@@ -43,7 +45,8 @@ def header_text(desc: GroupDescription, selected: bool) -> Text:
     # the commit lag before the coordinator and the assignor: a narrow card wraps those, not the figure
     return Text.assemble(
         ("▶ " if selected else "  ", "bold"), (desc.group_id, "bold"), "  ",
-        (desc.state, STATE_STYLE.get(desc.state, "")), (f"  {COMMIT_LAG} ", "dim"),
+        (desc.state_label(desc.taken_at), GONE_STYLE if desc.offsets_gone else STATE_STYLE.get(desc.state, "")),
+        (f"  {COMMIT_LAG} ", "dim"),
         (_num(lag), "bold yellow" if lag else ""), ("  coordinator ", "dim"), desc.coordinator or "-",
         ("  assignor ", "dim"), desc.assignor or "-",
     )
@@ -53,15 +56,16 @@ def member_text(desc: GroupDescription) -> Text:
     if not desc.reachable:
         return Text(f"no answer: {desc.error or 'the group coordinator did not answer'} (the next poll asks again)",
                     style="red")
+    gone = Text(f"\n{desc.offsets_gone.explain()}", style=GONE_STYLE) if desc.offsets_gone else Text()
     if not desc.members:
-        return Text("no active member", style="dim")
+        return Text("no active member", style="dim").append_text(gone)
     out = Text()
     for m in desc.members:
         # a space after each comma: a narrow card wraps between partitions, not inside one ("tes" / "t-topic:7")
         parts = ", ".join(f"{t}:{p}" for t, p in m.partitions) or "-"
         out.append(f"{m.client_id} {m.host}", style="cyan").append(f" {parts}\n")
     out.rstrip()
-    return out
+    return out.append_text(gone)
 
 
 def lag_rows(desc: GroupDescription) -> list[tuple[str, ...]]:
