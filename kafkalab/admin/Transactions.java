@@ -1,5 +1,5 @@
 // Transactions as kafka-transactions.sh (KIP-664) sees them, through Kafka's Admin API (confluent-kafka's
-// AdminClient has none): list, describe, the producers of a partition, find-hanging and abort.
+// AdminClient has none): list, describe, the producers of partitions, find-hanging and abort (one, or a topic's).
 // Run as a single-file source program: java -cp 'KAFKA_LIBS/*' Transactions.java BOOTSTRAP TIMEOUT_MS REQUEST
 // REQUEST is one JSON object ({"op": "list"}, {"op": "describe", "id": ...}, ...); the answer is one JSON line
 // on stdout, its last: {"ok": ...}, or {"error": KIND, "message": ...} with KIND unreachable, unknown_id,
@@ -66,8 +66,9 @@ public class Transactions {
         switch (op) {
             case "list": return list(admin);
             case "describe": return describe(admin, (String) request.get("id"));
-            case "producers": return producers(admin, partitionOf(request));
+            case "producers": return producers(admin, (String) request.get("topic"), optInt(request.get("partition")));
             case "abort": return abort(admin, partitionOf(request), optLong(request.get("start_offset")));
+            case "abort_all": return abortAll(admin, (String) request.get("topic"));
             case "find_hanging": return findHanging(admin, optInt(request.get("broker")),
                     (String) request.get("topic"), optInt(request.get("partition")),
                     ((Number) request.get("max_timeout_ms")).longValue());
@@ -118,12 +119,15 @@ public class Transactions {
         }
     }
 
-    static List<Map<String, Object>> producers(Admin admin, TopicPartition tp) throws Exception {
-        checkPartition(admin, tp);
-        DescribeProducersResult.PartitionProducerState state =
-                admin.describeProducers(Collections.singleton(tp)).partitionResult(tp).get();
+    /** The producers of the partitions searched (a partition, a topic's, or every topic's), each at its leader. */
+    static List<Map<String, Object>> producers(Admin admin, String topic, Integer partition) throws Exception {
         List<Map<String, Object>> rows = new ArrayList<>();
-        for (ProducerState p : state.activeProducers()) rows.add(producerRow(tp, p));
+        List<TopicPartition> searched = partitionsToSearch(admin, null, topic, partition);
+        if (searched.isEmpty()) return rows;
+        for (Map.Entry<TopicPartition, DescribeProducersResult.PartitionProducerState> entry
+                : admin.describeProducers(searched).all().get().entrySet()) {
+            for (ProducerState p : entry.getValue().activeProducers()) rows.add(producerRow(entry.getKey(), p));
+        }
         return rows;
     }
 
@@ -162,9 +166,29 @@ public class Transactions {
                     + starts);
         }
         ProducerState p = open.get(0);
+        abortOne(admin, tp, p);
+        return producerRow(tp, p);
+    }
+
+    static void abortOne(Admin admin, TopicPartition tp, ProducerState p) throws Exception {
         admin.abortTransaction(new AbortTransactionSpec(tp, p.producerId(), (short) p.producerEpoch(),
                 p.coordinatorEpoch().orElse(0))).all().get();
-        return producerRow(tp, p);
+    }
+
+    /** Every open transaction on the topic's partitions aborted (none open: refused, as abort refuses). */
+    static List<Map<String, Object>> abortAll(Admin admin, String topic) throws Exception {
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (Map.Entry<TopicPartition, DescribeProducersResult.PartitionProducerState> entry : admin.describeProducers(
+                partitionsToSearch(admin, null, topic, null)).all().get().entrySet()) {
+            for (ProducerState p : entry.getValue().activeProducers()) {
+                if (p.currentTransactionStartOffset().isPresent()) {
+                    abortOne(admin, entry.getKey(), p);
+                    rows.add(producerRow(entry.getKey(), p));
+                }
+            }
+        }
+        if (rows.isEmpty()) throw new Refusal("no_open", "no open transaction on topic " + topic);
+        return rows;
     }
 
     /** kafka-transactions.sh find-hanging: the open transactions of the partitions searched (a broker's replicas,

@@ -87,10 +87,13 @@ def describe_transaction(dist: Distribution, bootstrap: str, transactional_id: s
     return TransactionDescription(**row)
 
 
-def open_transactions(dist: Distribution, bootstrap: str, topic: str, partition: int) -> list[OpenTransaction]:
-    """The transactions open on one partition (DescribeProducers' producers with a current start offset)."""
+def open_transactions(dist: Distribution, bootstrap: str, topic: str | None = None,
+                      partition: int | None = None) -> list[OpenTransaction]:
+    """The transactions open on one partition, a topic's or every topic's (DescribeProducers' producers with a
+    current start offset), whether or not their coordinator will end them: what an abort can act on."""
     rows = _ask(dist, bootstrap, {"op": "producers", "topic": topic, "partition": partition})
-    return [OpenTransaction(**row) for row in rows if row["start_offset"] is not None]
+    found = (OpenTransaction(**row) for row in rows if row["start_offset"] is not None)
+    return sorted(found, key=lambda t: (t.topic, t.partition, t.start_offset))
 
 
 def find_hanging(dist: Distribution, bootstrap: str, *, broker: int | None = None, topic: str | None = None,
@@ -104,12 +107,29 @@ def find_hanging(dist: Distribution, bootstrap: str, *, broker: int | None = Non
     return sorted((OpenTransaction(**row) for row in rows), key=lambda t: (t.topic, t.partition, t.start_offset))
 
 
-def abort_transaction(dist: Distribution, bootstrap: str, topic: str, partition: int,
-                      start_offset: int | None = None) -> OpenTransaction:
+def abort_transactions(dist: Distribution, bootstrap: str, topic: str, partition: int | None = None,
+                       start_offset: int | None = None) -> list[OpenTransaction]:
     """`kafka-transactions.sh abort --topic --partition --start-offset`: an abort marker for the open transaction
-    on the partition (the one starting at ``start_offset``, or the only one); returns the transaction aborted."""
+    on the partition (the one starting at ``start_offset``, or the only one); without ``partition``, for every
+    transaction open on the topic's partitions. Returns the transactions aborted (none open: KafkalabError).
+    The one abort of the CLI, the console's key and the lab action ``abort-transaction``."""
+    if partition is None:
+        if start_offset is not None:
+            raise KafkalabError(f"a start offset names a transaction on one partition: give the partition of "
+                                f"{topic} too")
+        rows = _ask(dist, bootstrap, {"op": "abort_all", "topic": topic})
+        return [OpenTransaction(**row) for row in rows]
     row = _ask(dist, bootstrap, {"op": "abort", "topic": topic, "partition": partition, "start_offset": start_offset})
-    return OpenTransaction(**row)
+    return [OpenTransaction(**row)]
+
+
+READ_PAST = "read_committed consumers read past it now"  # what an abort changed, said after it by hand
+
+
+def aborted_line(t: OpenTransaction) -> str:
+    """One aborted transaction in words, as the CLI, the console and a run's timeline say it."""
+    return (f"aborted the transaction of producer {t.producer_id} (epoch {t.producer_epoch}) on {t.topic}-{t.partition}"
+            f", open since offset {t.start_offset}")
 
 
 def _ask(dist: Distribution, bootstrap: str, request: dict[str, Any]) -> Any:

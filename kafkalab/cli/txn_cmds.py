@@ -14,9 +14,11 @@ import sys
 import time
 
 from kafkalab.admin.transactions import (
+    READ_PAST,
     OpenTransaction,
     TransactionDescription,
-    abort_transaction,
+    abort_transactions,
+    aborted_line,
     describe_transaction,
     find_hanging,
     helper_distribution,
@@ -55,9 +57,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_txn_find_hanging)
 
-    p = tsub.add_parser("abort", help="abort the open transaction on a partition (kafka-transactions.sh abort)")
+    p = tsub.add_parser("abort", help="abort the open transaction on a partition (kafka-transactions.sh abort), or "
+                                      "every one open on a topic")
     p.add_argument("--topic", required=True)
-    p.add_argument("--partition", type=int, required=True)
+    p.add_argument("--partition", type=int, default=None,
+                   help="the partition (default: every transaction open on the topic's partitions)")
     p.add_argument("--start-offset", type=int, default=None, metavar="N",
                    help="the transaction starting at offset N (needed only when several are open there)")
     p.set_defaults(func=cmd_txn_abort)
@@ -139,9 +143,10 @@ def searched(args: argparse.Namespace) -> str:
 def cmd_txn_abort(args: argparse.Namespace) -> int:
     if args.start_offset is not None and args.start_offset < 0:
         raise KafkalabError(f"--start-offset {args.start_offset} is negative: give an offset >= 0")
-    t = abort_transaction(helper_distribution(), bootstrap_for(args), args.topic, args.partition, args.start_offset)
-    print(f"aborted the transaction of producer {t.producer_id} (epoch {t.producer_epoch}) on {t.topic}-{t.partition}"
-          f", open since offset {t.start_offset}: read_committed consumers read past it now")
+    aborted = abort_transactions(helper_distribution(), bootstrap_for(args), args.topic, args.partition,
+                                 args.start_offset)
+    for t in aborted:
+        print(f"{aborted_line(t)}: {READ_PAST}")
     print("(its coordinator ends it, Ongoing until then, when the producer aborts or it times out: "
           "transaction.timeout.ms)", file=sys.stderr)
     return 0

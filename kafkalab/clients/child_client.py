@@ -90,6 +90,10 @@ class ChildClient:
             self._crash_requested = True
             os.kill(self._proc.pid, signal.SIGKILL)
 
+    def kill(self) -> None:
+        """SIGKILL as a crash (a supervisor's kill -9): a paused child dies too, where a crash word waits."""
+        self._kill()
+
     def kill_stopped(self) -> None:
         """SIGKILL the child because its run was stopped and it did not end in time: said as that, not a crash
         (its log stays ``.partial``)."""

@@ -166,14 +166,45 @@ CONSUMER_OPTIONS = (
     Option("consumer.payload-trunc", "false", "bool", "truncate the payload log instead of appending"),
 )
 
+# The processor's options: the consumer's it shares under its own prefix, and its transactions. No Kafka aliases:
+# a bare ``transactional.id`` or ``group.id`` stays the producer's or the consumer's.
+PROCESSOR_OPTIONS = (
+    Option("processor.input-topic", "test-topic", "str", "topic to read from"),
+    Option("processor.output-topic", "test-topic-out", "str", "topic to write the transformed records to"),
+    Option("processor.group-id", "test-processor", "str", "the processor's consumer group"),
+    Option("processor.transaction-id", None, "str", "exactly once: each batch's output and its input offsets in one "
+           "transaction; unset: at-least-once (output sent, then the input offsets committed)"),
+    _int("processor.records-per-transaction", 100, "records each transaction holds (with a transaction-id)",
+         minimum=1),
+    _int("processor.transaction-timeout", 60000, "ms a transaction may stay open before its coordinator aborts it "
+         "(with a transaction-id)", minimum=1000),
+    Option("processor.isolation-level", "read_uncommitted", "choice", "read_uncommitted, or read_committed "
+           "(the input's committed transactions only)", choices=ISOLATION_LEVELS),
+    Option("processor.auto-offset-reset", "earliest", "choice", "earliest, latest or none",
+           choices=("earliest", "latest", "none")),
+    _int("processor.max-poll-recs", 500, "max records per poll (a batch)", minimum=1, maximum=1_000_000),
+    _int("processor.poll-period", 1000, "poll timeout in ms"),
+    _int("processor.wait-after-record", 0, "ms to sleep after each record"),
+    _int("processor.session-timeout", 45000, "ms without a heartbeat before the group drops the processor",
+         minimum=1, maximum=3_600_000),
+    _int("processor.local-id", -1, "names the payload logs (consumer-processor-N.csv, producer-processor-N.csv)",
+         minimum=-1),
+    Option("processor.payload-trunc", "false", "bool", "truncate the payload logs instead of appending"),
+)
+
 # with group.protocol=consumer the broker owns these (group.consumer.*): librdkafka refuses them client-side
 CLASSIC_ONLY = {"consumer.session-timeout": "group.consumer.session.timeout.ms",
                 "consumer.heartbeat-interval": "group.consumer.heartbeat.interval.ms",
                 "consumer.assignment-strategy": "group.consumer.assignors"}
-_ROLES = {"producer": PRODUCER_OPTIONS, "consumer": CONSUMER_OPTIONS}
+_ROLES = {"producer": PRODUCER_OPTIONS, "consumer": CONSUMER_OPTIONS, "processor": PROCESSOR_OPTIONS}
 _ASSIGNORS = {"coop": "cooperative-sticky", "range": "range", "rr": "roundrobin"}
 # a transactional producer's own options: refused without producer.transaction-id
-_TRANSACTIONS_ONLY = {"producer.transaction-timeout", "producer.records-per-transaction"}
+_TRANSACTIONS_ONLY = {"producer.transaction-timeout", "producer.records-per-transaction",
+                      "processor.transaction-timeout", "processor.records-per-transaction"}
+
+
+_LISTED = {"producer": "`kafkalab produce --options`", "consumer": "`kafkalab consume --options`",
+           "processor": "docs/clients.md's Processor section"}  # where a role's options are listed
 
 
 def parse_defines(items: Iterable[str]) -> dict[str, str]:
@@ -231,7 +262,7 @@ def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], se
     a Kafka name given is its option's; of two names for one option, the later wins, as with -D)."""
     options = {o.name: o for o in (*COMMON_OPTIONS, *_ROLES[role])}
     known = [*options, *(f"{role}.{o.kafka}" for o in _ROLES[role] if o.kafka)]  # what "did you mean" offers
-    other = "consumer" if role == "producer" else "producer"
+    others = [r for r in _ROLES if r != role]
     errors: list[str] = []
     refused: list[str] = []  # the settings the errors are about, as written, in order
     values: dict[str, Any] = {}
@@ -240,7 +271,7 @@ def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], se
         option = options.get(name)
         if option is None:
             refused.append(written)
-            if name.startswith(other + "."):
+            if other := next((r for r in others if name.startswith(r + ".")), None):
                 kafkalabs = "" if name == written else f" ({name})"
                 errors.append(f"{written}{kafkalabs} is a {other} option, not a {role} one")
             else:
@@ -254,7 +285,7 @@ def _resolve(settings: Mapping[str, str], role: str) -> tuple[dict[str, Any], se
             refused.append(written)
             errors.append(f"{written}={_shown(str(raw))} {exc}")
     if errors:
-        raise OptionsError("; ".join(errors) + f" (`kafkalab {role[:-1]} --options` lists them)", refused)
+        raise OptionsError("; ".join(errors) + f" ({_LISTED[role]} lists them)", refused)
     given = set(values)
     for option in options.values():
         if option.name not in values and option.default is not None:
@@ -272,6 +303,7 @@ class ClientConfig:
     """What the producer's and the consumer's validated settings share: where, which topic, which instance."""
 
     ROLE: ClassVar[str]  # the client's name without a local id
+    TOPIC: ClassVar[str] = "topic"  # the option (after the role's prefix) naming the topic it reads or writes
     bootstrap: str
     topic: str
     local_id: int
@@ -285,7 +317,7 @@ class ClientConfig:
         v, given = _resolve(settings, cls.ROLE)
         notes: list[str] = []
         own = cls._own_fields(v, given, notes)
-        return cls(bootstrap=v[BOOTSTRAP], topic=v[f"{cls.ROLE}.topic"], local_id=v[f"{cls.ROLE}.local-id"],
+        return cls(bootstrap=v[BOOTSTRAP], topic=v[f"{cls.ROLE}.{cls.TOPIC}"], local_id=v[f"{cls.ROLE}.local-id"],
                    payload_trunc=v[f"{cls.ROLE}.payload-trunc"], notes=tuple(notes), **own)
 
     @classmethod
@@ -510,3 +542,76 @@ class ConsumerConfig(ClientConfig):
         if self.instance_id:
             conf["group.instance.id"] = self.instance_id
         return conf
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessorConfig(ClientConfig):
+    """Validated processor settings (``topic`` is its input): a consumer of the input and a producer to the output,
+    whose own configs (:meth:`consumer`, :meth:`producer`) give librdkafka's settings."""
+
+    ROLE = "processor"
+    TOPIC = "input-topic"
+    output_topic: str
+    group_id: str
+    transaction_id: str | None
+    records_per_transaction: int
+    transaction_timeout_ms: int
+    isolation_level: str
+    auto_offset_reset: str
+    max_poll_records: int
+    poll_period_ms: int
+    wait_after_record_ms: int
+    session_timeout_ms: int
+
+    @classmethod
+    def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
+        transaction_id = v.get("processor.transaction-id")
+        if transaction_id is None and (alone := sorted(given & _TRANSACTIONS_ONLY)):
+            raise OptionsConflict(f"{alone[0]} is for a transactional processor: give processor.transaction-id too, "
+                                  f"or drop {alone[0]}", (alone[0], "processor.transaction-id"))
+        if v["processor.output-topic"] == v["processor.input-topic"]:
+            raise OptionsConflict("processor.output-topic must differ from processor.input-topic (it would read "
+                                  "its own output)", ("processor.output-topic", "processor.input-topic"))
+        return dict(
+            output_topic=v["processor.output-topic"], group_id=v["processor.group-id"], transaction_id=transaction_id,
+            records_per_transaction=v["processor.records-per-transaction"],
+            transaction_timeout_ms=v["processor.transaction-timeout"], isolation_level=v["processor.isolation-level"],
+            auto_offset_reset=v["processor.auto-offset-reset"], max_poll_records=v["processor.max-poll-recs"],
+            poll_period_ms=v["processor.poll-period"], wait_after_record_ms=v["processor.wait-after-record"],
+            session_timeout_ms=v["processor.session-timeout"],
+        )
+
+    @property
+    def transactional(self) -> bool:
+        return self.transaction_id is not None
+
+    @property
+    def batch_records(self) -> int:
+        """Records a batch (a transaction, exactly once) holds at most."""
+        return min(self.max_poll_records, self.records_per_transaction) if self.transactional else (
+            self.max_poll_records)
+
+    def consumer(self) -> ConsumerConfig:
+        """Its input side as a consumer: offsets committed by the processor only (with its output's transaction,
+        exactly once), never in the background."""
+        return ConsumerConfig.from_settings({
+            BOOTSTRAP: self.bootstrap, "consumer.topic": self.topic, "consumer.group-id": self.group_id,
+            "consumer.auto-commit": "false", "consumer.isolation-level": self.isolation_level,
+            "consumer.auto-offset-reset": self.auto_offset_reset,
+            "consumer.max-poll-recs": str(self.max_poll_records), "consumer.poll-period": str(self.poll_period_ms),
+            "consumer.session-timeout": str(self.session_timeout_ms),
+            "consumer.heartbeat-interval": str(max(1, min(3000, self.session_timeout_ms // 3))),
+            "consumer.local-id": str(self.local_id)})
+
+    def producer(self) -> ProducerConfig:
+        """Its output side as a producer: idempotent, acks=all, transactional with a transaction-id."""
+        transactions = {} if self.transaction_id is None else {
+            "producer.transaction-id": self.transaction_id,
+            "producer.transaction-timeout": str(self.transaction_timeout_ms)}
+        return ProducerConfig.from_settings({BOOTSTRAP: self.bootstrap, "producer.topic": self.output_topic,
+                                             "producer.local-id": str(self.local_id), **transactions})
+
+    def librdkafka(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """librdkafka's settings of its consumer and its producer, both named for the processor."""
+        client_id = {"client.id": f"kafkalab-{self.name}"}
+        return {**self.consumer().librdkafka(), **client_id}, {**self.producer().librdkafka(), **client_id}

@@ -14,7 +14,7 @@ from kafkalab.admin import ClusterSnapshot, replication_plan
 from kafkalab.admin.snapshot_helper import SnapshotHelper
 from kafkalab.analysis import WarmSession
 from kafkalab.analysis.job import CLASSES, Sample
-from kafkalab.analysis.report import loss_split
+from kafkalab.analysis.report import failed_reasons, loss_split
 from kafkalab.clients.control_words import send_control
 from kafkalab.cluster import Cluster, EndCause, NodeAction, NodeState
 from kafkalab.cluster.control_socket import NETWORK, ControlServer, write_cluster_file
@@ -168,6 +168,7 @@ class LabSource(Source):
             markers=markers(events, lab_topics(lab)), lab=lab_view(lab, state.faults, exercise),
             report=None if checking else report_view(state.result), settings=dict(lab.producer.settings),
             message=state.message, leadership=run_leadership(run, lab, events, live=state.phase in LIVE_PHASES),
+            processor=state.processor,
         )
 
     def start_run(self) -> str:
@@ -360,9 +361,15 @@ def no_cluster_words(cluster: Cluster | None) -> str:
 
 
 def sample_line(sample: Sample) -> str:
-    """'test-topic/3 @ offset 1,204  run1:producer:17': where the record is, then its message id."""
+    """'test-topic/3 @ offset 1,204  run1:producer:17': where the record is, then its message id; one processed
+    out of its key's order then names its key and the newer record processed before it ('key 7, after
+    run1:producer:40 at test-topic/5 @ offset 3')."""
     where = f"{sample.topic}/{sample.partition} @ offset {sample.offset:,}"
-    return f"{where}  {sample.msg_id}" if sample.msg_id else where
+    line = f"{where}  {sample.msg_id}" if sample.msg_id else where
+    if sample.key is not None and sample.after_partition is not None and sample.after_offset is not None:
+        line += (f"  key {sample.key}, after {sample.after_msg_id} at {sample.topic}/{sample.after_partition} "
+                 f"@ offset {sample.after_offset:,}")
+    return line
 
 
 def markers(events: Iterable[Event], topics: Collection[str] | None = None) -> tuple[Marker, ...]:
@@ -449,4 +456,5 @@ def report_view(result: RunResult | None) -> ReportView | None:
                                      **{k: v or 0 for k, v in row.counts.items()}} for row in report.per_partition}
     totals = {k: report.classes.get(k) or 0 for k in CLASSES}
     samples = {name: tuple(sample_line(s) for s in found) for name, found in report.samples.items()}
-    return ReportView(verdict, result.passed, totals, per_partition, samples, loss=loss_split(report.classes))
+    return ReportView(verdict, result.passed, totals, per_partition, samples, loss=loss_split(report.classes),
+                      failed=failed_reasons(report.failed_by_reason) if report.failed_by_reason else "")

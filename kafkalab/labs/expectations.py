@@ -3,7 +3,8 @@
 Metric names (checked when a lab loads, so a typo is an error and never a silent pass):
 
 - the analysis report: lost, lost_by_brokers, missed_by_consumers, duplicated, redelivered, reordered,
-  recovered, unexpected, attempted, acknowledged, failed, unknown, consumed_rows, distinct_consumed, typed
+  key_reordered, recovered, aborted_read, unexpected, attempted, acknowledged, failed, unknown, consumed_rows,
+  distinct_consumed, typed
 - the producer: producer.acked, producer.attempted, producer.failed, producer.failed.ERROR_NAME,
   producer.stalls, producer.longest_stall_s
 - the timeline: timeline.leader_changes (of the lab's topics), timeline.isr_shrinks, timeline.isr_expands,
@@ -39,8 +40,9 @@ OPS: dict[str, Callable[[Any, Any], bool]] = {
 
 
 REPORT_METRICS = (
-    "lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered", "recovered",
-    "unexpected", "attempted", "acknowledged", "failed", "unknown", "consumed_rows", "distinct_consumed", "typed",
+    "lost", "lost_by_brokers", "missed_by_consumers", "duplicated", "redelivered", "reordered", "key_reordered",
+    "recovered", "aborted_read", "unexpected", "attempted", "acknowledged", "failed", "unknown", "consumed_rows",
+    "distinct_consumed", "typed",
 )
 _PATTERNS = (
     *(re.escape(m) for m in REPORT_METRICS),
@@ -50,6 +52,7 @@ _PATTERNS = (
     r"consumer\.\d+\.(processed|received|partitions|assign_wait_s|fatal_error)",
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct|revoked|pause_s|stopped_s)",
     r"consumers\.processed",
+    r"processor\.(consumed|produced|failed|transactions\.(committed|aborted))",
     r"faults\.(missed|failed)",
     "truncated",
 )

@@ -40,7 +40,10 @@ class FaultHost(Protocol):
     def fresh_snapshot(self) -> ClusterSnapshot | None: ...  # the last one seen when the cluster does not answer
     def node_action(self, name: str, action: NodeAction) -> None: ...
     def producer_action(self, start: bool) -> None: ...
+    def pause_producer(self, pause: bool) -> None: ...  # SIGSTOP / SIGCONT: hung, not stopped (nothing closes)
+    def crash_producer(self) -> None: ...  # killed, paused or not: a transaction it has open stays open
     def consumer_action(self, local_id: int, action: str) -> bool: ...  # False: nothing to do (not running)
+    def processor_action(self, action: str) -> bool: ...  # the same for the lab's processor
     def send_control(self, topic: str, word: str) -> int: ...
     def active_controller(self) -> str | None: ...  # KRaft: the quorum leader's node; None in ZooKeeper mode
     def group_coordinator(self, group: str) -> str: ...  # the broker node coordinating group ("": the run's) now
@@ -48,6 +51,7 @@ class FaultHost(Protocol):
     def alter_topic(self, topic: str, configs: Mapping[str, str]) -> None: ...
     def replicate(self, topic: str, replication_factor: int) -> str: ...
     def add_partitions(self, topic: str, partitions: int) -> str: ...  # says what changed: "6 -> 8 partitions ..."
+    def abort_transactions(self, topic: str, partition: int | None) -> str: ...  # says which it aborted
     def elect_preferred(self, topic: str) -> None: ...
     def reset_offsets(self, group: str, target: ResetTarget, timeout_s: float) -> str: ...
     def type_records(self, topic: str, lines: Sequence[str]) -> str: ...
@@ -143,11 +147,18 @@ class FaultFiring:
         if category == TargetCategory.NODES:
             targets = self._nodes(host, fault, previous_nodes)
         elif category == TargetCategory.PRODUCER:
-            host.producer_action(action == "start")
+            if action in ("pause", "resume"):
+                host.pause_producer(action == "pause")
+            elif action == "crash":
+                host.crash_producer()
+            else:
+                host.producer_action(action == "start")
             targets = ["producer"]
         elif category == TargetCategory.CONSUMERS:
             ids = [fault.target.local_id] if fault.target.kind == TargetKind.CONSUMER else self.consumer_ids
             targets = [f"consumer-{i}" for i in ids if i is not None and host.consumer_action(i, action)]
+        elif category == TargetCategory.PROCESSOR:
+            targets = ["processor"] if host.processor_action(action) else []
         elif category == TargetCategory.GROUP:
             assert fault.reset is not None
             detail = host.reset_offsets(fault.target.group, fault.reset, fault.timeout_s)
@@ -220,6 +231,8 @@ class FaultFiring:
             detail = host.replicate(topic, fault.replication_factor)
         elif action == "add-partitions":
             detail = host.add_partitions(topic, fault.partitions)
+        elif action == "abort-transaction":
+            detail = host.abort_transactions(topic, fault.partition)
         elif action == "elect-preferred":
             host.elect_preferred(topic)
         elif action == "type":

@@ -4,6 +4,7 @@ Faults fire one after another, in file order: each waits for its trigger after t
 so ``after 3s`` counts from the previous fault and a condition is looked for only once its turn came.
 
 at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20%`` | ``acked 5000`` |
+     ``uncommitted 20`` (records of the producer's open transaction the brokers hold) |
      ``consumed 200`` | ``consumed 200 by consumer 1`` | ``assigned consumer 2`` (any partition) |
      ``assigned consumer 2 == 6`` (that many partitions) |
      ``isr T/P < 3`` (one partition) | ``isr T == 3`` (every partition) | ``leader-change T/P`` |
@@ -15,19 +16,20 @@ on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: th
      ``followers T/P`` | ``coordinator`` / ``coordinator G`` (the broker coordinating the lab's consumer group,
      or group G, when the fault fires) | ``same`` (the previous node fault's nodes) | ``paused`` | ``down`` |
      ``zookeeper`` | ``clients`` (a network source only) | ``producer`` | ``consumer 1`` (both also a network
-     source: that process's links alone) | ``consumers`` |
+     source: that process's links alone) | ``consumers`` | ``processor`` (the lab's [processor]) |
      ``topic T`` | ``group G``
-do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop;
+do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop | pause | resume | crash;
      network (``net_proxies`` is turned on for the lab): isolate (from ZooKeeper and the other brokers, clients
      kept) | cut (``to``: the link from each ``on`` node to each ``to`` node; ``both_ways = true``) |
      drop-replies (``to``: requests arrive, answers never come back) | hold (``to``: the bytes kept, delivered on
      heal) | delay (``to``, ``ms``, ``jitter_ms``) | limit (``to``, ``rate``, e.g. "100KB/s"); hold, delay and
      limit take ``direction`` (requests | replies | both, the default) | heal (every link; with ``on``, every
      link of those nodes; with ``on`` and ``to``, those links);
-     consumers: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config (``configs``)
-     | replicate (``replication_factor``) | add-partitions (``partitions``: the new total, more than the topic
-     has; a key's new records may then land on another partition) | elect-preferred | type (``records``, each
-     ``key:value`` or a value);
+     consumers, the processor: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config
+     (``configs``) | replicate (``replication_factor``) | add-partitions (``partitions``: the new total, more than
+     the topic has; a key's new records may then land on another partition) | elect-preferred | type (``records``, each
+     ``key:value`` or a value) | abort-transaction (``partition``: its open transaction, as `kafkalab txn abort`
+     does; without it, every transaction open on the topic);
      groups: reset-offsets (``reset``: to-earliest, to-latest, to-offset N, shift-by N or to-datetime ISO;
      once the group has no active member);  anything: check (``expect``) | note
 """
@@ -54,8 +56,11 @@ from kafkalab.netfaults import Direction
 
 NODE_ACTIONS = tuple(a.value for a in NodeAction)
 CONSUMER_ACTIONS = ("start", "stop", "crash")
-PRODUCER_ACTIONS = ("start", "stop")
-TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "add-partitions", "elect-preferred", "type")
+# pause: SIGSTOP, a hung process (a transaction it has open stays open); crash: killed, so a paused one ends too
+PRODUCER_ACTIONS = ("start", "stop", "pause", "resume", "crash")
+PROCESSOR_ACTIONS = CONSUMER_ACTIONS  # a consumer and a producer in one process: started, stopped or killed
+TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "add-partitions", "elect-preferred", "type",
+                 "abort-transaction")
 GROUP_ACTIONS = ("reset-offsets",)
 ANY_ACTIONS = ("check", "note")
 # network faults, through the cluster's proxy; LINK_ACTIONS act on the links from ``on`` to ``to``
@@ -74,6 +79,7 @@ class RunView(Protocol):
 
     def elapsed(self) -> float: ...
     def producer_progress(self) -> tuple[float, int, ClientState]: ...  # (fraction done, acked, state)
+    def producer_uncommitted(self) -> int: ...  # records of its open transaction the brokers hold
     def consumed(self, local_id: int | None) -> int: ...
     def assignment(self, local_id: int) -> tuple[int, ...]: ...
     def snapshot(self) -> ClusterSnapshot | None: ...
@@ -88,6 +94,7 @@ class TriggerKind(StrEnum):
     AT = "at"
     PROGRESS = "progress"
     ACKED = "acked"
+    UNCOMMITTED = "uncommitted"  # a transactional producer's open transaction: records written, not committed
     CONSUMED = "consumed"
     ASSIGNED = "assigned"
     ISR = "isr"
@@ -128,6 +135,8 @@ class Trigger:
             if self.text == "finished":
                 return state.ended
             return bool(view.events_since(fired_prev_at, EventKind(f"producer-{self.text}")))
+        if k == TriggerKind.UNCOMMITTED:
+            return view.producer_uncommitted() >= self.value
         if k == TriggerKind.CONSUMED:
             return view.consumed(self.local_id) >= self.value
         if k == TriggerKind.ASSIGNED:
@@ -168,8 +177,8 @@ def parse_trigger(text: str) -> Trigger:
         if not 0 <= pct <= 100:
             raise ValueError(f"progress {pct:g}% is not within 0..100%")
         return Trigger(TriggerKind.PROGRESS, pct, text=s)
-    if m := re.fullmatch(r"acked (\d+)", s):
-        return Trigger(TriggerKind.ACKED, int(m[1]), text=s)
+    if m := re.fullmatch(r"(acked|uncommitted) (\d+)", s):
+        return Trigger(TriggerKind(m[1]), int(m[2]), text=s)
     if m := re.fullmatch(r"consumed (\d+)(?: by consumer (\d+))?", s):
         return Trigger(TriggerKind.CONSUMED, int(m[1]), local_id=int(m[2]) if m[2] else None, text=s)
     if m := re.fullmatch(rf"assigned consumer (?P<id>\d+)(?: ?{_OP} ?(?P<n>\d+))?", s):
@@ -186,8 +195,8 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger(TriggerKind.PRODUCER, text=m[1])
     raise ValueError(
         f"{text!r} is not a trigger: write start, 'after 3s', 'at 10s', 'progress 20%', 'acked 5000', "
-        "'consumed 200 [by consumer 1]', 'assigned consumer 2 [== 6]', 'isr T/P < 3', 'leader-change T/P', "
-        "'controller-change', 'offline T/P', 'online T/P', 'preferred T', 'brokers >= 3' or "
+        "'uncommitted 20', 'consumed 200 [by consumer 1]', 'assigned consumer 2 [== 6]', 'isr T/P < 3', "
+        "'leader-change T/P', 'controller-change', 'offline T/P', 'online T/P', 'preferred T', 'brokers >= 3' or "
         "'producer stalled|resumed|finished'"
     )
 
@@ -203,6 +212,7 @@ class TargetCategory(StrEnum):
     NODES = "nodes"
     PRODUCER = "producer"
     CONSUMERS = "consumers"
+    PROCESSOR = "processor"
     TOPIC = "topic"
     GROUP = "group"
     CLIENTS = "clients"  # every client process, as the source of network links
@@ -227,6 +237,7 @@ class TargetKind(StrEnum):
     PRODUCER = "producer"
     CONSUMER = "consumer"
     CONSUMERS = "consumers"
+    PROCESSOR = "processor"
     TOPIC = "topic"
     GROUP = "group"
     NONE = "none"  # a fault with no ``on``: a check or a note
@@ -235,6 +246,7 @@ class TargetKind(StrEnum):
     def category(self) -> TargetCategory:
         others = {TargetKind.PRODUCER: TargetCategory.PRODUCER, TargetKind.CONSUMER: TargetCategory.CONSUMERS,
                   TargetKind.CONSUMERS: TargetCategory.CONSUMERS, TargetKind.TOPIC: TargetCategory.TOPIC,
+                  TargetKind.PROCESSOR: TargetCategory.PROCESSOR,
                   TargetKind.GROUP: TargetCategory.GROUP, TargetKind.NONE: TargetCategory.NONE,
                   TargetKind.CLIENTS: TargetCategory.CLIENTS}
         return others.get(self, TargetCategory.NODES)
@@ -317,7 +329,8 @@ def parse_target(text: str, brokers: int) -> Target:
         if any(not 1 <= c <= 3 for c in ids):
             raise ValueError(f"{s!r}: KRaft controllers are numbered 1..3")
         return Target(TargetKind.CONTROLLERS, brokers=ids, text=s)
-    if s in ("controller", "coordinator", "same", "zookeeper", "clients", "producer", "consumers", "paused", "down"):
+    if s in ("controller", "coordinator", "same", "zookeeper", "clients", "producer", "consumers", "processor",
+             "paused", "down"):
         return Target(TargetKind(s), text=s)
     if m := re.fullmatch(r"coordinator ([A-Za-z0-9._-]+)", s):
         return Target(TargetKind.COORDINATOR, group=m[1], text=s)
@@ -332,7 +345,7 @@ def parse_target(text: str, brokers: int) -> Target:
     raise ValueError(
         f"{text!r} is not a target: write 'broker 2', 'brokers 2,3', 'leader T/P', 'controller', 'controllers 2,3', "
         "'random follower T/P', 'followers T/P', 'coordinator [G]', 'same', 'paused', 'down', 'zookeeper', "
-        "'clients', 'producer', 'consumer N', 'consumers', 'topic T' or 'group G'"
+        "'clients', 'producer', 'consumer N', 'consumers', 'processor', 'topic T' or 'group G'"
     )
 
 
@@ -346,6 +359,7 @@ class Fault:
     configs: Mapping[str, str] = field(default_factory=dict)
     replication_factor: int = 0
     partitions: int = 0  # add-partitions: the topic's new partition count
+    partition: int | None = None  # abort-transaction: the partition (None: every one of the topic)
     expect: str = ""
     note: str = ""
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -368,6 +382,8 @@ class Fault:
     def describe(self) -> str:
         what = f"{self.action} {self.word}".strip()
         on = f" {self.target.text}" if self.target.text else ""
+        if self.partition is not None:  # abort-transaction's: "topic T/0"
+            on += f"/{self.partition}"
         to = f" to {self.to.text}" if self.to is not None else ""
         checked = f" {self.expect}" if self.expect else ""  # a check says what it checks
         return f"{what}{checked}{on}{to} {self.when}"
@@ -397,6 +413,7 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
     allowed = {
         TargetCategory.NODES: NODE_ACTIONS + NET_ACTIONS, TargetCategory.PRODUCER: PRODUCER_ACTIONS + source_actions,
         TargetCategory.CONSUMERS: CONSUMER_ACTIONS + source_actions, TargetCategory.TOPIC: TOPIC_ACTIONS,
+        TargetCategory.PROCESSOR: PROCESSOR_ACTIONS,
         TargetCategory.GROUP: GROUP_ACTIONS, TargetCategory.NONE: (NetAction.HEAL.value,),
         TargetCategory.CLIENTS: source_actions,
     }[target.category] + ANY_ACTIONS
@@ -431,6 +448,10 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
         if action == "add-partitions" else 0
     reset = field_error("reset", lambda: parse_reset(str(raw.get("reset", "to-earliest")))) \
         if action == "reset-offsets" else None
+    partition = field_error("partition", lambda: _partition(raw.get("partition"))) \
+        if action == "abort-transaction" else None
+    if action != "abort-transaction" and "partition" in raw:
+        raise ValueError("partition: only abort-transaction takes a partition: leave it out")
     records = raw.get("records", [])
     if action == "type" and (not isinstance(records, list) or not records or not all(
             isinstance(r, str) and r for r in records)):
@@ -442,7 +463,8 @@ def make_fault(raw: Mapping[str, Any], brokers: int, line: int = 0) -> Fault:
     return Fault(
         at=trigger, action=action, target=target, word=word,
         configs={str(k): str(v) for k, v in dict(raw.get("configs", {})).items()},
-        replication_factor=rf, partitions=partitions, expect=str(raw.get("expect", "")), note=str(raw.get("note", "")),
+        replication_factor=rf, partitions=partitions, partition=partition, expect=str(raw.get("expect", "")),
+        note=str(raw.get("note", "")),
         timeout_s=timeout, line=line, fails=bool(raw.get("fails", False)), reset=reset,
         records=tuple(records) if action == "type" else (), **net,
     )
@@ -528,6 +550,16 @@ def _partitions(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit() or int(value) < 2:
         raise ValueError(f"{value!r} is not a partition count: give the new total, a whole number above the "
                          "topic's partitions")
+    return int(value)
+
+
+def _partition(value: object) -> int | None:
+    """abort-transaction's ``partition``: a partition number, or none (every partition of the topic)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+        raise ValueError(f"{value!r} is not a partition: give its number (0, 1, ...), or leave partition out "
+                         "for every transaction open on the topic")
     return int(value)
 
 

@@ -13,7 +13,9 @@ A change is named the way the allow-list and the rules name it:
 - ``broker.unclean.leader.election.enable``: a broker setting for every broker (``--broker-config``);
 - ``action.replicate``: a live action, a fault of the attendee's own that fires beside the lab's timeline
   when its trigger holds (``--action "brokers >= 3 -> replicate topic test-topic rf=3"``); ``action.add-partitions``
-  likewise (``--action "progress 50% -> add-partitions topic test-topic partitions=8"``).
+  likewise (``--action "progress 50% -> add-partitions topic test-topic partitions=8"``), and
+  ``action.abort-transaction`` (``--action "after 5s -> abort-transaction topic test-topic partition=0"``; without
+  ``partition``, every transaction open on the topic), as `kafkalab txn abort` does.
 
 At the console's prompt, ``topic T partitions=N`` during a run adds partitions to the live topic at once; it is
 never kept as a change (Kafka cannot take partitions back): :func:`partitions_line`.
@@ -37,7 +39,8 @@ from kafkalab.settings_text import name_value
 FROZEN = ("producer.topic", "producer.num-rolls", "producer.num-records-per-roll", "producer.wait-after-roll",
           "producer.wait-after-send", "producer.local-id", "consumer.topic", "consumer.local-id")
 # the kinds of fault an attendee may add as a live action (operations, not faults)
-ACTION_KINDS = ("replicate", "add-partitions", "alter-config", "elect-preferred", "reset-offsets")
+ACTION_KINDS = ("replicate", "add-partitions", "alter-config", "elect-preferred", "reset-offsets",
+                "abort-transaction")
 _TOPIC_KEYS = {"rf": "replication_factor", "replication_factor": "replication_factor",
                "min.isr": "min.insync.replicas", "min_isr": "min.insync.replicas"}
 _ACTION = re.compile(r"\s*(?P<at>.+?)\s*->\s*(?P<do>[a-z-]+)\s+(?P<on>(?:topic|group)\s+\S+)\s*(?P<rest>.*)")
@@ -85,7 +88,7 @@ def setting_change(text: str) -> Change:
     kafkalab's (``producer.idempotent``), which allow-lists and rules name."""
     written, value = name_value(text, "-D", "producer.acks=all", need_value=True)
     name = canonical_name(written)
-    if not name.startswith(("producer.", "consumer.")):
+    if not name.startswith(("producer.", "consumer.", "processor.")):
         raise KafkalabError(f"-D {text!r}: {name} is not a producer.* or consumer.* setting, nor Kafka's name of "
                             "one (`kafkalab produce --options` lists them): e.g. -D producer.acks=all")
     return Change(ChangeKind.SETTING, name, value, written="" if name == written else written)
@@ -138,8 +141,8 @@ def action_change(text: str, brokers: int) -> Change:
             raw["replication_factor"] = int(value)
         elif key == "reset":
             raw["reset"] = value
-        elif key == "partitions":
-            raw["partitions"] = value
+        elif key in ("partitions", "partition"):
+            raw[key] = value
         else:
             configs[key] = value
     if configs:

@@ -29,6 +29,9 @@ def apply_changes(lab: Lab, changes: Iterable[Change]) -> Lab:
         lab = replace(lab, producer=lab.producer.with_settings(producer))
     if consumer:
         lab = replace(lab, consumers=tuple(c.with_settings(consumer) for c in lab.consumers))
+    processor = {c.name: c.value for c in changes if c.kind == ChangeKind.SETTING and c.name.startswith("processor.")}
+    if processor and lab.processor is not None:
+        lab = replace(lab, processor=lab.processor.with_settings(processor))
     for change in changes:
         if change.kind == ChangeKind.BROKER:
             lab = replace(lab, cluster=_with_override(lab.cluster, change.name.removeprefix("broker."), change.value))

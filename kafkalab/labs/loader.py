@@ -24,7 +24,7 @@ from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.expectations import make_expectation
 from kafkalab.labs.faults import Fault, TargetCategory, TargetKind, make_fault
 from kafkalab.labs.fix import Change, FixExercise, Hint, Incident, Rule, parse_changes
-from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProducerPlan, TopicPlan
+from kafkalab.labs.model import ClusterPlan, ConsumerPlan, Lab, ProcessorPlan, ProducerPlan, TopicPlan
 from kafkalab.paths import labs_dir
 
 LAB_KEYS = {"id", "title", "teaches", "instructions", "why", "short", "max_duration", "drain", "audit",
@@ -34,8 +34,9 @@ CLUSTER_KEYS = {"brokers", "overrides", "broker_overrides", "stopped", "mode", "
 TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "create"}
 CONSUMER_KEYS = {"local_id", "start", "wait_assigned", "command"}
 FAULT_KEYS = {"at", "on", "do", "configs", "replication_factor", "partitions", "expect", "note", "timeout", "reset",
-              "records", "fails", "to", "both_ways", "ms", "jitter_ms", "rate", "direction"}
-TOP_KEYS = {"lab", "cluster", "topic", "producer", "consumers", "consumer", "fault", "expect", "fix", "incident"}
+              "records", "fails", "to", "both_ways", "ms", "jitter_ms", "rate", "direction", "partition"}
+TOP_KEYS = {"lab", "cluster", "topic", "producer", "processor", "consumers", "consumer", "fault", "expect", "fix",
+            "incident"}
 FIX_KEYS = {"task", "allow", "runs", "seed", "drop_faults", "expect", "rule", "hint", "solution", "wrong", "code"}
 CODE_ROLES = ("producer", "consumer")  # roles whose fix may be a code change ([fix] code)
 CHANGES_KEYS = {"settings", "topics", "brokers", "actions"}
@@ -201,11 +202,13 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
     topics = _topics(r, data.get("topic", []), cluster.brokers)
     producer = _producer(r, r.table(data, "producer"))
     consumers = _consumers(r, r.table(data, "consumers"), data.get("consumer", []))
+    processor = _processor(r, data["processor"], producer, {t.name for t in topics}) if "processor" in data else None
     for i, c in enumerate(consumers):
         if c.config.group_protocol == "consumer" and not all(map(has_kraft_only, cluster.kafka_versions)):
             raise r.fail("consumer", i, "consumer.group-protocol", "the consumer protocol (KIP-848) needs Kafka 4.0 "
                          "or later: set [cluster] kafka_versions = [\"4.4.0\"] and modes = [\"kraft\"]", array=True)
-    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers)
+    faults = _faults(r, data.get("fault", []), cluster.brokers, {t.name: t.partitions for t in topics}, consumers,
+                     processor is not None)
     cluster = _with_net_proxies(r, cluster, faults)
     expectations = tuple(
         _wrap(r, "expect", 0, key, partial(make_expectation, key, value, r.index.line("expect", 0, key)))
@@ -236,6 +239,7 @@ def parse_lab(data: dict[str, Any], r: _Reader, path: Path | None = None) -> Lab
         source=path,
         fix=fix,
         incident=incident,
+        processor=processor,
     )
 
 
@@ -377,6 +381,26 @@ def _producer(r: _Reader, raw: dict[str, Any]) -> ProducerPlan:
         raise r.fail("producer", 0, named_setting(exc, settings), str(exc)) from None
 
 
+def _processor(r: _Reader, raw: Any, producer: ProducerPlan, topics: set[str]) -> ProcessorPlan:
+    """``[processor]``: it reads the producer's topic and writes another [[topic]] of the lab."""
+    if not isinstance(raw, dict):
+        raise r.fail("processor", 0, None, "must be a [processor] table")
+    r.only(raw, {"start"}, "processor", also=lambda k: k.startswith("processor."))
+    settings = {k: _setting(v) for k, v in raw.items() if k != "start"}
+    settings.setdefault("processor.input-topic", producer.config.topic)
+    try:
+        plan = ProcessorPlan.of(settings, r.typed(raw, "start", bool, "processor", default=True))
+    except (ValueError, KafkalabError) as exc:
+        raise r.fail("processor", 0, named_setting(exc, settings), str(exc)) from None
+    if plan.config.topic != producer.config.topic:
+        raise r.fail("processor", 0, "processor.input-topic", f"must be the producer's topic, "
+                     f"{producer.config.topic}: the run's records are the producer's")
+    if plan.config.output_topic not in topics:
+        raise r.fail("processor", 0, "processor.output-topic" if "processor.output-topic" in raw else None,
+                     f"{plan.config.output_topic} names no [[topic]] of this lab: add the topic")
+    return plan
+
+
 def _command(r: _Reader, raw: dict[str, Any], table: str, index: int, array: bool) -> str | None:
     """A role's foreign ``command`` (None: kafkalab's own client), its places checked."""
     if "command" not in raw:
@@ -419,7 +443,7 @@ def _consumers(r: _Reader, shared: dict[str, Any], raw: Any) -> tuple[ConsumerPl
 
 
 def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
-            consumers: tuple[ConsumerPlan, ...]) -> tuple[Fault, ...]:
+            consumers: tuple[ConsumerPlan, ...], processor: bool = False) -> tuple[Fault, ...]:
     if not isinstance(raw, list):
         raise r.fail("fault", 0, None, "must be [[fault]] tables", array=True)
     faults: list[Fault] = []
@@ -445,6 +469,8 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
         for key, local_id in (("at", fault.at.local_id), ("on", fault.target.local_id)):
             if local_id is not None and local_id not in ids:
                 raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)
+        if fault.target.kind == TargetKind.PROCESSOR and not processor:
+            raise r.fail("fault", i, "on", "this lab has no [processor]", array=True)
         for key, target in (("on", fault.target), ("to", fault.to)):
             if target is not None and target.kind == TargetKind.COORDINATOR and (
                     why := _coordinator_problem(target.group, consumers)):

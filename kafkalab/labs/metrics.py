@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from kafkalab.analysis.report import Report
 from kafkalab.clients.payload_log import log_files
+from kafkalab.clients.processor import ProcessorStats
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
 from kafkalab.labs.events import ClientRecord, EventKind, ProducerResumed, QuorumLeaderChange
@@ -26,6 +27,19 @@ def producer_metrics(stats: ProducerStats | None) -> dict[str, float]:
     out = {"producer.acked": stats.acked, "producer.attempted": stats.attempted,
            "producer.failed": stats.failed_total}
     out |= {f"producer.failed.{name}": count for name, count in stats.failed.items()}
+    return {k: float(v) for k, v in out.items()}
+
+
+def processor_metrics(instances: Sequence[ProcessorStats]) -> dict[str, float]:
+    """The processor's counters, summed over its instances (a crashed one's and the one started after)."""
+    if not instances:
+        return {}
+    out = {"processor.consumed": sum(s.received for s in instances),
+           "processor.produced": sum(s.produced for s in instances),
+           "processor.failed": sum(s.failed for s in instances)}
+    if instances[-1].transactional:
+        out |= {"processor.transactions.committed": sum(s.transactions_committed for s in instances),
+                "processor.transactions.aborted": sum(s.transactions_aborted for s in instances)}
     return {k: float(v) for k, v in out.items()}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kafkalab import KAFKA_VERSION
 from kafkalab.clients.foreign_command import check_template
-from kafkalab.clients.options import ConsumerConfig, ProducerConfig, canonical_settings
+from kafkalab.clients.options import ConsumerConfig, ProcessorConfig, ProducerConfig, canonical_settings
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka_install.distribution import has_kraft_only
 from kafkalab.labs.expectations import Expectation
@@ -119,6 +119,24 @@ class ProducerPlan:
 
 
 @dataclass(frozen=True)
+class ProcessorPlan:
+    """The lab's consume-transform-produce client (``[processor]``): ``settings`` by the course's option names,
+    ``config`` the same validated: build it with :meth:`of`."""
+
+    settings: Mapping[str, str]
+    config: ProcessorConfig
+    start: bool = True  # False: a `start` fault starts it
+
+    @classmethod
+    def of(cls, settings: Mapping[str, str], start: bool = True) -> ProcessorPlan:
+        """KafkalabError when a setting is not valid."""
+        return cls(canonical_settings(settings, "processor"), ProcessorConfig.from_settings(settings), start)
+
+    def with_settings(self, changes: Mapping[str, str]) -> ProcessorPlan:
+        return ProcessorPlan.of({**self.settings, **changes}, self.start)
+
+
+@dataclass(frozen=True)
 class Lab:
     id: str
     title: str
@@ -141,6 +159,7 @@ class Lab:
     incident: Incident | None = None  # the lab told as a ticket: symptoms, then the root cause to name
     actions: tuple[Fault, ...] = ()  # a fix attempt's live actions: fired beside the timeline, in their order
     changes: tuple[str, ...] = ()  # the attendee's changes this lab was made with (as the prompt writes them)
+    processor: ProcessorPlan | None = None  # reads the producer's topic, writes another that consumers may read
 
     @property
     def topic(self) -> str:
@@ -196,6 +215,11 @@ class Lab:
         """`kafkalab run ID` with the :meth:`run_flags` for (mode, version)."""
         return " ".join(("kafkalab run", self.id, *self.run_flags(mode, version)))
 
+    @property
+    def groups(self) -> set[str]:
+        """The consumer groups the lab's clients are in (its processor's too)."""
+        return {c.group for c in self.consumers} | ({self.processor.config.group_id} if self.processor else set())
+
     def consumer(self, local_id: int) -> ConsumerPlan:
         for c in self.consumers:
             if c.local_id == local_id:
@@ -209,7 +233,10 @@ class Lab:
             return replace(self, producer=self.producer.with_settings({name: value}))
         if name.startswith("consumer."):
             return replace(self, consumers=tuple(c.with_settings({name: value}) for c in self.consumers))
-        raise KafkalabError(f"{name!r} is not a producer.* or consumer.* option: e.g. producer.acks=all")
+        if name.startswith("processor.") and self.processor is not None:
+            return replace(self, processor=self.processor.with_settings({name: value}))
+        roles = "producer.*, consumer.* or processor.*" if self.processor is not None else "producer.* or consumer.*"
+        raise KafkalabError(f"{name!r} is not a {roles} option: e.g. producer.acks=all")
 
     def with_commands(self, producer: str | None = None, consumer: str | None = None) -> Lab:
         """This lab with its producer and/or every consumer played by a foreign command (checked: see

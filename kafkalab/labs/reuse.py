@@ -60,7 +60,7 @@ def clean_for(lab: Lab, admin: Admin, sleep: Callable[[float], None],
             raise KafkalabError(f"topics {', '.join(present)} were not deleted after {TOPIC_GONE_TIMEOUT_S:.0f}s: "
                                 "press n (reset) for a fresh cluster")
         sleep(0.2)
-    delete_groups_when_empty(sorted({c.group for c in lab.consumers}), admin, sleep, say)
+    delete_groups_when_empty(sorted(lab.groups), admin, sleep, say)
 
 
 def delete_groups_when_empty(groups: list[str], admin: Admin, sleep: Callable[[float], None],

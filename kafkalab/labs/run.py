@@ -1,9 +1,9 @@
 """LabRun: one run of a lab, from a fresh cluster to its result, created per run by :class:`LabSession`.
 
-fresh state dir -> cluster -> topics -> consumers (assigned) -> producer -> faults in order -> producer
-finished -> consumers drained and closed (the audit reading every partition back meanwhile, or after, with
-the brokers healed: :mod:`kafkalab.labs.audit_step`) -> analysis -> expectations judged ->
-teardown. Whatever happens, ``result.json`` and ``timeline.json`` are written in the run dir; the cluster,
+fresh state dir -> cluster -> topics -> consumers (assigned) -> processor (assigned) -> producer -> faults in
+order -> producer finished -> processor, then consumers, drained and closed (the audit reading every partition
+back meanwhile, or after, with the brokers healed: :mod:`kafkalab.labs.audit_step`) -> analysis -> expectations
+judged -> teardown. Whatever happens, ``result.json`` and ``timeline.json`` are written in the run dir; the cluster,
 clients, audit and analysis come from :class:`~kafkalab.labs.run_deps.RunDeps` factories.
 """
 
@@ -402,6 +402,8 @@ class LabRun:
             if plan.wait_assigned:
                 self.say(f"waiting for {plan.name} to be assigned partitions")
                 clients.wait_assigned(plan.local_id)
+        if self.lab.processor is not None and self.lab.processor.start:
+            clients.start_processor(wait_assigned=True)  # the producer's first records are read, however it starts
         clients.make_producer(self.seed)
         if self.lab.producer.start:
             clients.start_producer()

@@ -1,13 +1,13 @@
-"""One run's producer and consumers: started, stopped, waited for, drained and closed.
+"""One run's producer, processor and consumers: started, stopped, waited for, drained and closed.
 
-A consumer started again (a ``start`` fault after a crash) is a new instance of its plan: its instances
-are kept in order, the latest is the live one, and counters sum over all of them.
+A consumer (or the processor) started again (a ``start`` fault after a crash) is a new instance of its plan: its
+instances are kept in order, the latest is the live one, and counters sum over all of them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from kafkalab.clients import ClientEvent, ClientState, Consumer, ConsumerStats, 
 from kafkalab.clients.child_client import ChildClient
 from kafkalab.clients.foreign import STOP_GRACE_S, ForeignConsumer, ForeignProducer
 from kafkalab.clients.foreign_command import RoleValues
+from kafkalab.clients.processor import Processor, ProcessorStats
 from kafkalab.cluster.netwiring import PRODUCER
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
@@ -30,6 +31,8 @@ CLEAN_CLOSE_S = 1.5  # an ended run's consumers close cleanly within this, or ar
 # a stopped run's clients end (logs written, no close) within this, or are killed: a Ctrl-C's exit is ~1-2 s;
 # their own end takes 0.3-1 s on 2 loaded cores (a Python process exiting, niced for the producer)
 STOPPED_END_S = 1.2
+# the states a drain waits on: a client started again just before (a `start` fault) is waited for too
+_DRAINED = (ClientState.STARTING, ClientState.RUNNING)
 
 
 @dataclass
@@ -43,6 +46,7 @@ class RunClients:
     say: Callable[[str], None]  # tells what the run is doing
     producer: Producer | ForeignProducer | None = None
     consumers: dict[int, list[Consumer | ForeignConsumer]] = field(default_factory=dict)
+    processors: list[Processor] = field(default_factory=list)  # the lab's processor's instances, the live one last
     # told each client process as it starts (its name, its pid): the network-fault proxy's names for them
     on_started: Callable[[str, int], None] | None = None
     admin_bootstrap: str = ""  # kafkalab's own path to the brokers (not through the proxies): foreign groups' facts
@@ -126,15 +130,46 @@ class RunClients:
         return True
 
     def wait_assigned(self, local_id: int) -> None:
+        self._wait_assigned(self.consumers[local_id][-1])
+
+    def _wait_assigned(self, client: Consumer | ForeignConsumer | Processor) -> None:
         timeout = self.deps.timing.assign_timeout_s
         deadline = time.monotonic() + timeout
-        consumer = self.consumers[local_id][-1]
-        while not (stats := consumer.stats()).assignment:
+        while not (stats := client.stats()).assignment:
             if stats.state.ended:
-                raise KafkalabError(f"{consumer.name} ended before it got partitions: {stats.error or stats.state}")
+                raise KafkalabError(f"{client.name} ended before it got partitions: {stats.error or stats.state}")
             if time.monotonic() > deadline:
-                raise KafkalabError(f"{consumer.name} got no partitions within {timeout:.0f}s")
+                raise KafkalabError(f"{client.name} got no partitions within {timeout:.0f}s")
             self.sleep(self.deps.timing.tick_s)
+
+    # ---- the processor ---------------------------------------------------------------------------
+    def start_processor(self, wait_assigned: bool = False) -> bool:
+        """A new instance of the lab's processor unless one is running; True when one was started. With
+        ``wait_assigned``, returns once it has partitions."""
+        plan = self.lab.processor
+        if plan is None or (self.processors and self.processors[-1].running):
+            return False
+        processor = Processor(plan.config, self.run_dir, self.bootstrap, self.timeline.add_client_event)
+        self.processors.append(processor)
+        self.say(f"processor started ({plan.config.topic} -> {plan.config.output_topic})")
+        processor.start()  # not named to the network-fault proxy: no fault takes the processor as a source
+        if wait_assigned:
+            self._wait_assigned(processor)
+        return True
+
+    def processor_action(self, action: str) -> bool:
+        """A fault's ``start``, ``stop`` or ``crash`` on the processor; False when there is nothing to do."""
+        if action == "start":
+            return self.start_processor()
+        live = self.processors[-1] if self.processors else None
+        if live is None or not live.running:
+            return False
+        live.crash() if action == "crash" else live.stop()
+        return True
+
+    def processor_stats(self) -> list[ProcessorStats]:
+        """Each instance's, the live one last."""
+        return [p.stats() for p in list(self.processors)]
 
     def latest_stats(self) -> dict[str, ConsumerStats]:
         """Each consumer's live (latest) instance, by name."""
@@ -149,25 +184,37 @@ class RunClients:
         return instances[-1].stats().assignment if instances else ()
 
     def drain(self) -> None:
-        """Let running consumers catch up (lag 0, nothing new for a while), at most the lab's ``drain_s``;
-        then close them."""
-        timing = self.deps.timing
+        """Let the processor, then the running consumers, catch up (lag 0, nothing new for a while), at most the
+        lab's ``drain_s`` in all; each then closed (the processor before the consumers wait for its output)."""
         deadline = time.monotonic() + self.lab.drain_s
+        if self.processors and (processor := self.processors[-1]).running:
+            self.say("draining the processor: it catches up, then closes")
+            self._catch_up(deadline, lambda: [processor.stats()])
+            self._close_drained([processor])
         running = [cs[-1] for cs in self.consumers.values() if cs and cs[-1].running]
         self.say(f"draining {len(running)} consumer{'s' if len(running) != 1 else ''}: they catch up, then close")
+        self._catch_up(deadline, lambda: [c.stats() for c in running])
+        self._quit_foreign([c for c in running if isinstance(c, ForeignConsumer)])
+        self._close_drained(running)
+
+    def _catch_up(self, deadline: float, stats_of: Callable[[], Sequence[ConsumerStats | ProcessorStats]]) -> None:
+        """Until every running one's assigned partitions have a known lag of 0, its group owns every partition,
+        and nothing new was processed for ``drain_quiet_s``; or ``deadline``."""
+        timing = self.deps.timing
         last, quiet_since = -1, time.monotonic()
-        while running and time.monotonic() < deadline:
-            stats = [c.stats() for c in running]
-            processed = sum(s.processed for s in stats)
+        while (stats := stats_of()) and time.monotonic() < deadline:
+            processed = sum(s.processed if isinstance(s, ConsumerStats) else s.received for s in stats)
             if processed != last:
                 last, quiet_since = processed, time.monotonic()
-            caught_up = all(  # every assigned partition's lag known and zero
+            caught_up = all(  # every assigned partition's lag known and zero; one still starting has none yet
                 s.assignment and set(s.assignment) <= set(s.lag) and s.total_lag == 0
-                for s in stats if s.state == ClientState.RUNNING) and self._groups_cover(stats)
+                for s in stats if s.state in _DRAINED) and self._groups_cover(stats)
             if caught_up and time.monotonic() - quiet_since >= timing.drain_quiet_s:
                 break
             self.sleep(timing.drain_poll_s)
-        self._quit_foreign([c for c in running if isinstance(c, ForeignConsumer)])
+
+    @staticmethod
+    def _close_drained(running: Sequence[Consumer | ForeignConsumer | Processor]) -> None:
         for c in running:
             c.stop()
         for c in running:
@@ -192,16 +239,18 @@ class RunClients:
                                                            f"{c.name} did not end on quit within "
                                                            f"{STOP_GRACE_S:.0f}s: stopped by signal"))
 
-    def _groups_cover(self, stats: list[ConsumerStats]) -> bool:
-        """Each group with a running member owns every partition of the topic: partitions a crashed member
+    def _groups_cover(self, stats: Sequence[ConsumerStats | ProcessorStats]) -> bool:
+        """Each group with a running member owns every partition of its topic: partitions a crashed member
         held are someone's again (after its session timed out) before the drain may end, or its records
         would count as lost when the lesson is their redelivery."""
-        partitions = next((t.partitions for t in self.lab.topics if t.name == self.lab.topic), 0)
+        partitions = {t.name: t.partitions for t in self.lab.topics}
+        topic_of = {c.group: c.config.topic for c in self.lab.consumers}  # a group reads one topic
         owned: dict[str, set[int]] = {}
         for s in stats:
             if s.state == ClientState.RUNNING:
                 owned.setdefault(s.group, set()).update(s.assignment)
-        return all(len(parts) >= partitions for parts in owned.values())
+        return all(len(parts) >= partitions.get(topic_of.get(group, self.lab.topic), 0)
+                   for group, parts in owned.items())
 
     # ---- both ------------------------------------------------------------------------------------
     def live_metrics(self) -> dict[str, Measured]:
@@ -213,6 +262,8 @@ class RunClients:
         out |= metrics.timeline_metrics(self.timeline, lab_topics(self.lab),
                                         [c.local_id for c in self.lab.consumers])
         out |= metrics.rebalance_metrics(self.timeline, {c.name: c.group for c in self.lab.consumers})
+        if self.lab.processor is not None:
+            out |= metrics.processor_metrics(self.processor_stats())
         out |= dict.fromkeys(metrics.foreign_blind(self.lab, self._reporting()), Unmeasured.NOT_OBSERVED)
         return out
 
@@ -230,7 +281,7 @@ class RunClients:
         hold a close for its session timeout)."""
         if self.producer is not None and self.producer.running:
             self.producer.stop(drain=False)
-        running = [c for instances in self.consumers.values() for c in instances if c.running]
+        running = [*self._running_consumers(), *self._running_processor()]
         for c in running:
             c.stop()
         deadline = time.monotonic() + clean_s
@@ -242,6 +293,12 @@ class RunClients:
             self.producer.join(15)
         self._close_groups()
 
+    def _running_consumers(self) -> list[Consumer | ForeignConsumer]:
+        return [c for instances in self.consumers.values() for c in instances if c.running]
+
+    def _running_processor(self) -> list[Processor]:
+        return [p for p in self.processors if p.running]
+
     def _close_groups(self) -> None:
         if self._groups is not None:
             self._groups.close()
@@ -252,7 +309,7 @@ class RunClients:
         waited for past ``bound_s``. Consumers end without their close (a stop needs their files, not a
         leave-group or a commit on brokers being ended); the producer purges. One still running at the bound is
         killed, and said to have ended with the stop (a stop is not a crash: the timeline must not call it one)."""
-        consumers = [c for instances in self.consumers.values() for c in instances if c.running]
+        consumers = [*self._running_consumers(), *self._running_processor()]
         for consumer in consumers:
             consumer.end()
         clients: list[ChildClient] = list(consumers)

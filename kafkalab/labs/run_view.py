@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections.abc import Mapping, Sequence
 
 from kafkalab.admin import ClusterSnapshot, Groups, ResetTarget, replication_plan
 from kafkalab.admin.coordinator import group_coordinator
+from kafkalab.admin.transactions import abort_transactions, aborted_line
 from kafkalab.clients import ClientState
 from kafkalab.clients.records import RecordTyper
 from kafkalab.cluster import NodeAction, NodeState
@@ -30,6 +34,10 @@ class RunControls:
     def producer_progress(self) -> tuple[float, int, ClientState]:
         stats = self._clients.producer_stats()
         return (0.0, 0, ClientState.STARTING) if stats is None else (stats.progress, stats.acked, stats.state)
+
+    def producer_uncommitted(self) -> int:
+        stats = self._clients.producer_stats()
+        return 0 if stats is None else stats.uncommitted
 
     def consumed(self, local_id: int | None) -> int:
         return self._clients.consumed(local_id)
@@ -57,11 +65,35 @@ class RunControls:
     def producer_action(self, start: bool) -> None:
         self._clients.start_producer() if start else self._clients.stop_producer()
 
+    def pause_producer(self, pause: bool) -> None:
+        """SIGSTOP (or SIGCONT) to the producer's process group: a hung producer, as a long GC pause or a stopped
+        VM leaves it, its open transaction kept open (nothing is closed, nothing aborted)."""
+        self._signal_producer(signal.SIGSTOP if pause else signal.SIGCONT, "pause" if pause else "resume")
+
+    def crash_producer(self) -> None:
+        """The producer killed (SIGKILL), as a supervisor ends a hung process: its log left partial, a transaction
+        it has open left to its timeout. Not the crash word: a paused producer would send again before reading it."""
+        producer = self._clients.producer
+        if producer is None or not producer.running:
+            raise KafkalabError("the producer is not running: nothing to crash")
+        producer.kill()
+
+    def _signal_producer(self, sig: signal.Signals, doing: str) -> None:
+        producer = self._clients.producer
+        pid = producer.pid if producer is not None and producer.running else None
+        if pid is None:
+            raise KafkalabError(f"the producer is not running: nothing to {doing}")
+        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+            os.killpg(pid, sig)
+
     def consumer_action(self, local_id: int, action: str) -> bool:
         if action == "start":
             self._clients.start_consumer(self.run.lab.consumer(local_id))
             return True
         return self._clients.end_consumer(local_id, crash=action == "crash")
+
+    def processor_action(self, action: str) -> bool:
+        return self._clients.processor_action(action)
 
     def send_control(self, topic: str, word: str) -> int:
         return self.run.deps.send_control(self.run.cluster.bootstrap, topic, word)
@@ -104,6 +136,12 @@ class RunControls:
 
     def add_partitions(self, topic: str, partitions: int) -> str:
         return self.run.admin.add_partitions(topic, partitions)
+
+    def abort_transactions(self, topic: str, partition: int | None) -> str:
+        """As `kafkalab txn abort`: the open transaction on the partition, or every one open on the topic."""
+        cluster = self.run.cluster
+        aborted = abort_transactions(cluster.dist, cluster.bootstrap, topic, partition)
+        return "; ".join(aborted_line(t) for t in aborted)
 
     def elect_preferred(self, topic: str) -> None:
         partitions = next(t.partitions for t in self.run.lab.topics if t.name == topic)

@@ -280,6 +280,7 @@ class LabSession:
             producer=run.producer_stats(), consumers=clients.latest_stats() if clients is not None else {},
             faults=[f.copy() for f in run.faults.statuses], checks=list(run.faults.checks),
             events=len(run.timeline.events()), result=run.result, throughput=self._recorder.throughput(),
+            processor=tuple(clients.processor_stats()) if clients is not None else (),
         )
 
     def _emit(self, event: SessionEvent) -> None:

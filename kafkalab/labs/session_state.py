@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kafkalab.admin import ClusterSnapshot
 from kafkalab.clients import ConsumerStats, ProducerStats
+from kafkalab.clients.processor import ProcessorStats
 from kafkalab.cluster import NodeInfo
 from kafkalab.labs.results import ExpectationResult, FaultStatus, Phase, RunResult
 
@@ -30,3 +31,4 @@ class SessionState:
     events: int
     result: RunResult | None
     throughput: tuple[tuple[float, float], ...] = ()  # the run's chart: (seconds into the run, acknowledged/s)
+    processor: tuple[ProcessorStats, ...] = ()  # the lab's processor's instances, the live one last

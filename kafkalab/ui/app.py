@@ -25,12 +25,14 @@ from textual.theme import Theme
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkalab.admin import ClusterSnapshot
+from kafkalab.admin.transactions import OpenTransaction
 from kafkalab.cluster import NodeAction, NodeState
 from kafkalab.cluster.netwiring import NetAction, NetRequest
+from kafkalab.feeds import by_hand
 from kafkalab.feeds.frames import ExerciseView, NodesFrame, RunFrame, no_cluster_yet
 from kafkalab.feeds.groups_feed import AdminGroupsFeed, GroupsFeed
 from kafkalab.feeds.net_view import NetView
-from kafkalab.feeds.source import EXERCISE_ACTIONS, ConsoleAction, NotOffered, Source
+from kafkalab.feeds.source import EXERCISE_ACTIONS, Choice, ConsoleAction, NotOffered, Question, Source
 from kafkalab.feeds.topic_ops import NeedsReassignment
 from kafkalab.feeds.workload import DEMO_TOPIC, waiting_for
 from kafkalab.labs.results import Phase
@@ -54,6 +56,7 @@ from kafkalab.ui.line import Line
 from kafkalab.ui.modals import ChoiceScreen, ConfirmScreen, ErrorScreen, HelpScreen, InputScreen, TextScreen
 from kafkalab.ui.nodepane import NodePane
 from kafkalab.ui.partitions import PartitionsPane, PartitionTable, leader_moves
+from kafkalab.ui.processor import ProcessorPane
 from kafkalab.ui.producer import ProducerPane, presenter_line
 from kafkalab.ui.records import RecordsPane
 from kafkalab.ui.results import ResultsPane
@@ -182,6 +185,7 @@ class LabConsole(App[None], ExerciseKeys):
             with TabbedContent(id="side", initial="tab-run"):
                 with TabPane("Clients", id="tab-run"), Vertical():
                     yield ProducerPane()
+                    yield ProcessorPane()
                     yield ConsumersTable()
                 with TabPane("Lab", id="tab-lab"):
                     yield LabPane(id="lab")
@@ -362,6 +366,7 @@ class LabConsole(App[None], ExerciseKeys):
         previous, self.run_frame = self.run_frame, frame
         rates = [rate for _t, rate in frame.throughput]
         self.query_one(ProducerPane).show(frame.producer, frame.settings, rates)
+        self.query_one(ProcessorPane).show(frame.processor)
         self.query_one("#presenter-run", Line).show(presenter_line(frame.producer, frame.consumers, frame.leadership))
         self.query_one(ConsumersTable).show(frame.consumers)
         self.query_one(LabPane).show(frame.lab)
@@ -665,6 +670,72 @@ class LabConsole(App[None], ExerciseKeys):
         self.push_screen(InputScreen(Text("Create or alter a topic: NAME [rf=N] [min.isr=N]"),
                                      "test-topic rf=3 min.isr=2"), apply)
 
+    def action_add_partitions(self) -> None:
+        """`kafkalab topic alter NAME --partitions N` from a dialog: the topic grown now (Kafka cannot take
+        partitions back, so it is never planned for the next runs)."""
+        cluster = self.source.cluster_now()
+
+        def apply(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                topic, total = parse_partitions_request(text)
+            except ValueError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.set_action(f"adding partitions to {topic} ...")
+            self.in_thread(f"add partitions to {topic}", lambda: by_hand.add_partitions(cluster, topic, total),
+                           toast=True)
+
+        if why := self.no_cluster_action(cluster is None):
+            self.notify(why, severity="warning", timeout=4)
+            return
+        topics = sorted({p.topic for p in self.snapshot.partitions}) if self.snapshot else []
+        example = f"{topics[0] if topics else DEMO_TOPIC} 8"
+        self.push_screen(InputScreen(Text("Add partitions: TOPIC N (the new total; Kafka cannot remove them)"),
+                                     example), apply)
+
+    def action_abort_transaction(self) -> None:
+        """`kafkalab txn abort` from a list: the transactions open on the cluster, the one picked aborted after
+        a confirmation."""
+        cluster = self.source.cluster_now()
+        if why := self.no_cluster_action(cluster is None):
+            self.notify(why, severity="warning", timeout=4)
+            return
+
+        def confirm(chosen: OpenTransaction) -> None:
+            def answer(yes: bool | None) -> None:
+                if yes:
+                    self.set_action(f"aborting the transaction on {chosen.topic}-{chosen.partition} ...")
+                    self.in_thread("abort transaction", lambda: by_hand.abort_by_hand(cluster, chosen), toast=True)
+                else:
+                    self.set_action("abort cancelled")
+
+            self.push_screen(ConfirmScreen(
+                f"Abort the transaction of producer {chosen.producer_id} on {chosen.topic}-{chosen.partition}?",
+                f"An abort marker at its end: read_committed consumers skip its records (open since offset "
+                f"{chosen.start_offset}) and read on; its producer, if alive, fails its next send."), answer)
+
+        def pick(found: list[OpenTransaction]) -> None:
+            question = transaction_question(found, time.time())
+            if question is None:
+                said = "no open transaction on the cluster: nothing to abort"
+                self.set_action(said)
+                self.notify(said, severity="warning", timeout=4)
+                return
+            self.push_screen(ChoiceScreen(question),
+                             lambda answer: confirm(found[int(answer)]) if answer and answer.isdigit()
+                             else self.set_action("abort cancelled"))
+
+        self.set_action("looking for open transactions ...")
+        self.in_thread("find open transactions", lambda: by_hand.open_transactions_now(cluster), then=pick)
+
+    def no_cluster_action(self, no_cluster: bool) -> str:
+        """Why a key acting on the live cluster cannot now ('' when it can)."""
+        if self.run_frame.check.running:
+            return "a graded check is under way: wait for its grade, or stop it (x)"
+        return "no cluster yet: a lab's cluster starts with its run (press g)" if no_cluster else ""
+
     # ---- views -----------------------------------------------------------------------------------
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The results, groups and records need more width than the clients: on a narrow screen their tab
@@ -884,6 +955,32 @@ def fit_topbar(state: Text, news: Text, hint: Text, width: int, platform: Text |
             return line
     line.truncate(max(width, 1), overflow="ellipsis")
     return line
+
+
+def parse_partitions_request(text: str) -> tuple[str, int]:
+    """'test-topic 8' -> ('test-topic', 8): a topic and its new partition count."""
+    words = text.split()
+    if len(words) != 2 or not words[1].isdigit() or int(words[1]) < 1:
+        raise ValueError(f"{text.strip()!r}: give the topic and its new partition count, e.g. test-topic 8")
+    return words[0], int(words[1])
+
+
+TRANSACTION_CHOICES = 9  # one a digit key
+
+
+def transaction_question(found: list[OpenTransaction], now_s: float) -> Question | None:
+    """The open transactions to pick one from, each on its digit (the first nine); None without one."""
+    if not found:
+        return None
+    shown = found[:TRANSACTION_CHOICES]
+    lines = [f"{i + 1}  {t.topic}-{t.partition}  producer {t.producer_id} (epoch {t.producer_epoch})  open since "
+             f"offset {t.start_offset}, last written {max(0.0, now_s - t.last_timestamp / 1000):.0f} s ago"
+             for i, t in enumerate(shown)]
+    if len(found) > len(shown):
+        lines.append(f"... and {len(found) - len(shown)} more: `kafkalab txn abort` names any of them")
+    choices = tuple(Choice(str(i + 1), f"{t.topic}-{t.partition}", str(i)) for i, t in enumerate(shown))
+    return Question(f"Abort which open transaction? ({len(found)} open)", "\n".join(lines),
+                    (*choices, Choice("escape", "Cancel", "cancel")))
 
 
 def parse_topic_request(text: str) -> tuple[str, int | None, int | None]:

@@ -65,6 +65,10 @@ BINDINGS: list[Binding] = [
     Binding("G", "give_up", "Give up: show the solution", id="fix.give_up", show=False),
     Binding("e", "edit_setting", "Change a setting", id="run.setting", show=False),
     Binding("t", "edit_topic", "Create/alter topic", id="topic.alter", show=False),
+    Binding("T", "add_partitions", "Add partitions", id="topic.partitions", show=False,
+            tooltip="grow a topic to N partitions now, as `kafkalab topic alter NAME --partitions N`"),
+    Binding("A", "abort_transaction", "Abort a transaction", id="txn.abort", show=False,
+            tooltip="list the transactions open on the cluster and abort the one picked, as `kafkalab txn abort`"),
     *(Binding(key, f"show_tab('{tab}')", title, id=f"view.{tab}", show=False)
       for key, (tab, title) in TAB_KEYS.items()),
     Binding("a", "samples", "Anomaly samples", id="results.samples", show=False),
