@@ -218,7 +218,14 @@ class Groups:
     def __init__(self, admin: Admin, log: OffsetsLog | None = None) -> None:
         """``log``: the cluster's ``__consumer_offsets`` as read so far (by default the one ``admin``'s reads keep)."""
         self.admin = admin
-        self.log = log if log is not None else offsets_log(admin)
+        self._log = log
+
+    @property
+    def log(self) -> OffsetsLog:
+        """Made on first use: a reset or a delete never reads ``__consumer_offsets``."""
+        if self._log is None:
+            self._log = offsets_log(self.admin)
+        return self._log
 
     @property
     def _wait_s(self) -> float:
