@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,28 @@ _CONTROL = frozenset((QUIT, CRASH, WAIT))
 _STATS_EVERY_S = 0.5
 _POLL_SLICE_S = 0.5  # a poll period is cut into slices so a stop request is seen quickly
 
+
+
+def poll_records(consumer: _RdConsumer, want: int, period_s: float, stopping: threading.Event,
+                 on_error: Callable[[str], None]) -> list[Message]:
+    """Up to ``want`` records within ``period_s`` (what is there once one came), as the Java poll() returns;
+    a partition's end is no error, any other is told to ``on_error``. Empty once ``stopping`` is set."""
+    deadline = time.monotonic() + period_s
+    while not stopping.is_set():
+        left = deadline - time.monotonic()
+        msgs = consumer.consume(want, 0) or consumer.consume(1, max(0.0, min(_POLL_SLICE_S, left)))
+        if msgs and len(msgs) < want:
+            msgs += consumer.consume(want - len(msgs), 0)
+        good = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                good.append(m)
+            elif err.code() != KafkaError._PARTITION_EOF:
+                on_error(f"{err.name()}: {err.str()}")
+        if good or left <= 0:
+            return good
+    return []
 
 class ConsumerLoop:
     """Polls, processes (logs) and commits exactly as the course's Java consumer does."""
@@ -181,23 +204,8 @@ class ConsumerLoop:
 
     def _poll(self, consumer: _RdConsumer) -> list[Message]:
         """Like the Java poll(): wait up to the poll period for records, return what is there."""
-        deadline = time.monotonic() + self.cfg.poll_period_ms / 1000
-        want = self.cfg.max_poll_records
-        while not self.stop_requested.is_set():
-            left = deadline - time.monotonic()
-            msgs = consumer.consume(want, 0) or consumer.consume(1, max(0.0, min(_POLL_SLICE_S, left)))
-            if msgs and len(msgs) < want:
-                msgs += consumer.consume(want - len(msgs), 0)
-            good = []
-            for m in msgs:
-                err = m.error()
-                if err is None:
-                    good.append(m)
-                elif err.code() != KafkaError._PARTITION_EOF:
-                    self._error(f"{err.name()}: {err.str()}")
-            if good or left <= 0:
-                return good
-        return []
+        return poll_records(consumer, self.cfg.max_poll_records, self.cfg.poll_period_ms / 1000,
+                            self.stop_requested, self._error)
 
     def _process(self, consumer: _RdConsumer, batch: list[Message]) -> bool:
         """Process one polled batch; True when a `quit` record asks to close."""

@@ -37,20 +37,19 @@ from confluent_kafka import Consumer as _RdConsumer
 from confluent_kafka import Producer as _RdProducer
 
 from kafkalab.clients.child_io import Sink, event_item, serve
+from kafkalab.clients.consumer_loop import poll_records
 from kafkalab.clients.control_words import CONTROL_WORDS
 from kafkalab.clients.lag_watch import LagWatch
 from kafkalab.clients.options import ProcessorConfig
 from kafkalab.clients.payload_log import ConsumedRows, PayloadLog, csv_field, key_text
 from kafkalab.clients.preflight import base_conf, check_topic, consumer_conf
 from kafkalab.clients.processor_logs import consumed_log_path, logged_ids, produced_log_path
-from kafkalab.clients.producer_loop import ABORTED
 from kafkalab.clients.stats import ClientState, RateMeter
 from kafkalab.errors import KafkalabError
-from kafkalab.logformat import CONSUMER_COLUMNS, MSG_ID_HEADER, PRODUCER_COLUMNS
+from kafkalab.logformat import ABORTED, CONSUMER_COLUMNS, MSG_ID_HEADER, PRODUCER_COLUMNS
 
 _CONTROL = frozenset(w.encode() for w in CONTROL_WORDS)
 _STATS_EVERY_S = 0.25
-_POLL_SLICE_S = 0.5  # a poll is cut into slices so a stop request is seen quickly
 _TXN_CALL_S = 5.0  # a transaction call's own timeout, retried while retriable
 _TXN_DEADLINE_S = 60.0  # a transaction call retried this long at most
 _FLUSH_S = 30.0  # at-least-once: the batch's deliveries awaited this long before its offsets are committed
@@ -213,23 +212,8 @@ class ProcessorLoop:
 
     def _poll(self, consumer: _RdConsumer) -> list[Message]:
         """Up to a batch of records within the poll period (what is there once one came)."""
-        deadline = time.monotonic() + self.cfg.poll_period_ms / 1000
-        want = self.cfg.batch_records
-        while not self.stop_requested.is_set():
-            left = deadline - time.monotonic()
-            msgs = consumer.consume(want, 0) or consumer.consume(1, max(0.0, min(_POLL_SLICE_S, left)))
-            if msgs and len(msgs) < want:
-                msgs += consumer.consume(want - len(msgs), 0)
-            good = []
-            for m in msgs:
-                err = m.error()
-                if err is None:
-                    good.append(m)
-                elif err.code() != KafkaError._PARTITION_EOF:
-                    self._error(f"{err.name()}: {err.str()}")
-            if good or left <= 0:
-                return good
-        return []
+        return poll_records(consumer, self.cfg.batch_records, self.cfg.poll_period_ms / 1000,
+                            self.stop_requested, self._error)
 
     def _process(self, consumer: _RdConsumer, producer: _RdProducer, batch: list[Message]) -> None:
         """One batch read, transformed, sent and committed (stopped in mid-batch: what of it was processed)."""
