@@ -206,6 +206,28 @@ def test_a_reporting_consumers_partitions_are_its_own_not_a_dead_members_held_in
             c.join(10)
 
 
+def test_kafkalabs_java_consumer_reports_before_any_rebalance(tmp_path: Path) -> None:
+    """no-commits with Java consumers: consumer 3 never got a partition, so it never reported a rebalance and was
+    taken for a consumer that reports nothing; its wait read "not observed" and the graded check NOT GRADED,
+    where it was never assigned. The Java consumer now says at its start that it reports (no cluster here)."""
+    from kafkalab.clients.java_client import java_command_templates
+    from kafkalab.labs.run_deps import lab_distribution
+
+    _, template = java_command_templates(lab_distribution())
+    alone = ForeignConsumer(ConsumerConfig.of({"consumer.local-id": "3"}), template,
+                            RoleValues("127.0.0.1:1", "t", {}, tmp_path))
+    alone.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not alone.stats().reports and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert alone.stats().reports, alone.output
+        assert alone.stats().assignment == ()  # it reports, and no rebalance gave it a partition
+    finally:
+        alone.crash()
+        alone.join(10)
+
+
 def test_a_role_that_wrote_no_payload_log_is_said_before_the_analysis(tmp_path: Path) -> None:
     from kafkalab.clients.foreign import no_log_said
 

@@ -161,6 +161,9 @@ public final class JavaConsumer {
             + o.str(ClientOptions.BOOTSTRAP) + ", " + commitMode() + ", protocol " + o.str("consumer.group-protocol")
             + (classic ? ", assignor " + o.str("consumer.assignment-strategy") : ""));
         for (String note : o.notes) System.out.println(name + ": " + note);
+        // said before any rebalance: a consumer never given a partition still reports, so its wait reads "never"
+        System.out.println("kafkalab-report {\"reports\":[\"rebalances\"]}");
+        System.out.flush();
         consumer = new KafkaConsumer<>(config(), new ByteArrayDeserializer(), new ByteArrayDeserializer());
         Runtime.getRuntime().addShutdownHook(new Thread(() -> { // SIGTERM: wake the poll, close cleanly, exit
             if (finished.getCount() == 0) return;
