@@ -6,6 +6,8 @@ with ``auto.offset.reset=latest`` skips what was sent while the group was away (
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
 from itertools import count
 
@@ -14,8 +16,10 @@ from confluent_kafka import Consumer, Producer
 
 from kafkalab import kafka_install
 from kafkalab.admin import Admin, Groups
+from kafkalab.admin.coordinator import OFFSETS_TOPIC
 from kafkalab.admin.offsets_log import OffsetsFate
 from kafkalab.cluster import Cluster
+from kafkalab.errors import KafkalabError
 from tests.conftest import make_spec, started
 from tests.helpers import wait_until
 
@@ -56,6 +60,22 @@ def read(c: Consumer, count: int) -> list[str]:
 
     wait_until(more, timeout=60, interval=0, what=f"{count} records read")
     return values
+
+
+def test_reading_the_offsets_log_never_creates_the_offsets_topic(short_retention: Cluster) -> None:
+    """The console's Groups tab reads __consumer_offsets from a cluster's start. Its reader, a consumer with a group
+    id, asked for a coordinator as soon as it was made, and that lookup created the topic: in
+    consumer-receives-nothing while brokers 2 and 3 were still up, so the group's coordinator partition could
+    land on a broker the lab then stopped, and the reference solution failed (first of this module: the topic
+    does not exist yet)."""
+    admin = Admin(short_retention.bootstrap, timeout_s=5.0)
+    assert OFFSETS_TOPIC not in admin.client.list_topics(timeout=10).topics
+    groups = Groups(admin)
+    observed_until = time.monotonic() + 10  # a lookup creates the topic within a second or two: the console polls
+    while time.monotonic() < observed_until:
+        with contextlib.suppress(KafkalabError):  # the offsets topic loading: the list answers again later
+            groups.listed_with_gone(1.0)
+        assert OFFSETS_TOPIC not in admin.client.list_topics(timeout=10).topics
 
 
 def test_an_empty_groups_offsets_expire_and_a_latest_consumer_then_skips_what_came_meanwhile(

@@ -10,7 +10,8 @@ the same records; this module tells them apart by time: offsets removed at least
 last commit had expired by then.
 
 The records are read from the start once and folded; the reader stays assigned, so later reads fetch only
-what was written since (the console asks every second).
+what was written since (the console asks every second). It is made only once the topic exists: reading must
+never create it (a lab's brokers decide where it goes, and when).
 """
 
 from __future__ import annotations
@@ -184,7 +185,9 @@ class OffsetsLog:
         deadline = time.monotonic() + timeout_s
         with self._lock:
             try:
-                meta = self._reader().list_topics(timeout=max(0.2, timeout_s))  # all: by name would create it
+                # asked of the admin client: the reader, a consumer with a group id, asks for a coordinator once
+                # made, and that lookup creates __consumer_offsets on whichever brokers are up at that moment
+                meta = admin.client.list_topics(timeout=max(0.2, timeout_s))  # all: by name would create it
                 topic = meta.topics.get(OFFSETS_TOPIC)
                 if topic is not None and topic.error is None and topic.partitions:
                     count = len(topic.partitions)
