@@ -9,6 +9,9 @@ from pathlib import Path
 from kafkalab import KAFKA_VERSION
 from kafkalab.errors import KafkalabError
 
+# where `kafkalab run`, `fix` and the console put run folders unless told (--runs-dir), and `grades` looks
+RUNS_DIR = Path("kafkalab-runs")
+
 
 def cache_root() -> Path:
     """KAFKALAB_CACHE, else $XDG_CACHE_HOME/kafkalab, else ~/.cache/kafkalab."""

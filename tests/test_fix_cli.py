@@ -356,6 +356,19 @@ def test_grades_table_shows_the_best_attempt_and_the_count(room: Path, tmp_path:
     assert any(str(tmp_path / "empty") in line and "no grade.json" in line for line in err)
 
 
+def test_grades_without_a_folder_reads_the_runs_folder_here(room: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An attendee's own grades are where `kafkalab fix` and the console put them: `kafkalab grades` alone read
+    nothing and asked for a folder."""
+    monkeypatch.chdir(room / "laptop-1")  # holds kafkalab-runs/, as an attendee's working folder does
+    assert main(["grades"]) == 0
+    assert "ada" in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
+    assert main(["grades"]) == 2
+    assert "no ./kafkalab-runs here" in capsys.readouterr().err
+
+
 def test_grades_csv(room: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["grades", str(room), "--csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

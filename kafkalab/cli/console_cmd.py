@@ -28,6 +28,7 @@ from kafkalab.cli.console_hangup import HANGUP_EXIT, Hangup, HangupWatch, hangup
 from kafkalab.cluster.remote import owner_of_ports
 from kafkalab.cluster.spec import ClusterSpec
 from kafkalab.errors import KafkalabError
+from kafkalab.paths import RUNS_DIR
 
 if TYPE_CHECKING:
     from kafkalab.feeds.source import Source
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from kafkalab.ui.controllers import MetadataPanes
 
 DEFAULT_LAB = "leader-failover"
-DEFAULT_RUNS_DIR = Path("kafkalab-runs")
 ATTACH_FOUND = Path("")  # --attach without a state dir: the cluster on the default ports, or the one running
 RECORDED_ENV = "KAFKALAB_RECORDED"  # set in the console a recording runs in a pty: it records nothing itself
 
@@ -59,7 +59,7 @@ def add_console_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attach", nargs="?", type=Path, const=ATTACH_FOUND, default=None, metavar="STATE_DIR",
                    help="show and drive a cluster another kafkalab runs (`kafkalab cluster up`), not one of its "
                         "own: the one on the default ports or the only one running, or the one in STATE_DIR")
-    p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where lab runs go")
+    p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, help="where lab runs go")
     p.add_argument("--presenter", action="store_true", help="start in presenter mode (projector: fewer panes)")
     p.add_argument("--no-spark-warmup", action="store_true", help="start Spark with the first run, not at once")
     add_mode_args(p, default=None)

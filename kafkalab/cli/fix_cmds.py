@@ -23,7 +23,6 @@ from rich.markup import escape
 
 from kafkalab.cli.client_args import add_client_args, with_clients
 from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, on_platform, with_net_proxies
-from kafkalab.cli.console_cmd import DEFAULT_RUNS_DIR
 from kafkalab.cli.tables import Column, Fit, print_fitted
 from kafkalab.cluster.spec import MODES
 from kafkalab.errors import KafkalabError
@@ -51,6 +50,7 @@ from kafkalab.labs.run import PortChoice
 from kafkalab.labs.run_consistency import RESULT_FILE, run_dir_contradictions
 from kafkalab.labs.runner import HeadlessRun
 from kafkalab.labs.settings_check import check_changes, checked_distribution
+from kafkalab.paths import RUNS_DIR
 
 MAX_RUNS = 10  # as a lab's own [fix] runs may ask
 
@@ -84,8 +84,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     fix.add_argument("--mode", choices=MODES, default=None, help="metadata mode (default: the lab's own)")
     add_version_arg(fix)
     add_net_proxies_arg(fix)
-    fix.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR,
-                     help=f"where run directories go (default ./{DEFAULT_RUNS_DIR})")
+    fix.add_argument("--runs-dir", type=Path, default=RUNS_DIR,
+                     help=f"where run directories go (default ./{RUNS_DIR})")
     fix.add_argument("--free-ports", action="store_true", help="use free ports for every node")
     fix.set_defaults(func=cmd_fix)
 
@@ -94,7 +94,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Every grade.json under the folders (any layout), one row per attendee and lab: the best "
                     "attempt, how many tries were graded, how many judged nothing (not graded: never a try), "
                     "whether they gave up, and the hints they took.")
-    grades.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="folders to search, recursively")
+    grades.add_argument("dirs", nargs="*", type=Path, metavar="DIR",
+                        help=f"folders to search, recursively (default ./{RUNS_DIR}, where your own runs go)")
     grades.add_argument("--csv", action="store_true", help="write CSV to stdout instead of the table")
     grades.add_argument("--check", action="store_true",
                         help="check every grade against its runs, and every run's result, timeline, report and "
@@ -354,8 +355,11 @@ def cmd_grades(args: argparse.Namespace) -> int:
         path = set_name(name)
         print(f"you are {name} on your grades from now on (kept in {path})")
         return 0
-    if not args.dirs:
-        raise KafkalabError("give the folders to collect grade.json files from, e.g. kafkalab grades ./handed-in")
+    if not args.dirs:  # an attendee's own grades: where `kafkalab fix` and the console put their runs
+        if not RUNS_DIR.is_dir():
+            raise KafkalabError(f"no ./{RUNS_DIR} here: give the folders to collect grade.json files from, e.g. "
+                                "kafkalab grades ./handed-in")
+        args.dirs = [RUNS_DIR]
     grades, _empty = find_grades(args.dirs, say_empty=not args.check)
     if args.check:  # run dirs without a grade are checked too
         return check_grades(grades, args.dirs)

@@ -28,8 +28,8 @@ from kafkalab.labs.run import PortChoice
 from kafkalab.labs.runner import HeadlessRun, catalog_rows, write_json
 from kafkalab.labs.session import Interrupted, RunResult
 from kafkalab.labs.settings_check import checked_distribution
+from kafkalab.paths import RUNS_DIR
 
-DEFAULT_RUNS_DIR = Path("kafkalab-runs")
 RECORD_SIZE = (160, 48)
 RECORD_SPEED = 4
 
@@ -57,8 +57,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--json", metavar="OUT", type=Path, help="write the result(s) as JSON to OUT")
     run.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times (each on a fresh cluster)")
     run.add_argument("--seed", type=int, default=None, metavar="S", help="seed for values and random targets")
-    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR,
-                     help=f"where run directories go (default ./{DEFAULT_RUNS_DIR})")
+    run.add_argument("--runs-dir", type=Path, default=RUNS_DIR,
+                     help=f"where run directories go (default ./{RUNS_DIR})")
     run.add_argument("--free-ports", action="store_true",
                      help="use free ports for every node (default: the usual ports, free ones where taken)")
     run.add_argument("--record", metavar="FILE.cast", type=Path, default=None,
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.set_defaults(func=cmd_run)
 
     clean = subparsers.add_parser("clean", help="remove old lab runs")
-    clean.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
+    clean.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     clean.add_argument("--keep", type=int, default=0, metavar="N", help="keep the N newest runs of each lab")
     clean.add_argument("--older-than", type=float, default=0.0, metavar="HOURS", help="only runs older than this")
     clean.set_defaults(func=cmd_clean)

@@ -32,6 +32,7 @@ from kafkalab.labs.reuse import why_fresh
 from kafkalab.labs.run import LabRun, PortChoice, cluster_spec
 from kafkalab.labs.run_deps import RunDeps, real_deps
 from kafkalab.labs.session_state import SessionState
+from kafkalab.paths import RUNS_DIR
 
 # A lab run's Spark session starts beside its cluster and is needed as soon as the run ends: a light
 # warm-up is done sooner (commit-too-late's report 17 s after its run against 20-25 s with 100k rows).
@@ -82,7 +83,7 @@ class LabSession:
     def __init__(
         self,
         lab: Lab,
-        runs_root: Path = Path("kafkalab-runs"),
+        runs_root: Path = RUNS_DIR,
         *,
         seed: int | None = None,
         distribution: kdist.Distribution | None = None,
