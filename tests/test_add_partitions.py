@@ -1,7 +1,8 @@
 """Adding partitions, as a person needs it to see partition growth move keys: `kafkalab topic alter NAME
 --partitions N` (refused in one line for no more than now: Kafka cannot remove partitions), the lab fault
 `add-partitions` (validated against the lab's topic, its timeline line saying what changed), the fix action, and
-the console prompt's `topic T partitions=N` done on the live run's topic (refused between runs)."""
+the console prompt's `topic T partitions=N` done on the live run's topic (between runs: a change to the topic's
+plan), and a topic a change created with enough partitions, whose growth then adds none and says so."""
 
 from __future__ import annotations
 
@@ -17,12 +18,16 @@ import pytest
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.control_socket import ControlServer, write_cluster_file
 from kafkalab.errors import KafkalabError
+from kafkalab.feeds.exercise import Exercise
 from kafkalab.feeds.lab_source import LabSource
 from kafkalab.labs import load_lab
 from kafkalab.labs.events import EventKind
 from kafkalab.labs.fault_firing import FaultFiring
-from kafkalab.labs.fix import action_change, change_from_text, partitions_line
-from kafkalab.labs.results import FaultState
+from kafkalab.labs.fix import ChangeKind, action_change, change_from_text, partitions_line
+from kafkalab.labs.graded import apply_changes, graded_lab
+from kafkalab.labs.loader import catalog
+from kafkalab.labs.model import Lab
+from kafkalab.labs.results import FaultState, FaultStatus
 from kafkalab.labs.run_view import RunControls
 from kafkalab.labs.timeline import Timeline
 from tests.test_cli_cluster import assert_one_line_error, kafkalab
@@ -144,10 +149,46 @@ def test_adding_partitions_is_a_live_action_of_a_fix() -> None:
         action_change("progress 50% -> add-partitions topic test-topic", brokers=3)
 
 
-def test_partitions_are_no_topic_plan_change() -> None:
-    with pytest.raises(KafkalabError, match=r"partitions are added during a run, not planned.*add-partitions topic "
-                                            r"test-topic partitions=8"):
-        change_from_text(3, "topic test-topic partitions=8")
+def test_partitions_are_a_change_to_the_topic_s_plan() -> None:
+    [change] = change_from_text(3, "topic test-topic partitions=8")
+    assert (change.kind, change.name, change.value, change.text) == (
+        ChangeKind.TOPIC, "topic.test-topic.partitions", "8", "topic test-topic partitions=8")
+    with pytest.raises(KafkalabError, match="partitions must be a whole number, not 'many'"):
+        change_from_text(3, "topic test-topic partitions=many")
+
+
+def fire_grown(lab: Lab, admin: GrowingAdmin) -> tuple[FaultStatus, str]:
+    """The lab's add-partitions fault fired on ``admin``'s topic: its status and its timeline line."""
+    timeline = Timeline(lab.id)
+    host = RunControls(SimpleNamespace(clients=None, admin=admin))  # type: ignore[arg-type]
+    firing = FaultFiring(lab.faults, timeline, random.Random(1), [1])
+    firing.run(host, host, lambda _s: None, 0.01, lambda: False)
+    [status], [event] = firing.statuses, timeline.events(EventKind.FAULT)
+    return status, event.detail
+
+
+def test_a_topic_a_change_created_with_enough_partitions_grows_by_none_and_the_fault_says_so(tmp_path: Path) -> None:
+    """The fix "create the topic with the partitions it needs" under the same faults: the lab's growth to 8 adds
+    none, asks Kafka nothing (it would refuse 8 -> 8), and still fires, its timeline line saying why."""
+    lab = load_lab(write(tmp_path, lab_text(GROW.replace("progress 30%", "start").format(n=8))))
+    for planned in ("8", "12"):
+        changed = apply_changes(lab, change_from_text(3, f"topic test-topic partitions={planned}"))
+        assert changed.topics[0].partitions == int(planned)  # the topic is created with them
+        admin = GrowingAdmin(current=int(planned))
+        status, line = fire_grown(changed, admin)
+        assert status.state == FaultState.FIRED and admin.asked == []
+        assert line == f"add-partitions topic test-topic: test-topic already has {planned} partitions: none added"
+
+
+def test_a_topic_planned_with_fewer_partitions_than_the_growth_still_grows(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, lab_text(GROW.replace("progress 30%", "start").format(n=8))))
+    changed = apply_changes(lab, change_from_text(3, "topic test-topic partitions=7"))
+    admin = GrowingAdmin(current=7)
+    status, line = fire_grown(changed, admin)
+    assert status.state == FaultState.FIRED and admin.asked == [("test-topic", 8)]
+    assert line == f"add-partitions topic test-topic: 7 -> 8 partitions {MOVED}"
+    with pytest.raises(KafkalabError, match="partitions=0: give at least 1"):
+        apply_changes(lab, change_from_text(3, "topic test-topic partitions=0"))
 
 
 @pytest.mark.parametrize(("line", "read"), [
@@ -190,13 +231,19 @@ def test_the_console_adds_partitions_to_the_live_run_s_topic_now(
     assert admin.asked == [("test-topic", 8)]
 
 
-def test_between_runs_the_console_refuses_to_add_partitions_and_says_why(
-        lab_source: tuple[LabSource, SimpleNamespace, GrowingAdmin]) -> None:
-    source, _session, admin = lab_source
-    with pytest.raises(KafkalabError, match=r"partitions=8 grows the live topic during a run: start one \(g\).*"
-                                            "never kept for the next runs: Kafka cannot remove partitions"):
+def test_between_runs_the_console_keeps_partitions_as_a_change_to_the_topic_s_plan(tmp_path: Path) -> None:
+    lab = next(load_lab(p) for p in catalog() if p.stem.endswith("partition-growth"))
+    session = SimpleNamespace(lab=lab, cluster=None, running=False, current=None, close=lambda: None)
+    source = LabSource(session, exercise=Exercise(lab, tmp_path / "progress.json"))  # type: ignore[arg-type]
+    try:
         source.add_change("topic test-topic partitions=8")
-    assert admin.asked == []
+    finally:
+        source.close()
+    [topic] = session.lab.topics
+    assert topic.partitions == 8  # the next runs create the topic with them: the growth then adds none
+    assert [f.planned for f in session.lab.faults if f.action == "add-partitions"] == [8]
+    graded = graded_lab(lab, change_from_text(3, "topic test-topic partitions=8"))  # and so do the graded runs
+    assert [(f.planned, f.partitions) for f in graded.faults if f.action == "add-partitions"] == [(8, 8)]
 
 
 # ---- the command, on the real cluster ------------------------------------------------------------------

@@ -25,6 +25,13 @@ def test_producer_defaults_follow_the_course_and_set_librdkafka_explicitly() -> 
     assert conf["linger.ms"] == 0 and conf["batch.size"] == 16384 and conf["enable.idempotence"] is True
     assert conf["partitioner"] == "murmur2_random" and conf["message.timeout.ms"] == 120000
     assert conf["bootstrap.servers"] == "127.0.0.1:9092,127.0.0.1:9192,127.0.0.1:9292"
+    assert conf["topic.metadata.refresh.interval.ms"] == 300000  # the Java client's metadata.max.age.ms
+
+
+@pytest.mark.parametrize("name", ["producer.metadata-max-age", "metadata.max.age.ms"])
+def test_how_soon_the_producer_sees_added_partitions_is_its_metadata_max_age(name: str) -> None:
+    conf = ProducerConfig.from_settings({name: "2000"}).librdkafka()
+    assert conf["topic.metadata.refresh.interval.ms"] == 2000
 
 
 @pytest.mark.parametrize(

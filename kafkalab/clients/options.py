@@ -118,6 +118,8 @@ PRODUCER_OPTIONS = (
          kafka_both=True),
     _int("producer.retry-max", 1000, "the longest ms between retries", minimum=1, maximum=300_000,
          kafka="retry.backoff.max.ms", kafka_both=True),
+    _int("producer.metadata-max-age", 300000, "ms between metadata refreshes: how late it sees partitions added",
+         maximum=3_600_000, kafka="metadata.max.age.ms", kafka_both=True),
     Option("producer.transaction-id", None, "str", "transactional: records sent in transactions, acked once "
            "committed (needs idempotence); unset: not transactional", kafka="transactional.id"),
     _int("producer.transaction-timeout", 60000, "ms a transaction may stay open before its coordinator aborts it "
@@ -360,6 +362,7 @@ class ProducerConfig(ClientConfig):
     request_timeout_ms: int
     retry_backoff_ms: int
     retry_max_ms: int
+    metadata_max_age_ms: int = 300000
     transaction_id: str | None = None  # transactional when set
     transaction_timeout_ms: int = 60000
     records_per_transaction: int = 100
@@ -416,7 +419,8 @@ class ProducerConfig(ClientConfig):
             linger_ms=v["producer.linger"], retries=v["producer.retries"],
             delivery_timeout_ms=v["producer.delivery-timeout"], request_timeout_ms=v["producer.request-timeout"],
             retry_backoff_ms=v["producer.retry-backoff"], retry_max_ms=v["producer.retry-max"],
-            transaction_id=transaction_id, transaction_timeout_ms=v["producer.transaction-timeout"],
+            metadata_max_age_ms=v["producer.metadata-max-age"], transaction_id=transaction_id,
+            transaction_timeout_ms=v["producer.transaction-timeout"],
             records_per_transaction=v["producer.records-per-transaction"],
         )
 
@@ -443,6 +447,7 @@ class ProducerConfig(ClientConfig):
             "request.timeout.ms": self.request_timeout_ms,
             "retry.backoff.ms": self.retry_backoff_ms,
             "retry.backoff.max.ms": self.retry_max_ms,
+            "topic.metadata.refresh.interval.ms": self.metadata_max_age_ms,  # the Java client's metadata.max.age.ms
             "partitioner": "murmur2_random",  # the Java client's keyed partitioning
             "queue.buffering.max.kbytes": 32768,  # the Java client's buffer.memory
             "queue.buffering.max.messages": 1_000_000,

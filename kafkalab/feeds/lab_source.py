@@ -254,13 +254,10 @@ class LabSource(Source):
 
     def _grow_live(self, topic: str, partitions: int) -> str:
         """Partitions added to the live run's topic now (the partition table shows them with its next poll); never
-        kept for the next runs, nor done between runs: Kafka cannot take them back."""
+        kept for the next runs: Kafka cannot take them back."""
         self._refuse_while_grading()
         run = self.session.current
-        if not self.session.running or run is None or run.admin is None:
-            raise KafkalabError(f"partitions={partitions} grows the live topic during a run: start one (g) and type "
-                                "it then (it is never kept for the next runs: Kafka cannot remove partitions)")
-        if not self._up:
+        if run is None or run.admin is None or not self._up:
             raise KafkalabError("the cluster is not up yet: try again in a moment")
         return f"{topic}: {run.admin.add_partitions(topic, partitions)}"
 
@@ -276,8 +273,9 @@ class LabSource(Source):
 
     def add_change(self, text: str) -> str:
         """A change for the next runs, or one taken back (refused, in one line, when the lab does not allow it).
-        ``topic T partitions=N`` is no change kept: partitions are added to the live run's topic now."""
-        if (grow := partitions_line(text)) is not None:
+        During a run, ``topic T partitions=N`` is no change kept: partitions are added to the live run's topic now;
+        between runs it is a change to the topic's plan, as ``topic T rf=3`` is."""
+        if self.session.running and (grow := partitions_line(text)) is not None:
             return self._grow_live(*grow)
         exercise = self._exercise()
         line = exercise.read(text)

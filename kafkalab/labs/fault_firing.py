@@ -230,7 +230,8 @@ class FaultFiring:
         elif action == "replicate":
             detail = host.replicate(topic, fault.replication_factor)
         elif action == "add-partitions":
-            detail = host.add_partitions(topic, fault.partitions)
+            detail = (f"{topic} already has {fault.planned} partitions: none added" if fault.planned is not None
+                      else host.add_partitions(topic, fault.partitions))
         elif action == "abort-transaction":
             detail = host.abort_transactions(topic, fault.partition)
         elif action == "elect-preferred":

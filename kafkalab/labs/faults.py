@@ -359,6 +359,8 @@ class Fault:
     configs: Mapping[str, str] = field(default_factory=dict)
     replication_factor: int = 0
     partitions: int = 0  # add-partitions: the topic's new partition count
+    # add-partitions: the count a change to the topic's plan created it with, when at least ``partitions``: adds none
+    planned: int | None = None
     partition: int | None = None  # abort-transaction: the partition (None: every one of the topic)
     expect: str = ""
     note: str = ""

@@ -8,8 +8,8 @@ demonstration's: ``lost > 0`` is what the break shows, ``lost = 0`` is what the 
 A change is named the way the allow-list and the rules name it:
 
 - ``producer.acks`` / ``consumer.auto-commit``: a client setting (``-D producer.acks=all``);
-- ``topic.test-topic.replication_factor``, ``topic.test-topic.min.insync.replicas``: a topic's plan
-  (``--topic "test-topic rf=3 min.isr=2"``);
+- ``topic.test-topic.replication_factor``, ``topic.test-topic.partitions``, ``topic.test-topic.min.insync.replicas``:
+  a topic's plan, what it is created with (``--topic "test-topic rf=3 partitions=8 min.isr=2"``);
 - ``broker.unclean.leader.election.enable``: a broker setting for every broker (``--broker-config``);
 - ``action.replicate``: a live action, a fault of the attendee's own that fires beside the lab's timeline
   when its trigger holds (``--action "brokers >= 3 -> replicate topic test-topic rf=3"``); ``action.add-partitions``
@@ -17,8 +17,8 @@ A change is named the way the allow-list and the rules name it:
   ``action.abort-transaction`` (``--action "after 5s -> abort-transaction topic test-topic partition=0"``; without
   ``partition``, every transaction open on the topic), as `kafkalab txn abort` does.
 
-At the console's prompt, ``topic T partitions=N`` during a run adds partitions to the live topic at once; it is
-never kept as a change (Kafka cannot take partitions back): :func:`partitions_line`.
+At the console's prompt, ``topic T partitions=N`` during a run adds partitions to the live topic at once, never
+kept (Kafka cannot take partitions back): :func:`partitions_line`; between runs it is a change to the topic's plan.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ ACTION_KINDS = ("replicate", "add-partitions", "alter-config", "elect-preferred"
                 "abort-transaction")
 _TOPIC_KEYS = {"rf": "replication_factor", "replication_factor": "replication_factor",
                "min.isr": "min.insync.replicas", "min_isr": "min.insync.replicas"}
+_WHOLE_TOPIC_KEYS = ("replication_factor", "partitions", "min.insync.replicas")  # a topic's counts
 _ACTION = re.compile(r"\s*(?P<at>.+?)\s*->\s*(?P<do>[a-z-]+)\s+(?P<on>(?:topic|group)\s+\S+)\s*(?P<rest>.*)")
 
 
@@ -67,7 +68,7 @@ class Change:
 
     @property
     def topic_key(self) -> str:
-        """A topic change's setting: ``replication_factor`` or a topic config's name."""
+        """A topic change's setting: ``replication_factor``, ``partitions`` or a topic config's name."""
         return self.name.removeprefix(f"topic.{self.topic}.")
 
     @property
@@ -104,7 +105,7 @@ def broker_change(text: str) -> Change:
 
 
 def topic_changes(text: str) -> list[Change]:
-    """``test-topic rf=3 min.isr=2 retention.ms=1000`` (``--topic``): one change per setting."""
+    """``test-topic rf=3 partitions=8 min.isr=2 retention.ms=1000`` (``--topic``): one change per setting."""
     words = text.split()
     if len(words) < 2 or "=" in words[0]:
         raise KafkalabError(f"--topic {text!r}: give the topic, then its settings: "
@@ -113,10 +114,7 @@ def topic_changes(text: str) -> list[Change]:
     for word in words[1:]:
         key, value = name_value(word, "--topic", "\"test-topic rf=3 min.isr=2\"", need_value=True)
         key = _TOPIC_KEYS.get(key, key)
-        if key == "partitions":
-            raise KafkalabError(f"--topic {text!r}: partitions are added during a run, not planned: an action "
-                                f"does it, e.g. --action \"progress 50% -> add-partitions topic {topic} {word}\"")
-        if key in ("replication_factor", "min.insync.replicas") and not value.isdigit():
+        if key in _WHOLE_TOPIC_KEYS and not value.isdigit():
             raise KafkalabError(f"--topic {text!r}: {key} must be a whole number, not {value!r}")
         out.append(Change(ChangeKind.TOPIC, f"topic.{topic}.{key}", value, topic=topic))
     return out

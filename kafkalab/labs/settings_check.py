@@ -20,7 +20,7 @@ from kafkalab.labs.fix import Change, ChangeKind
 from kafkalab.labs.model import Lab
 from kafkalab.labs.run_deps import lab_distribution
 
-OWN_TOPIC_KEYS = ("replication_factor",)  # kafkalab's, not a topic config: the topic's plan checks it
+OWN_TOPIC_KEYS = ("replication_factor", "partitions")  # kafkalab's, not topic configs: the topic's plan checks them
 Label = Callable[[str, str], str]  # (name, value) -> where the setting was written, for a refusal
 
 

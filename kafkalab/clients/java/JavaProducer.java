@@ -128,6 +128,7 @@ public final class JavaProducer {
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(o.num("producer.request-timeout")));
         p.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, Integer.toString(o.num("producer.retry-backoff")));
         p.put("retry.backoff.max.ms", Integer.toString(o.num("producer.retry-max"))); // Kafka 3.7+ (KIP-580)
+        p.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, Integer.toString(o.num("producer.metadata-max-age")));
         return p;
     }
 
