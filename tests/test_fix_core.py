@@ -225,3 +225,19 @@ def test_a_broker_line_takes_one_setting_and_says_so() -> None:
     with pytest.raises(KafkalabError, match="one broker setting a line") as err:
         change_from_text(3, "broker offsets.topic.replication.factor=1 -consumer.auto-offset-reset")
     assert "'-consumer.auto-offset-reset' on a line of its own" in str(err.value)
+
+
+@pytest.mark.parametrize("line, says", [
+    ("ebroker offsets.topic.replication.factor=1", "'ebroker' is not name=value: write e.g. producer.acks=all"),
+    ("broker offsets.topic.replication.factor", "broker 'offsets.topic.replication.factor' is not name=value"),
+    ("topic test-topic rf=x", "topic 'test-topic rf=x': replication_factor must be a whole number"),
+    ("action soon replicate", "e.g. action brokers >= 3 -> replicate topic test-topic rf=3"),
+    ("lingering=5", "lingering is not a producer.* or consumer.* setting"),
+])
+def test_the_prompts_errors_quote_what_was_typed_there_never_a_flag(line: str, says: str) -> None:
+    """The console's change prompt answered a line it could not read with the command line's words ("-D 'ebroker'
+    is not name=value: write e.g. -D producer.acks=all"), which the attendee never typed."""
+    with pytest.raises(KafkalabError) as refused:
+        change_from_text(3, line)
+    assert says in str(refused.value)
+    assert not re.search(r"(^|\s)(-D|--topic|--broker-config|--action)\b", str(refused.value))

@@ -84,58 +84,87 @@ class Change:
         return f"{self.name}={self.value}"
 
 
-def setting_change(text: str) -> Change:
+@dataclass(frozen=True)
+class Spelling:
+    """How a person writes each kind of change where they type it, so an error quotes the form they typed: the
+    command line's flags (``-D``, ``--topic "..."``), or the console prompt's leading words (``topic ...``)."""
+
+    setting: str
+    topic: str
+    broker: str
+    action: str
+    quoted: bool  # a value with spaces goes in quotes (a shell's word)
+
+    def said(self, flag: str, text: str) -> str:
+        """What was typed, as typed: ``--topic 'x y'``, or ``'x y'`` at the prompt's setting line."""
+        return f"{flag} {text!r}" if flag else repr(text)
+
+    def example(self, flag: str, text: str) -> str:
+        """``text`` written the way this form takes it: ``--topic "test-topic rf=3"`` or ``topic test-topic rf=3``."""
+        written = f'"{text}"' if self.quoted and " " in text else text
+        return f"{flag} {written}" if flag else written
+
+
+COMMAND_LINE = Spelling("-D", "--topic", "--broker-config", "--action", quoted=True)
+PROMPT = Spelling("", "topic", "broker", "action", quoted=False)
+
+
+def setting_change(text: str, spelling: Spelling = COMMAND_LINE) -> Change:
     """``producer.acks=all`` (``-D``); Kafka's name of a setting (``enable.idempotence=true``) is kept under
     kafkalab's (``producer.idempotent``), which allow-lists and rules name."""
-    written, value = name_value(text, "-D", "producer.acks=all", need_value=True)
+    flag = spelling.setting
+    written, value = name_value(text, flag, "producer.acks=all", need_value=True)
     name = canonical_name(written)
     if not name.startswith(("producer.", "consumer.", "processor.")):
-        raise KafkalabError(f"-D {text!r}: {name} is not a producer.* or consumer.* setting, nor Kafka's name of "
-                            "one (`kafkalab produce --options` lists them): e.g. -D producer.acks=all")
+        raise KafkalabError(f"{spelling.said(flag, text)}: {name} is not a producer.* or consumer.* setting, nor "
+                            "Kafka's name of one (`kafkalab produce --options` lists them): e.g. "
+                            f"{spelling.example(flag, 'producer.acks=all')}")
     return Change(ChangeKind.SETTING, name, value, written="" if name == written else written)
 
 
-def broker_change(text: str) -> Change:
+def broker_change(text: str, spelling: Spelling = COMMAND_LINE) -> Change:
     """``unclean.leader.election.enable=true`` (``--broker-config``)."""
-    name, value = name_value(text, "--broker-config", "min.insync.replicas=2", need_value=True)
+    name, value = name_value(text, spelling.broker, "min.insync.replicas=2", need_value=True)
     if len(value.split()) > 1:  # "broker X=1 -consumer.y" read 1 -consumer.y as the value: say what went wrong
         raise KafkalabError(f"broker {text.strip()}: one broker setting a line (its value has no spaces): put "
                             f"{value.split(maxsplit=1)[1]!r} on a line of its own")
     return Change(ChangeKind.BROKER, f"broker.{name.removeprefix('broker.')}", value)
 
 
-def topic_changes(text: str) -> list[Change]:
+def topic_changes(text: str, spelling: Spelling = COMMAND_LINE) -> list[Change]:
     """``test-topic rf=3 partitions=8 min.isr=2 retention.ms=1000`` (``--topic``): one change per setting."""
+    flag, said = spelling.topic, spelling.said(spelling.topic, text)
+    example = spelling.example(flag, "test-topic rf=3 min.isr=2")
     words = text.split()
     if len(words) < 2 or "=" in words[0]:
-        raise KafkalabError(f"--topic {text!r}: give the topic, then its settings: "
-                            "e.g. --topic \"test-topic rf=3 min.isr=2\"")
+        raise KafkalabError(f"{said}: give the topic, then its settings: e.g. {example}")
     topic, out = words[0], []
     for word in words[1:]:
-        key, value = name_value(word, "--topic", "\"test-topic rf=3 min.isr=2\"", need_value=True)
+        key, value = name_value(word, "", example, need_value=True)
         key = _TOPIC_KEYS.get(key, key)
         if key in _WHOLE_TOPIC_KEYS and not value.isdigit():
-            raise KafkalabError(f"--topic {text!r}: {key} must be a whole number, not {value!r}")
+            raise KafkalabError(f"{said}: {key} must be a whole number, not {value!r}")
         out.append(Change(ChangeKind.TOPIC, f"topic.{topic}.{key}", value, topic=topic))
     return out
 
 
-def action_change(text: str, brokers: int) -> Change:
+def action_change(text: str, brokers: int, spelling: Spelling = COMMAND_LINE) -> Change:
     """``WHEN -> DO ON [key=value ...]``, e.g. ``brokers >= 3 -> replicate topic test-topic rf=3``: a fault of
     the attendee's own, fired beside the lab's timeline once WHEN holds."""
-    example = "--action \"brokers >= 3 -> replicate topic test-topic rf=3\""
+    flag, said = spelling.action, spelling.said(spelling.action, text)
+    example = spelling.example(flag, "brokers >= 3 -> replicate topic test-topic rf=3")
     m = _ACTION.fullmatch(text)
     if not m:
-        raise KafkalabError(f"--action {text!r} is not WHEN -> DO topic|group NAME [key=value]: e.g. {example}")
+        raise KafkalabError(f"{said} is not WHEN -> DO topic|group NAME [key=value]: e.g. {example}")
     if m["do"] not in ACTION_KINDS:
-        raise KafkalabError(f"--action {text!r}: {m['do']!r} is not an action: give one of {', '.join(ACTION_KINDS)}")
+        raise KafkalabError(f"{said}: {m['do']!r} is not an action: give one of {', '.join(ACTION_KINDS)}")
     raw: dict[str, object] = {"at": m["at"], "do": m["do"], "on": m["on"]}
     configs: dict[str, str] = {}
     for word in m["rest"].split():
-        key, value = name_value(word, "--action", example, need_value=True)
+        key, value = name_value(word, "", example, need_value=True)
         if key in ("rf", "replication_factor"):
             if not value.isdigit():
-                raise KafkalabError(f"--action {text!r}: rf must be a whole number, not {value!r}")
+                raise KafkalabError(f"{said}: rf must be a whole number, not {value!r}")
             raw["replication_factor"] = int(value)
         elif key == "reset":
             raw["reset"] = value
@@ -148,7 +177,7 @@ def action_change(text: str, brokers: int) -> Change:
     try:
         fault = make_fault(raw, brokers)
     except ValueError as exc:
-        raise KafkalabError(f"--action {text!r}: {exc}") from None
+        raise KafkalabError(f"{said}: {exc}") from None
     return Change(ChangeKind.ACTION, f"action.{m['do']}", text.strip(), fault)
 
 
@@ -244,12 +273,12 @@ def change_from_text(brokers: int, text: str) -> list[Change]:
     ``action brokers >= 3 -> replicate topic T rf=3``."""
     word, _, rest = text.strip().partition(" ")
     if word == "topic":
-        return topic_changes(rest)
+        return topic_changes(rest, PROMPT)
     if word == "broker":
-        return [broker_change(rest)]
+        return [broker_change(rest, PROMPT)]
     if word == "action":
-        return [action_change(rest, brokers)]
-    return [setting_change(setting) for setting in text.split()]
+        return [action_change(rest, brokers, PROMPT)]
+    return [setting_change(setting, PROMPT) for setting in text.split()]
 
 
 def partitions_line(text: str) -> tuple[str, int] | None:
