@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import psutil
+
+from kafkalab.errors import KafkalabError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -96,12 +99,19 @@ def on_platforms(labs: list[Lab], wanted: str) -> list[Lab]:
 
 def played_by(labs: list[Lab], clients: str) -> list[Lab]:
     """``labs`` with their producer and consumers played by ``clients``: python (kafkalab's own, as shipped) or
-    java (kafkalab's Java clients, the fidelity runs of docs/foreign-clients.md)."""
+    java (kafkalab's Java clients, the fidelity runs of docs/foreign-clients.md). A lab they cannot play is left
+    out, saying why on stderr."""
     if clients == "python":
         return labs
     from kafkalab.feeds.players import java_templates
 
-    return [lab.with_commands(*java_templates(lab)) for lab in labs]
+    played: list[Lab] = []
+    for lab in labs:
+        try:
+            played.append(lab.with_commands(*java_templates(lab)))
+        except KafkalabError as exc:
+            print(f"left out: {exc}", file=sys.stderr)
+    return played
 
 
 def add_clients_arg(parser: argparse.ArgumentParser) -> None:

@@ -206,6 +206,16 @@ def test_a_reporting_consumers_partitions_are_its_own_not_a_dead_members_held_in
             c.join(10)
 
 
+def test_java_clients_refuse_a_transactional_lab_before_anything_starts(tmp_path: Path) -> None:
+    """hanging-transaction with --clients java: the Java producer exited at once (it sends no transactions), and the
+    run waited 90 s for faults that could then never fire, then judged nothing."""
+    done = kafkalab("run", "hanging-transaction", "--headless", "--clients", "java", "--runs-dir", str(tmp_path),
+                    timeout=60)
+    assert done.returncode == 2
+    assert "producer is transactional and kafkalab's Java producer sends no transactions yet" in done.stderr
+    assert not list(tmp_path.iterdir())  # no run was started
+
+
 def test_kafkalabs_java_consumer_reports_before_any_rebalance(tmp_path: Path) -> None:
     """no-commits with Java consumers: consumer 3 never got a partition, so it never reported a rebalance and was
     taken for a consumer that reports nothing; its wait read "not observed" and the graded check NOT GRADED,

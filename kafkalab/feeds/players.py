@@ -22,10 +22,15 @@ def is_player_line(text: str) -> bool:
 
 
 def java_templates(lab: Lab) -> tuple[str, str]:
-    """kafkalab's Java clients' commands for the Kafka release ``lab`` runs on."""
+    """kafkalab's Java clients' commands for the Kafka release ``lab`` runs on; KafkalabError (one line) for a lab
+    they cannot play, before anything starts (its producer's command would exit at once, and the run wait out
+    faults that can then never fire)."""
     from kafkalab.clients.java_client import java_command_templates
     from kafkalab.labs.run_deps import lab_distribution
 
+    if lab.producer.config.transaction_id is not None:
+        raise KafkalabError(f"lab {lab.id}'s producer is transactional and kafkalab's Java producer sends no "
+                            "transactions yet: play it with clients python, or with your own command")
     return java_command_templates(lab_distribution(lab.cluster.kafka_version))
 
 
