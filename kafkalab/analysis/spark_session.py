@@ -288,3 +288,17 @@ def end_jvm() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        _forget_jvm()
+
+
+def _forget_jvm() -> None:
+    """pyspark's own memory of the JVM just ended, gone too: the next start launches a new one (kept, the next
+    run of `kafkalab run --repeat` joined the dead gateway: "Connection refused", and no analysis)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
