@@ -206,7 +206,7 @@ def test_a_reporting_consumers_partitions_are_its_own_not_a_dead_members_held_in
             c.join(10)
 
 
-def test_java_clients_refuse_a_transactional_lab_before_anything_starts(tmp_path: Path) -> None:
+def test_java_clients_refuse_a_lab_they_cannot_play_before_anything_starts(tmp_path: Path) -> None:
     """hanging-transaction with --clients java: the Java producer exited at once (it sends no transactions), and the
     run waited 90 s for faults that could then never fire, then judged nothing."""
     done = kafkalab("run", "hanging-transaction", "--headless", "--clients", "java", "--runs-dir", str(tmp_path),
@@ -214,6 +214,10 @@ def test_java_clients_refuse_a_transactional_lab_before_anything_starts(tmp_path
     assert done.returncode == 2
     assert "producer is transactional and kafkalab's Java producer sends no transactions yet" in done.stderr
     assert not list(tmp_path.iterdir())  # no run was started
+    piped = kafkalab("run", "exactly-once-pipeline", "--headless", "--clients", "java", "--runs-dir", str(tmp_path),
+                     timeout=60)  # graded so, the processor's duplicates passed as none: a row judged on nothing
+    assert piped.returncode == 2 and "its output's duplicates cannot be told" in piped.stderr
+    assert not list(tmp_path.iterdir())
 
 
 def test_kafkalabs_java_consumer_reports_before_any_rebalance(tmp_path: Path) -> None:

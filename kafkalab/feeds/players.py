@@ -31,6 +31,10 @@ def java_templates(lab: Lab) -> tuple[str, str]:
     if lab.producer.config.transaction_id is not None:
         raise KafkalabError(f"lab {lab.id}'s producer is transactional and kafkalab's Java producer sends no "
                             "transactions yet: play it with clients python, or with your own command")
+    if lab.processor is not None:  # its resends logged as sends: by content, a copy written twice reads as one
+        raise KafkalabError(f"lab {lab.id}'s processor passes on its input's message ids, and kafkalab's Java "
+                            "producer writes none, so its output's duplicates cannot be told: play it with "
+                            "clients python")
     return java_command_templates(lab_distribution(lab.cluster.kafka_version))
 
 
