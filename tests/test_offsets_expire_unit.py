@@ -151,3 +151,28 @@ def test_the_list_adds_groups_forgotten_once_their_offsets_expired_not_those_som
     monkeypatch.setattr(groups_module.Groups, "list", lambda _self: [GroupListing("live", "Stable", False)])
     listed = groups_module.Groups(SimpleNamespace(timeout_s=1.0)).listed_with_gone()  # type: ignore[arg-type]
     assert listed == [GroupListing("expired", "Dead", False, GONE), GroupListing("live", "Stable", False, deleted)]
+
+
+def test_the_group_helper_closes_the_last_clusters_offsets_reader_when_the_cluster_changes() -> None:
+    """Each lab run is a new cluster: the helper kept every earlier cluster's __consumer_offsets reader open, each
+    an assigned consumer fetching from, and dialling, brokers long gone, for the whole class."""
+    from kafkalab.admin.group_helper import Answerer
+    from kafkalab.admin.offsets_log import OffsetsLog
+
+    logs: list[OffsetsLog] = []
+
+    class Client:
+        def __init__(self, log: OffsetsLog) -> None:
+            log._reader()  # a console's Groups tab read the log: its reader is open
+            logs.append(log)
+
+        def listed_with_gone(self, wait_s: float) -> list[object]:
+            return []
+
+    answerer = Answerer(lambda bootstrap, timeout_s, log: Client(log))  # type: ignore[arg-type,return-value]
+    answerer.answer("127.0.0.1:1", 1, 1.0, 1.0)
+    answerer.answer("127.0.0.1:1", 2, 1.0, 1.0)  # the next run's cluster, on the same ports
+    assert len(logs) == 2 and logs[0] is not logs[1]
+    assert logs[0]._consumer is None  # closed
+    assert logs[1]._consumer is not None
+    logs[1].close()

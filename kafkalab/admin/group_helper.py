@@ -50,6 +50,8 @@ class Answerer:
         generation (:class:`~kafkalab.admin.helper_process.ClusterGenerations`)."""
         key = (bootstrap, cluster)
         if self._log is None or self._log[0] != key:
+            if self._log is not None:
+                self._log[1].close()  # the last cluster's reader would go on dialling its gone brokers
             self._log = (key, OffsetsLog(bootstrap))
         if self._current is None or self._current[0] != key:
             self._current = (key, self._make(bootstrap, timeout_s, self._log[1]))

@@ -245,6 +245,14 @@ class OffsetsLog:
             return
         self._retention_min = int(entry.value) if entry is not None and entry.value is not None else None
 
+    def close(self) -> None:
+        """The reader closed: its cluster is gone, and an assigned consumer fetches (and reconnects) until closed."""
+        with self._lock:
+            if self._consumer is not None:
+                self._consumer.close()
+                self._consumer = None
+            self._at_end.clear()
+
     def _reader(self) -> Consumer:
         from confluent_kafka import Consumer
 
