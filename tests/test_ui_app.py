@@ -221,6 +221,8 @@ async def test_start_and_stop_run_fill_the_results_pane() -> None:
         headings = [str(c.header) for c in table.columns]
         assert headings == ["part", "acked", "proc.", "lost", "dupl.", "redel.", "reord.", "leader moves", "recov."]
         assert [str(c) for c in table.columns[1].cells] == ["83,133"] * 6
+        # its samples are a key away, and the pane says which (no footer has room for it at 100x30)
+        assert "a shows samples of these records" in str(app.query_one("#totals", Static).render())
 
 
 @sync

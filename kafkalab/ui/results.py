@@ -123,6 +123,7 @@ def grade_card(grade: Grade) -> Group:
     return Group(verdict, table, what, score)
 
 
+SAMPLES_HINT = "a shows samples of these records (partition, offset, message id)"
 NO_REPORT_YET = "No report yet: when a run ends, its verdict, per-partition counts and throughput chart appear here."
 NO_REPORTS = ("No reports here: the default workload (g) is not analysed; its throughput shows below while it "
               "runs. A lab's run ends in a report here: `kafkalab console LAB` (`kafkalab labs` lists them).")
@@ -193,6 +194,8 @@ class ResultsPane(VerticalScroll):
         moved = moved_text(report.per_partition, frame.leadership)  # right under the verdict, the run's point
         if moved is not None:
             totals = moved.append("\n").append_text(totals) if totals.plain else moved
+        if any(report.samples.values()):  # which records: no room for them here, and the key is in no footer
+            totals.append("\n" if totals.plain else "").append(SAMPLES_HINT, style="dim")
         self.query_one("#totals", Static).update(totals)
         self.query_one("#totals", Static).set_class(not totals.plain, "-empty")
         self.query_one("#per-partition", Static).update(partition_table(report.per_partition)
