@@ -23,6 +23,8 @@ CONSUMER_COLUMNS = (
 )
 PRODUCER_STATUSES = ("acked", "failed", "unknown")
 ABORTED = "ABORTED"  # a failed record's error when its transaction did not commit (the producer's, the processor's)
+# a failed record's error when its send() blocked (its buffer full) past max.block.ms: Kafka's TimeoutException
+MAX_BLOCK_TIMED_OUT = "MAX_BLOCK_TIMED_OUT"
 MSG_ID_HEADER = "kafkalab-msg-id"
 TYPED_MSG_ID = "typed"  # the header's value on a record typed by hand
 # a well-formed message id, run:producer:seq with exactly two colons (a regex both Python and Spark read)

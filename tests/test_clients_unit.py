@@ -34,6 +34,23 @@ def test_how_soon_the_producer_sees_added_partitions_is_its_metadata_max_age(nam
     assert conf["topic.metadata.refresh.interval.ms"] == 2000
 
 
+@pytest.mark.parametrize(("names", "kbytes", "max_block_ms"), [
+    (("producer.buffer-memory", "producer.max-block"), 64, 3000),
+    (("buffer.memory", "max.block.ms"), 64, 3000),
+])
+def test_the_send_buffer_is_buffer_memory_in_kbytes_and_its_wait_max_block(names: tuple[str, str], kbytes: int,
+                                                                            max_block_ms: int) -> None:
+    cfg = ProducerConfig.from_settings({names[0]: str(kbytes * 1024), names[1]: str(max_block_ms)})
+    conf = cfg.librdkafka()
+    assert conf["queue.buffering.max.kbytes"] == kbytes and cfg.max_block_ms == max_block_ms
+    assert conf["queue.buffering.max.messages"] > kbytes * 1024  # bytes bind, as in the Java client's buffer
+
+
+def test_the_send_buffer_defaults_are_kafkas() -> None:
+    cfg = ProducerConfig.from_settings({})
+    assert cfg.librdkafka()["queue.buffering.max.kbytes"] == 32768 and cfg.max_block_ms == 60000
+
+
 @pytest.mark.parametrize(
     ("settings", "idempotent", "note"),
     [

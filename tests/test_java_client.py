@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from kafkalab.clients.java_client import java_client_argv, java_command_template
 from kafkalab.clients.options import role_options
 from kafkalab.cluster import Cluster
 from kafkalab.kafka_install import Distribution, java_helpers, locate
+from kafkalab.logformat import MAX_BLOCK_TIMED_OUT
 from tests.helpers import wait_until
 from tests.test_clients_cluster import java_partition
 
@@ -77,6 +79,19 @@ def test_bad_values_are_one_line_and_exit_2(distribution: Distribution, tmp_path
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "heartbeat-interval must be lower" in done.stderr
     assert not list(tmp_path.iterdir())  # no log opened
+
+
+def test_a_send_blocked_past_max_block_is_counted_by_the_reason_kafkalabs_producer_gives(
+        distribution: Distribution, tmp_path: Path) -> None:
+    """No broker answers: each send() blocks on the topic's metadata for max.block.ms, then fails its record."""
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = java_client_argv(distribution, "producer", {
+        "bootstrap.server": f"127.0.0.1:{port}", "producer.num-records-per-roll": "3", "producer.max-block": "300"})
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == REPORT_PREFIX + f'{{"attempted":3,"failed":{{"{MAX_BLOCK_TIMED_OUT}":3}}}}'
 
 
 def test_the_build_is_cached_per_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

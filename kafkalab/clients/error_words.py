@@ -51,6 +51,7 @@ FAILURE_WORDS = {
     "_PURGE_QUEUE": "purged before it was sent",
     "UNKNOWN_TOPIC_OR_PART": "unknown topic or partition",
     "ABORTED": "transaction aborted",
+    "MAX_BLOCK_TIMED_OUT": "send() blocked past max.block.ms",
 }
 
 

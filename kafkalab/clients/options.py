@@ -120,6 +120,10 @@ PRODUCER_OPTIONS = (
          kafka="retry.backoff.max.ms", kafka_both=True),
     _int("producer.metadata-max-age", 300000, "ms between metadata refreshes: how late it sees partitions added",
          maximum=3_600_000, kafka="metadata.max.age.ms", kafka_both=True),
+    _int("producer.max-block", 60000, "ms a send() may block (its buffer full) before it fails the record",
+         kafka="max.block.ms"),
+    _int("producer.buffer-memory", 33554432, "bytes of records the producer holds unsent; once full, send() blocks",
+         minimum=1024, kafka="buffer.memory"),  # librdkafka counts its buffer in kbytes
     Option("producer.transaction-id", None, "str", "transactional: records sent in transactions, acked once "
            "committed (needs idempotence); unset: not transactional", kafka="transactional.id"),
     _int("producer.transaction-timeout", 60000, "ms a transaction may stay open before its coordinator aborts it "
@@ -363,6 +367,8 @@ class ProducerConfig(ClientConfig):
     retry_backoff_ms: int
     retry_max_ms: int
     metadata_max_age_ms: int = 300000
+    max_block_ms: int = 60000
+    buffer_memory: int = 33554432  # bytes
     transaction_id: str | None = None  # transactional when set
     transaction_timeout_ms: int = 60000
     records_per_transaction: int = 100
@@ -419,7 +425,8 @@ class ProducerConfig(ClientConfig):
             linger_ms=v["producer.linger"], retries=v["producer.retries"],
             delivery_timeout_ms=v["producer.delivery-timeout"], request_timeout_ms=v["producer.request-timeout"],
             retry_backoff_ms=v["producer.retry-backoff"], retry_max_ms=v["producer.retry-max"],
-            metadata_max_age_ms=v["producer.metadata-max-age"], transaction_id=transaction_id,
+            metadata_max_age_ms=v["producer.metadata-max-age"], max_block_ms=v["producer.max-block"],
+            buffer_memory=v["producer.buffer-memory"], transaction_id=transaction_id,
             transaction_timeout_ms=v["producer.transaction-timeout"],
             records_per_transaction=v["producer.records-per-transaction"],
         )
@@ -449,8 +456,9 @@ class ProducerConfig(ClientConfig):
             "retry.backoff.max.ms": self.retry_max_ms,
             "topic.metadata.refresh.interval.ms": self.metadata_max_age_ms,  # the Java client's metadata.max.age.ms
             "partitioner": "murmur2_random",  # the Java client's keyed partitioning
-            "queue.buffering.max.kbytes": 32768,  # the Java client's buffer.memory
-            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": self.buffer_memory // 1024,  # the Java client's buffer.memory
+            "queue.buffering.max.messages": INT32_MAX,  # the Java client's buffer counts bytes only
+            # max.block.ms is no librdkafka setting: produce() refuses at once, producer_loop waits up to it
             "compression.type": "none",
             **self._transactions(),
         }

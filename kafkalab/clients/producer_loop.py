@@ -1,7 +1,9 @@
 """The course producer's send loop, run as ``python -m kafkalab.clients.producer_loop`` by ``Producer``.
 
 N rolls of records keyed 0..n-1, every delivery outcome in the payload log. A full send buffer (leaders
-gone) makes the loop wait and retry, as the Java ``send()`` blocks, so the producer halts rather than fails.
+gone) makes the loop wait and retry, as the Java ``send()`` blocks: the producer halts, and once a send has
+waited ``producer.max-block`` (max.block.ms) that record fails, ``MAX_BLOCK_TIMED_OUT`` (never sent, as Kafka's
+``send()`` throws a TimeoutException), and the loop goes on to the next one, as an app that ignores it does.
 Spoken to as ``child_io`` describes: the spec is the validated config's fields, the log dir, the run id and
 the value seed; the words are ``stop`` (drain, then close), ``abort`` (purge, then close) and ``crash``
 (outstanding records dropped unlogged, the log left ``.partial``).
@@ -20,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from enum import Enum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,7 @@ from kafkalab.clients.payload_log import Headers, PayloadLog, csv_field, max_seq
 from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.clients.stats import ClientState, RateMeter
 from kafkalab.errors import KafkalabError
-from kafkalab.logformat import ABORTED, MSG_ID_HEADER, PRODUCER_COLUMNS
+from kafkalab.logformat import ABORTED, MAX_BLOCK_TIMED_OUT, MSG_ID_HEADER, PRODUCER_COLUMNS
 
 _POLL_EVERY = 512  # records between serving delivery reports (and flushing the log)
 _STALL_AFTER_S = 1.0  # a send blocked this long is reported as a stall
@@ -42,6 +45,14 @@ _UNKNOWN_ERRORS = frozenset({"_PURGE_INFLIGHT"})  # sent, outcome never learned
 _STATS_EVERY_S = 0.25
 _TXN_CALL_S = 1.0  # a transaction call waits this long at a time, so that a control word is obeyed meanwhile
 _TXN_INIT_S = 60.0  # init_transactions gives up after this long
+
+
+class _Blocked(Enum):
+    """How a send the full buffer refused ended."""
+
+    SENT = "sent"
+    FAILED = "failed"  # blocked past max.block.ms: the record failed, never sent
+    STOPPED = "stopped"  # told to stop meanwhile
 
 
 class _Pending:
@@ -161,16 +172,19 @@ class ProducerLoop:
                 report = partial(on_delivery, seq)
                 if transactional and not self._txn_open:
                     self._begin_transaction(rd)
+                blocked = _Blocked.SENT
                 try:
                     produce(topic, value, key, on_delivery=report, headers=headers)
                 except BufferError:
-                    if not self._produce_blocked(rd, topic, value, key, headers, report):
-                        return
+                    blocked = self._produce_blocked(rd, topic, value, key, headers, report)
                 except KafkaException as exc:  # a transaction in error refuses records: end it, send in the next
-                    if not self._refused_in_transaction(rd, exc) or not self._produce_blocked(
-                            rd, topic, value, key, headers, report):
-                        return
-                if transactional:
+                    blocked = (self._produce_blocked(rd, topic, value, key, headers, report)
+                               if self._refused_in_transaction(rd, exc) else _Blocked.STOPPED)
+                if blocked is _Blocked.STOPPED:
+                    return
+                if blocked is _Blocked.FAILED:
+                    self._fail_blocked(seq, key, value)
+                elif transactional:
                     txn[seq] = _Pending(key, value)
                 seq += 1
                 self.attempted += 1
@@ -190,17 +204,23 @@ class ProducerLoop:
                 self._idle(rd, cfg.wait_after_roll_ms / 1000)
 
     def _produce_blocked(self, rd: _RdProducer, topic: str, value: bytes, key: bytes,
-                         headers: Headers, report: partial[None]) -> bool:
-        """Retry a send the full buffer refused; False when told to stop meanwhile."""
+                         headers: Headers, report: partial[None]) -> _Blocked:
+        """Retry a send the full buffer refused, for up to max.block.ms."""
         assert self._log is not None
         self._blocked_since = since = time.monotonic()
+        max_block_s = self.config.max_block_ms / 1000
         stalled = False
         while True:
             if rd.poll(0.1):
                 self._log.flush()
             self._meter.sample(self.acked)
             if self._stop.is_set():
-                return False
+                return _Blocked.STOPPED
+            if (blocked_s := time.monotonic() - since) >= max_block_s:
+                if stalled:
+                    self.state = ClientState.RUNNING
+                    self._emit("resumed", f"send() gave up after {blocked_s:.1f}s (max.block.ms): the record failed")
+                return _Blocked.FAILED
             try:
                 if self._transactional and not self._txn_open:
                     self._begin_transaction(rd)
@@ -213,12 +233,24 @@ class ProducerLoop:
                 continue
             except KafkaException as exc:
                 if not self._refused_in_transaction(rd, exc):
-                    return False
+                    return _Blocked.STOPPED
                 continue
             if stalled:
                 self.state = ClientState.RUNNING
                 self._emit("resumed", f"sending again after {time.monotonic() - since:.1f}s")
-            return True
+            return _Blocked.SENT
+
+    def _fail_blocked(self, seq: int, key: bytes, value: bytes) -> None:
+        """A record its send() blocked on past max.block.ms: logged failed, never sent (a transaction it was for
+        cannot commit, as Kafka's producer then aborts it)."""
+        first = MAX_BLOCK_TIMED_OUT not in self._failed
+        self._failed[MAX_BLOCK_TIMED_OUT] = self._failed.get(MAX_BLOCK_TIMED_OUT, 0) + 1
+        self._write_row(seq, key, value, -1, -1, "failed", MAX_BLOCK_TIMED_OUT, int(time.time() * 1000))
+        if self._transactional:
+            self._txn_error = self._txn_error or MAX_BLOCK_TIMED_OUT
+        if first:
+            self._emit("error", f"send() failed: buffer full after max.block.ms={self.config.max_block_ms} "
+                                f"({MAX_BLOCK_TIMED_OUT}): the record dropped, the next one sent")
 
     def _idle(self, rd: _RdProducer, seconds: float) -> None:
         """Sleep between rolls while serving delivery reports."""

@@ -128,6 +128,8 @@ final class ClientOptions {
         num("producer.retry-backoff", 100, 1, 300_000, "retry.backoff.ms"),
         num("producer.retry-max", 1000, 1, 300_000, "retry.backoff.max.ms"),
         num("producer.metadata-max-age", 300000, 0, 3_600_000, "metadata.max.age.ms"),
+        num("producer.max-block", 60000, 0, INT32_MAX, "max.block.ms"),
+        num("producer.buffer-memory", 33554432, 1024, INT32_MAX, "buffer.memory"),
         str("producer.transaction-id", null, "transactional.id"),
         num("producer.transaction-timeout", 60000, 1000, INT32_MAX, "transaction.timeout.ms"),
         num("producer.records-per-transaction", 100, 1, INT32_MAX, ""));

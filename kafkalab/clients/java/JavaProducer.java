@@ -19,6 +19,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.IntegerSerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -102,6 +103,8 @@ public final class JavaProducer {
     private long sent;
     // a send() blocked longer than STALL_AFTER_MS (its buffer full) is a stall, as kafkalab's own producer says
     private static final long STALL_AFTER_MS = 1000;
+    // a record send() failed as its buffer stayed full past max.block.ms (kafkalab's name: logformat.py)
+    private static final String MAX_BLOCK_TIMED_OUT = "MAX_BLOCK_TIMED_OUT";
     private final Object sending = new Object();
     private long sendSince; // when the send() in progress began (0: none); guarded by sending
     private boolean stalled; // guarded by sending
@@ -129,6 +132,8 @@ public final class JavaProducer {
         p.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, Integer.toString(o.num("producer.retry-backoff")));
         p.put("retry.backoff.max.ms", Integer.toString(o.num("producer.retry-max"))); // Kafka 3.7+ (KIP-580)
         p.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, Integer.toString(o.num("producer.metadata-max-age")));
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Integer.toString(o.num("producer.max-block")));
+        p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, Integer.toString(o.num("producer.buffer-memory")));
         return p;
     }
 
@@ -239,32 +244,34 @@ public final class JavaProducer {
 
     private void sendOne(KafkaProducer<Integer, String> producer, ClientOptions.PayloadLog log, int key,
                          String value) {
+        Thread sender = Thread.currentThread(); // send() itself fails a record it blocked on past max.block.ms
         try {
             producer.send(new ProducerRecord<>(topic, key, value), (metadata, error) -> {
                 if (error == null) {
                     acked.incrementAndGet();
                     log.line(metadata.topic(), metadata.partition(), Integer.toString(key), value);
                 } else {
-                    failed(error);
+                    failed(Thread.currentThread() == sender && error instanceof TimeoutException
+                        ? MAX_BLOCK_TIMED_OUT : errorName(error));
                     System.err.println(name + ": record key " + key + " to " + topic + " failed: "
                         + ClientOptions.reason(error));
                 }
             });
         } catch (KafkaException e) { // what send() throws rather than reports (an API error goes to the callback)
-            failed(e);
+            failed(errorName(e));
             System.err.println(name + ": record key " + key + " to " + topic + " failed: " + ClientOptions.reason(e));
         }
     }
 
-    private void failed(Exception error) {
+    private void failed(String reason) {
         failed.incrementAndGet();
-        failedBy.computeIfAbsent(errorName(error), k -> new AtomicLong()).incrementAndGet();
+        failedBy.computeIfAbsent(reason, k -> new AtomicLong()).incrementAndGet();
     }
 
     /** Kafka's name for the error, as librdkafka names it for kafkalab's own producer: a delivery timeout is
      *  _MSG_TIMED_OUT there, REQUEST_TIMED_OUT to the Java client's Errors. */
     static String errorName(Exception error) {
-        if (error instanceof org.apache.kafka.common.errors.TimeoutException) return "_MSG_TIMED_OUT";
+        if (error instanceof TimeoutException) return "_MSG_TIMED_OUT";
         return Errors.forException(error).name();
     }
 
