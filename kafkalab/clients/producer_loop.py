@@ -12,8 +12,10 @@ With ``producer.transaction-id`` the records go in transactions of ``producer.re
 send them, commit. A record is acknowledged only once its transaction committed: its delivery report is kept
 until then and logged ``acked`` after the commit; a transaction that fails to commit, or is aborted, has its
 records logged ``failed`` with the error ``ABORTED`` (at the offsets the brokers wrote them, if they did). ``stop``
-and ``abort`` abort the open transaction; ``crash`` leaves it open, its records unlogged, as a killed producer
-leaves it (its coordinator aborts it after ``transaction.timeout.ms``).
+and ``abort`` abort the open transaction; ``crash`` leaves it open, as a killed producer leaves it (its
+coordinator aborts it after ``transaction.timeout.ms``), and logs its records as what they will be: ``failed``,
+``ABORTED`` (nobody else can commit it), or ``unknown`` if its commit was asked before the crash. Unlogged, a
+consumer that read them (read_uncommitted) counted them as records nobody sent, not as aborted ones.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class ProducerLoop:
         self.txn_committed = 0
         self.txn_aborted = 0
         self._txn_open = False
+        self._committing = False  # the open transaction's commit asked: a crash leaves its fate unknown
         self._txn: dict[int, _Pending] = {}
         self._txn_written = 0  # records of the open transaction the brokers acknowledged
         self._txn_error = ""  # the first failure in the open transaction: it cannot commit
@@ -266,7 +269,9 @@ class ProducerLoop:
         if not self._crash and self._txn_open:
             self._end_transaction(rd)  # committed when every record was sent, else (stopped) aborted
         if self._crash:
-            left_open = (f"; its transaction of {len(self._txn)} records left open" if self._txn_open else "")
+            left_open = (f"; its transaction of {len(self._txn)} records left open, logged as its coordinator ends "
+                         "it" if self._txn_open else "")
+            self._log_left_open()
             rd.purge(in_queue=True, in_flight=True, blocking=False)
             self.state = ClientState.CRASHED
             self._log.close(complete=False)
@@ -339,6 +344,7 @@ class ProducerLoop:
             return self._abort_transaction(rd, self._txn_error or ("stopped" if self._stop.is_set() else
                                                                     "no delivery reports in time"))
         deadline = time.monotonic() + self.config.transaction_timeout_ms / 1000 + 30
+        self._committing = True
         while True:
             try:
                 rd.commit_transaction(_TXN_CALL_S)
@@ -394,6 +400,16 @@ class ProducerLoop:
                                 f"{fatal.str()}")
         return True
 
+    def _log_left_open(self) -> None:
+        """A crash's open transaction, its records logged as they will end (the transaction itself left open for
+        its coordinator): aborted, as nobody else can commit it; unknown once its commit was asked."""
+        assert self._log is not None
+        if not self._txn_open:
+            return
+        status, error = ("unknown", "") if self._committing else ("failed", ABORTED)
+        for seq, rec in self._txn.items():
+            self._write_row(seq, rec.key, rec.value, rec.partition, rec.offset, status, error, rec.ts)
+
     def _log_transaction(self, status: str, error: str) -> None:
         """The open transaction's records, one row each, in the order they were sent; the transaction closed."""
         assert self._log is not None
@@ -407,7 +423,7 @@ class ProducerLoop:
             self._failed[error] = self._failed.get(error, 0) + len(self._txn)
         self._log.flush()
         self._txn.clear()
-        self._txn_open = False
+        self._txn_open = self._committing = False
         self._txn_written = 0
         self._txn_error = ""
 
