@@ -50,14 +50,20 @@ def matrix(sources: list[str]) -> dict[str, dict[str, Any]]:
     return labs
 
 
+def java_played(name: str) -> bool:
+    """A sitting whose clients were kafkalab's Java ones (``--clients java``): the same lessons by another client,
+    which the course's table (kafkalab's own clients) must not take for its runs."""
+    return name.startswith("labs-platforms-java")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="sources", default="",
                         help="results files to merge (names in benchmarks/results/, comma-separated; default: "
-                             "every labs-*.json)")
+                             "every labs-*.json but the Java clients' fidelity runs)")
     args = parser.parse_args()
     sources = (args.sources.split(",") if args.sources
-               else sorted(p.stem for p in RESULTS.glob("labs-*.json") if p.stem != NAME))
+               else sorted(p.stem for p in RESULTS.glob("labs-*.json") if p.stem != NAME and not java_played(p.stem)))
     if missing := [s for s in sources if not (RESULTS / f"{s}.json").is_file()]:
         parser.error(f"--from: no benchmarks/results/{missing[0]}.json (run benchmarks/bench_labs.py --name ...)")
     labs = matrix(sources)
