@@ -250,8 +250,7 @@ def stop_jvm(session: SparkSession) -> None:
             proc.wait(timeout=30)
         except Exception:
             proc.kill()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
+    _forget_jvm()
 
 
 # SIGTERM lets Spark's shutdown hooks remove its temp dirs; SIGKILL after this (they took over 5 s on 2 busy
