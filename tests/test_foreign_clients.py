@@ -218,6 +218,10 @@ def test_java_clients_refuse_a_lab_they_cannot_play_before_anything_starts(tmp_p
                      timeout=60)  # graded so, the processor's duplicates passed as none: a row judged on nothing
     assert piped.returncode == 2 and "its output's duplicates cannot be told" in piped.stderr
     assert not list(tmp_path.iterdir())
+    grown = kafkalab("fix", "partition-growth", "--clients", "java", "--runs-dir", str(tmp_path),
+                     timeout=60)  # graded PASS on key_reordered == 0, where its logs could not tell it
+    assert grown.returncode == 2 and "judged on key_reordered" in grown.stderr
+    assert not list(tmp_path.iterdir())
 
 
 def test_kafkalabs_java_consumer_reports_before_any_rebalance(tmp_path: Path) -> None:

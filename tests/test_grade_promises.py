@@ -233,3 +233,18 @@ def test_a_failure_seen_outranks_a_value_not_observed(tmp_path: Path) -> None:
     others = attempt.grade([run(tmp_path / "r3", 3, lab=lab), run(tmp_path / "r4", 4, lab=lab)])
     assert {r.mark for r in others.rows} == {RowMark.PASS}
     assert contradictions(g) == []
+
+
+def test_a_class_the_logs_cannot_tell_is_not_observed_never_zero() -> None:
+    """partition-growth played by Java clients graded PASS on ``key_reordered == 0``, seen 0, where report.json
+    said null: course-format logs carry no sequence numbers, and an absent count read as 0."""
+    from kafkalab.analysis.report import Report
+    from kafkalab.labs.expectations import Expectation
+    from kafkalab.labs.metrics import report_metrics
+
+    report = Report(run=None, totals={"lost": 0}, classes={"lost": 0, "key_reordered": None}, per_partition=[],
+                    samples={}, verdict="", inputs=[], elapsed_s=0.0)
+    values = report_metrics(report)
+    assert values["key_reordered"] == Unmeasured.NOT_OBSERVED and values["lost"] == 0.0
+    held, seen, _ = Expectation("key_reordered", "==", 0.0).evaluate(values)
+    assert not held and seen == Unmeasured.NOT_OBSERVED

@@ -25,6 +25,7 @@ def java_templates(lab: Lab) -> tuple[str, str]:
     """kafkalab's Java clients' commands for the Kafka release ``lab`` runs on; KafkalabError (one line) for a lab
     they cannot play, before anything starts (its producer's command would exit at once, and the run wait out
     faults that can then never fire)."""
+    from kafkalab.analysis.job import SEQUENCE_CLASSES
     from kafkalab.clients.java_client import java_command_templates
     from kafkalab.labs.run_deps import lab_distribution
 
@@ -35,6 +36,10 @@ def java_templates(lab: Lab) -> tuple[str, str]:
         raise KafkalabError(f"lab {lab.id}'s processor passes on its input's message ids, and kafkalab's Java "
                             "producer writes none, so its output's duplicates cannot be told: play it with "
                             "clients python")
+    if untold := sorted(lab.judged_metrics & set(SEQUENCE_CLASSES)):  # its row could only read "not observed"
+        raise KafkalabError(f"lab {lab.id} is judged on {' and '.join(untold)}, which needs each record's place in "
+                            "its producer's order, and kafkalab's Java clients write the course's log format, which "
+                            "has none: play it with clients python")
     return java_command_templates(lab_distribution(lab.cluster.kafka_version))
 
 

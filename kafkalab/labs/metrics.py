@@ -85,9 +85,7 @@ def foreign_blind(lab: Lab, reporting: Collection[str] = ()) -> list[str]:
             patterns += [p.format(id=c.local_id) for p in CONSUMER_INTERNALS
                          if not (told and p in CONSUMER_REPORTED)]
             patterns += [p.format(group=c.group) for p in GROUP_INTERNALS if not (told and p in GROUP_REPORTED)]
-    expectations = [*lab.expectations, *(lab.fix.expectations if lab.fix else ())]
-    named = {name for e in expectations for name in (e.metric, e.other) if name}
-    return sorted(n for n in named if any(fnmatch.fnmatchcase(n, p) for p in patterns))
+    return sorted(n for n in lab.judged_metrics if any(fnmatch.fnmatchcase(n, p) for p in patterns))
 
 
 def timeline_metrics(timeline: Timeline, topics: set[str], consumers: Iterable[int]) -> dict[str, Measured]:
@@ -292,14 +290,18 @@ def _owners(timeline: Timeline, groups: Mapping[str, str], group: str, until: fl
     return owner
 
 
-def report_metrics(report: Report) -> dict[str, float]:
+def report_metrics(report: Report) -> dict[str, Measured]:
+    """The report's classes and totals as metrics. A class the analysis could not tell (None: no audit log, or
+    course-format logs, which carry no sequence numbers) is not observed, never the 0 an absent count reads as."""
     from kafkalab.labs.expectations import REPORT_METRICS
 
-    out: dict[str, float] = {}
-    for name in REPORT_METRICS:  # a class left uncounted (None: no audit log) is no metric, whatever the totals
+    out: dict[str, Measured] = {}
+    for name in REPORT_METRICS:
         value = report.classes[name] if name in report.classes else report.totals.get(name)
         if isinstance(value, int | float):
             out[name] = float(value)
+        elif name in report.classes:
+            out[name] = Unmeasured.NOT_OBSERVED
     return out
 
 

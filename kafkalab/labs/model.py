@@ -216,6 +216,12 @@ class Lab:
         return " ".join(("kafkalab run", self.id, *self.run_flags(mode, version)))
 
     @property
+    def judged_metrics(self) -> set[str]:
+        """Every metric the lab's expectations name, its own and its fix's."""
+        expectations = (*self.expectations, *(self.fix.expectations if self.fix else ()))
+        return {name for e in expectations for name in (e.metric, e.other) if name}
+
+    @property
     def groups(self) -> set[str]:
         """The consumer groups the lab's clients are in (its processor's too)."""
         return {c.group for c in self.consumers} | ({self.processor.config.group_id} if self.processor else set())
