@@ -14,7 +14,7 @@ from kafkalab.analysis.job import CLASSES, Identity, Sample
 from kafkalab.analysis.report import Report
 from kafkalab.analysis.verdict import CLEAN, verdict
 from kafkalab.feeds.lab_source import sample_line
-from kafkalab.logformat import LogFormat, parse_msg_id
+from kafkalab.logformat import MAX_BLOCK_TIMED_OUT, LogFormat, parse_msg_id
 from tests.analysis_fixtures import spark_fixture  # noqa: F401 - the shared `spark` fixture
 from tests.analysis_reference import assert_matches_reference
 from tests.analysis_scenarios import RUN, TIMED_OUT, write_key_moves
@@ -87,6 +87,16 @@ def test_a_run_whose_only_trouble_is_timed_out_sends_says_so_not_no_anomaly() ->
     assert verdict(clean, 900, failed_by_reason={TIMED_OUT: 40}, causes=False) == \
         "40 records failed in the producer after its delivery timeout (delivery.timeout.ms)"
     assert verdict(clean, 900, failed_by_reason={"_PURGE_QUEUE": 2}) == CLEAN  # not a timeout: the app stopped it
+
+
+def test_sends_that_blocked_past_max_block_are_named_in_the_verdict() -> None:
+    """send-blocks: 7,000 records failed MAX_BLOCK_TIMED_OUT, and the verdict said "no anomaly"."""
+    clean = dict.fromkeys(CLASSES, 0)
+    blocked = "7,000 records were never sent: send() blocked past max.block.ms, its buffer full"
+    assert verdict(clean, 900, failed_by_reason={MAX_BLOCK_TIMED_OUT: 7000}, causes=False) == blocked
+    both = verdict(clean | {"duplicated": 3}, 900, failed_by_reason={TIMED_OUT: 40, MAX_BLOCK_TIMED_OUT: 7000})
+    assert both.endswith(f"; {TIMED_OUT_CLAUSE.format(n=40)}; {blocked}: the cluster did not lose them; the app "
+                         "must handle send()'s exception or they are gone")
 
 
 def test_key_order_verdict_counts_keys_when_known_and_is_short_after_another_finding() -> None:

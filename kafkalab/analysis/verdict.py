@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from kafkalab.analysis.job import Identity
 from kafkalab.analysis.report import DELIVERY_TIMEOUT, Report, loss_parts
+from kafkalab.logformat import MAX_BLOCK_TIMED_OUT
 
 # class -> (what the run saw, why it happens and what to do), in order of severity; {n} is the count. An
 # incident's verdict gives the first half only: the cause is the attendee's to find.
@@ -50,9 +51,14 @@ KEY_REORDERED_OF_KEYS = "{n} records of {k} keys were processed after a newer re
 SHORT = {"lost_by_brokers": "lost by brokers", "missed_by_consumers": "missed by consumers",
          "consumed_twice": "consumed twice", "key_reordered": "out of their key's order",
          "aborted_read": "aborted records read"}
-# no anomaly of the analysis's (the cluster lost nothing), yet the app's records are gone unless it handles them
-TIMED_OUT = ("{n} records failed in the producer after its delivery timeout (delivery.timeout.ms)",
-             ": the cluster did not lose them; the app must handle the failure or they are gone")
+# no anomaly of the analysis's (the cluster lost nothing), yet the app's records are gone unless it handles them:
+# failed sends by the producer's reason -> (what the run saw, why)
+GAVE_UP = (
+    (DELIVERY_TIMEOUT, "{n} records failed in the producer after its delivery timeout (delivery.timeout.ms)",
+     ": the cluster did not lose them; the app must handle the failure or they are gone"),
+    (MAX_BLOCK_TIMED_OUT, "{n} records were never sent: send() blocked past max.block.ms, its buffer full",
+     ": the cluster did not lose them; the app must handle send()'s exception or they are gone"),
+)
 CLEAN = "no anomaly: every acknowledged record was processed, once and in order"
 # logs without message ids (the course's): what the counts are of, and what they cannot see
 CLEAN_BY_CONTENT = "no anomaly: every acknowledged record was processed, as many times as it was acknowledged"
@@ -71,15 +77,16 @@ def verdict(classes: Mapping[str, int | None], acknowledged: int | None = None, 
     they are. ``causes=False``: what the run saw, not why (an incident's attendee finds the why). ``acks``: the
     producer's setting when known (a lab's run), so a loss under acks=all is not blamed on acks=0 or 1.
     ``identity``: how records were matched; by content, the line says so (its counts are of copies).
-    ``failed_by_reason``: failed sends per the producer's error; those its delivery timeout failed are named,
-    after the findings (the lesson itself where there is none). ``key_reordered_keys``: how many keys the
-    key_reordered records are of.
+    ``failed_by_reason``: failed sends per the producer's error; those its delivery timeout or a blocked send()
+    failed are named, after the findings (the lesson itself where there is none). ``key_reordered_keys``: how many
+    keys the key_reordered records are of.
     """
     typed_note = f"; {TYPED.format(n=f'{typed:,}')}" if typed else ""
     if identity is Identity.CONTENT:
         typed_note += BY_CONTENT
-    timed_out = (failed_by_reason or {}).get(DELIVERY_TIMEOUT, 0)
-    timed_out_line = TIMED_OUT[0].format(n=f"{timed_out:,}") + (TIMED_OUT[1] if causes else "") if timed_out else ""
+    failed = failed_by_reason or {}
+    timed_out_line = "; ".join(seen.format(n=f"{failed[reason]:,}") + (why if causes else "")
+                               for reason, seen, why in GAVE_UP if failed.get(reason))
     findings = [lesson for lesson in LESSONS if classes.get(lesson[0])]
     if classes.get("lost_by_brokers") is not None:
         findings = [lesson for lesson in findings if lesson[0] != "lost"]  # the split says it better
