@@ -21,9 +21,11 @@ from textual.app import App, ComposeResult
 from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.control_words import send_control
 from kafkalab.clients.options import ConsumerConfig, OptionsConflict, OptionsError, ProducerConfig
-from kafkalab.clients.stats import ClientEvent, ClientState, ProducerStats
+from kafkalab.clients.stats import HELD_SHOWN_AFTER_S, ClientEvent, ClientState, ProducerStats
 from kafkalab.cluster import Cluster
+from kafkalab.labs.metrics import consumer_metrics
 from kafkalab.logformat import ABORTED
+from kafkalab.ui.consumers import consumer_row
 from kafkalab.ui.line import Line, flow
 from kafkalab.ui.producer import ProducerPane, transactions_parts
 from tests.helpers import wait_until
@@ -90,10 +92,11 @@ def txn_producer(topic: str, transaction_id: str, **more: str) -> dict[str, str]
             **more}
 
 
-def reader(cluster: Cluster, tmp_path: Path, topic: str, level: str, local_id: int) -> Consumer:
+def reader(cluster: Cluster, tmp_path: Path, topic: str, level: str, local_id: int,
+           events: list[ClientEvent] | None = None) -> Consumer:
     return start_consumer(cluster.bootstrap, tmp_path, {
         "consumer.topic": topic, "consumer.group-id": f"{topic}-{level}", "consumer.auto-offset-reset": "earliest",
-        "consumer.isolation-level": level, "consumer.local-id": str(local_id)})
+        "consumer.isolation-level": level, "consumer.local-id": str(local_id)}, events)
 
 
 def read_all(consumer: Consumer, count: int, tmp_path: Path) -> list[dict[str, str]]:
@@ -181,8 +184,9 @@ def test_a_crashed_producer_leaves_its_transaction_open_and_read_committed_stops
     assert len(left_open) >= written and all((r["status"], r["error"]) == ("failed", ABORTED) for r in left_open)
     assert txn_states(cluster).get(transaction_id) == "Ongoing"  # left to its coordinator's timeout
 
+    told: list[ClientEvent] = []
     uncommitted = reader(cluster, tmp_path, topic, "read_uncommitted", 1)
-    committed = reader(cluster, tmp_path, topic, "read_committed", 2)
+    committed = reader(cluster, tmp_path, topic, "read_committed", 2, told)
     try:
         drain(uncommitted, 50 + written)
         drain(committed, 50)
@@ -191,11 +195,25 @@ def test_a_crashed_producer_leaves_its_transaction_open_and_read_committed_stops
         while time.monotonic() < deadline:
             assert committed.stats().processed == 50
             time.sleep(0.2)
+        # and it says why: held at the last stable offset, the open transaction past it
+        wait_until(lambda: committed.stats().held_s >= HELD_SHOWN_AFTER_S, 30, 0.1, "read_committed held")
+        assert committed.stats().state == ClientState.RUNNING
+        assert "held" in consumer_row(committed.stats())["state"].plain
+        assert uncommitted.stats().held == {} and uncommitted.stats().lso_wait_s is None
     finally:
         for consumer in (uncommitted, committed):
             consumer.stop()
     for consumer in (uncommitted, committed):
         assert consumer.join(60)
+    waited = committed.stats().lso_wait_s
+    assert waited is not None and waited >= HELD_SHOWN_AFTER_S and committed.stats().held == {}
+    # told on the timeline: each partition's hold once, then its end (the longest wait named)
+    held = [p for e in told if e.kind == "held" for p in e.partitions]
+    released = [e for e in told if e.kind == "released"]
+    assert held and sorted(held) == sorted(p for e in released for p in e.partitions)
+    assert any(f"waited {waited:.1f}s behind an open transaction" == e.detail for e in released)
+    metrics = consumer_metrics({1: [uncommitted.stats()], 2: [committed.stats()]}, {1: "u", 2: "c"})
+    assert metrics["consumer.2.lso_wait_s"] == waited and "consumer.1.lso_wait_s" not in metrics
     acked = {r["msg_id"] for r in produced[:50]}
     read_committed = [r["msg_id"] for r in rows(tmp_path / "consumer-2.csv")]
     read_uncommitted = {r["msg_id"] for r in rows(tmp_path / "consumer-1.csv")}

@@ -75,4 +75,5 @@ class Consumer(ChildClient):
             committed={int(k): v for k, v in s.get("committed", {}).items()},
             lag={int(k): v for k, v in s.get("lag", {}).items()}, rebalances=s.get("rebalances", 0),
             member_id=s.get("member_id", ""), log_path=s.get("log_path"), error=self._error,
+            held={int(k): v for k, v in s.get("held", {}).items()}, lso_wait_s=s.get("lso_wait_s"),
         )

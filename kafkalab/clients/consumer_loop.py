@@ -73,6 +73,8 @@ class ConsumerLoop:
         self.assignment: set[int] = set()
         self.committed: dict[int, int] = {}
         self.lag: dict[int, int] = {}
+        self.held: dict[int, float] = {}  # partition -> seconds waited so far at the LSO (read_committed)
+        self._watch: LagWatch | None = None
         self.member_id = ""
         self.state: ClientState = ClientState.STARTING
         self._seen = 0
@@ -92,9 +94,15 @@ class ConsumerLoop:
             "t": "stats", "state": self.state, "group_state": self.group_state, "received": self.received,
             "processed": self.processed, "rate": self._meter.rate(), "assignment": sorted(self.assignment),
             "committed": dict(self.committed), "lag": dict(self.lag), "rebalances": self.rebalances,
-            "member_id": self.member_id,
+            "member_id": self.member_id, "held": dict(self.held), "lso_wait_s": self._lso_wait_s(),
             "log_path": self._log_name(),
         })
+
+    def _lso_wait_s(self) -> float | None:
+        """The longest it waited at the last stable offset; None for a read_uncommitted consumer (it never does)."""
+        if self.cfg.isolation_level != "read_committed":
+            return None
+        return self._watch.longest_held_s if self._watch is not None else 0.0
 
     def _log_name(self) -> str | None:
         if self._log is None:
@@ -159,7 +167,7 @@ class ConsumerLoop:
         self.state = ClientState.RUNNING
         self.event("started", f"group {cfg.group_id} on {cfg.topic}")
         lag_done = threading.Event()
-        watch = LagWatch(conf, cfg, self.assignment, self._position, self.lag)
+        self._watch = watch = LagWatch(conf, cfg, self.assignment, self._position, self.lag, self.held, self.event)
         lag_thread = threading.Thread(target=watch.run, args=(lag_done, _STATS_EVERY_S), name="kafkalab-lag",
                                       daemon=True)
         lag_thread.start()

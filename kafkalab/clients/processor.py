@@ -29,6 +29,7 @@ class ProcessorStats:
     rate: float  # produced records per second, recent
     assignment: tuple[int, ...] = ()
     lag: Mapping[int, int] = field(default_factory=dict)  # input partition -> high watermark - position
+    held: Mapping[int, float] = field(default_factory=dict)  # read_committed: as ConsumerStats.held
     transactional: bool = False
     transactions_committed: int = 0
     transactions_aborted: int = 0
@@ -89,7 +90,8 @@ class Processor(ChildClient):
             name=self.name, group=self.config.group_id, state=state, received=s.get("received", 0),
             produced=s.get("produced", 0), failed=s.get("failed", 0),
             rate=0.0 if state.ended else s.get("rate", 0.0), assignment=tuple(s.get("assignment", ())),
-            lag={int(k): v for k, v in s.get("lag", {}).items()}, transactional=self.config.transactional,
+            lag={int(k): v for k, v in s.get("lag", {}).items()},
+            held={int(k): v for k, v in s.get("held", {}).items()}, transactional=self.config.transactional,
             transactions_committed=s.get("txn_committed", 0), transactions_aborted=s.get("txn_aborted", 0),
             transactions_open=s.get("txn_open", 0), log_paths=tuple(s.get("log_paths", ())), error=self._error,
         )

@@ -92,6 +92,7 @@ class ProcessorLoop:
         self.txn_open = False
         self.assignment: set[int] = set()
         self.lag: dict[int, int] = {}
+        self.held: dict[int, float] = {}  # input partition -> seconds waited so far at the LSO (read_committed)
         self._position: dict[int, int] = {}
         self._meter = RateMeter()
         self._rows = ConsumedRows(config.name, config.topic, config.group_id)
@@ -112,8 +113,8 @@ class ProcessorLoop:
         self._sink({
             "t": "stats", "state": self.state, "received": self.received, "produced": self.produced,
             "failed": self.failed, "rate": self._meter.rate(), "assignment": sorted(self.assignment),
-            "lag": dict(self.lag), "txn_committed": self.txn_committed, "txn_aborted": self.txn_aborted,
-            "txn_open": int(self.txn_open),
+            "lag": dict(self.lag), "held": dict(self.held), "txn_committed": self.txn_committed,
+            "txn_aborted": self.txn_aborted, "txn_open": int(self.txn_open),
             "log_paths": [str(log.path if done else log.partial) for log in (self._in_log, self._out_log) if log],
         })
 
@@ -172,7 +173,7 @@ class ProcessorLoop:
         mode = f"exactly once as {cfg.transaction_id}" if cfg.transactional else "at-least-once"
         self.event("started", f"{cfg.topic} -> {cfg.output_topic}, group {cfg.group_id}, {mode}")
         lag_done = threading.Event()
-        watch = LagWatch(conf, cfg.consumer(), self.assignment, self._position, self.lag)
+        watch = LagWatch(conf, cfg.consumer(), self.assignment, self._position, self.lag, self.held, self.event)
         lag_thread = threading.Thread(target=watch.run, args=(lag_done, _STATS_EVERY_S), name="kafkalab-lag",
                                       daemon=True)
         lag_thread.start()

@@ -74,6 +74,11 @@ class ProducerStats:
         return min(1.0, done / self.total) if self.total else 0.0
 
 
+# a read_committed consumer's wait behind an open transaction worth a timeline line and its pane's word (every
+# transaction holds its readers until it commits: a short wait is how read_committed works)
+HELD_SHOWN_AFTER_S = 2.0
+
+
 @dataclass(frozen=True)
 class ConsumerStats:
     name: str
@@ -93,10 +98,19 @@ class ConsumerStats:
     output: tuple[str, ...] = ()  # a foreign command's last output lines (its pane shows them)
     foreign: bool = False  # played by a foreign command: its assignment and lag are its group's
     reports: bool = False  # a foreign consumer that reports its rebalances (clients/foreign.py)
+    # read_committed: partition -> seconds it has waited so far at the last stable offset, an open transaction
+    # past it; lso_wait_s, the longest such wait (None: read_uncommitted, or a client that does not tell)
+    held: Mapping[int, float] = field(default_factory=dict)
+    lso_wait_s: float | None = None
 
     @property
     def total_lag(self) -> int:
         return sum(self.lag.values())
+
+    @property
+    def held_s(self) -> float:
+        """How long it has waited so far behind an open transaction (0: it is not held)."""
+        return max(self.held.values(), default=0.0)
 
 
 class RateMeter:

@@ -49,6 +49,9 @@ class EventKind(StrEnum):
     CONSUMER_ERROR = "consumer-error"
     CONSUMER_QUIT = "consumer-quit"
     CONSUMER_WAIT = "consumer-wait"
+    # told by a read_committed consumer: read to the last stable offset with an open transaction past it, then not
+    CONSUMER_HELD = "consumer-held"
+    CONSUMER_RELEASED = "consumer-released"
     CONSUMER_FINISHED = "consumer-finished"
     CONSUMER_CRASHED = "consumer-crashed"
 

@@ -14,7 +14,9 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
 - a consumer (by local id): consumer.N.processed, consumer.N.received, consumer.N.partitions,
   consumer.N.assign_wait_s (seconds from its start to its first partitions; ``never`` if it got none: compare
   it with ``== never`` or ``!= never``, no other comparison holds on it),
-  consumer.N.fatal_error (1 when it hit a fatal error: librdkafka gave up, e.g. its group.instance.id refused)
+  consumer.N.fatal_error (1 when it hit a fatal error: librdkafka gave up, e.g. its group.instance.id refused),
+  consumer.N.lso_wait_s (read_committed: the longest it waited having read to the last stable offset, records
+  of an open transaction past it; not observed for a read_uncommitted consumer)
 - a group: group.NAME.processed (rows), group.NAME.distinct (distinct records); its rebalances, until the
   run drains: group.NAME.revoked (partitions taken from a consumer), group.NAME.pause_s (the longest a
   partition then had no consumer), group.NAME.stopped_s (the longest no consumer held any partition)
@@ -49,7 +51,7 @@ _PATTERNS = (
     r"producer\.(acked|attempted|failed|stalls|longest_stall_s)",
     r"producer\.failed\.[A-Z_][A-Z0-9_]*",
     r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances|controller_changes|failover_s)",
-    r"consumer\.\d+\.(processed|received|partitions|assign_wait_s|fatal_error)",
+    r"consumer\.\d+\.(processed|received|partitions|assign_wait_s|fatal_error|lso_wait_s)",
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct|revoked|pause_s|stopped_s)",
     r"consumers\.processed",
     r"processor\.(consumed|produced|failed|transactions\.(committed|aborted))",

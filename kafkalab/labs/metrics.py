@@ -54,6 +54,8 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
         out[f"consumer.{local_id}.processed"] = processed
         out[f"consumer.{local_id}.received"] = sum(s.received for s in stats)
         out[f"consumer.{local_id}.partitions"] = len(latest.assignment) if latest.state == ClientState.RUNNING else 0
+        if waits := [s.lso_wait_s for s in stats if s.lso_wait_s is not None]:  # read_committed instances only
+            out[f"consumer.{local_id}.lso_wait_s"] = max(waits)
         key = f"group.{groups[local_id]}.processed"
         out[key] = out.get(key, 0) + processed
     out["consumers.processed"] = total
@@ -64,7 +66,8 @@ def consumer_metrics(instances: Mapping[int, list[ConsumerStats]], groups: Mappi
 # command plays the role, whatever the timeline or its stats would say (fnmatch patterns; {id}: a consumer's id)
 PRODUCER_INTERNALS = ("producer.attempted", "producer.failed", "producer.failed.*", "producer.stalls",
                       "producer.longest_stall_s")
-CONSUMER_INTERNALS = ("consumer.{id}.assign_wait_s", "consumer.{id}.fatal_error", "consumer.{id}.received")
+CONSUMER_INTERNALS = ("consumer.{id}.assign_wait_s", "consumer.{id}.fatal_error", "consumer.{id}.received",
+                      "consumer.{id}.lso_wait_s")
 CONSUMER_REPORTED = ("consumer.{id}.assign_wait_s",)  # from its reported rebalances
 GROUP_REPORTED = ("group.{group}.revoked", "group.{group}.pause_s", "group.{group}.stopped_s", "timeline.rebalances")
 GROUP_INTERNALS = ("group.{group}.revoked", "group.{group}.pause_s",

@@ -401,5 +401,5 @@ class RecordedRun:
 
 
 def _consumer(d: dict[str, Any]) -> ConsumerStats:
-    ints = {k: {int(p): v for p, v in d[k].items()} for k in ("committed", "lag")}
+    ints = {k: {int(p): v for p, v in d.get(k, {}).items()} for k in ("committed", "lag", "held")}
     return ConsumerStats(**{**d, **ints, "state": ClientState(d["state"]), "assignment": tuple(d["assignment"])})

@@ -27,7 +27,8 @@ SHOWN = {EventKind.FAULT, EventKind.FAULT_MISSED, EventKind.FAULT_FAILED, EventK
          EventKind.CONTROLLER_CHANGE, EventKind.PRODUCER_STALLED, EventKind.PRODUCER_RESUMED,
          EventKind.PRODUCER_ERROR, EventKind.PRODUCER_BLOCKED, EventKind.CONSUMER_ASSIGNED,
          EventKind.CONSUMER_REVOKED, EventKind.CONSUMER_LOST, EventKind.CONSUMER_CRASHED, EventKind.CONSUMER_ERROR,
-         EventKind.CONSUMER_LAUNCH, EventKind.NODE, EventKind.PHASE}
+         EventKind.CONSUMER_LAUNCH, EventKind.CONSUMER_HELD, EventKind.CONSUMER_RELEASED, EventKind.NODE,
+         EventKind.PHASE}
 
 
 class HeadlessRun:

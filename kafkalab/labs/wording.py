@@ -80,6 +80,9 @@ _METRICS: tuple[tuple[str, MetricWords], ...] = (
     (rf"consumer\.{_ID}\.assign_wait_s", MetricWords(
         "consumer {id} waited {n} for its first partitions", "how long consumer {id} waited for its first partitions",
         " s", never="consumer {id} never got a partition")),
+    (rf"consumer\.{_ID}\.lso_wait_s", MetricWords(
+        "consumer {id} waited {n} behind an open transaction",
+        "the longest consumer {id} waited behind an open transaction", " s")),
     (rf"consumer\.{_ID}\.fatal_error", MetricWords("consumer {id} hit {n} fatal errors",
                                                    "fatal errors of consumer {id}")),
     (rf"group\.{_GROUP}\.processed", MetricWords("group {g} processed {n} records", "records group {g} processed")),

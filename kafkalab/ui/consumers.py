@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
-from kafkalab.clients.stats import ClientState, ConsumerStats
+from kafkalab.clients.stats import HELD_SHOWN_AFTER_S, ClientState, ConsumerStats
 
 # short headings; the group is in the pane's title (in the name, name@group, when consumers are in several groups)
 HEADINGS = {"name": "consumer", "state": "state", "assigned": "parts", "received": "recv", "processed": "proc",
@@ -26,6 +26,7 @@ LAYOUTS = (tuple(HEADINGS), ("name", "state", "assigned", "committed", "lag", "r
            ("name", "assigned", "committed", "lag", "rebalances"))
 NARROW_HEADINGS = {"assigned": "part", "lag": "unrd", "rebalances": "reb"}
 STATE_STYLES = {"stable": "green", "rebalancing": "yellow", "crashed": "bold red", "failed": "bold red", "lost": "red"}
+HELD_STYLE = "bold yellow"
 
 
 def ranges(numbers: tuple[int, ...]) -> str:
@@ -71,6 +72,8 @@ def consumer_row(c: ConsumerStats, with_group: bool = False, narrow: bool = Fals
     """The cells of one consumer; ``narrow``: counts in short form and the state as the name's colour."""
     state = c.group_state if c.state == ClientState.RUNNING else c.state
     state_style = STATE_STYLES.get(state, "")
+    if c.state == ClientState.RUNNING and c.held_s >= HELD_SHOWN_AFTER_S:  # read_committed, at an open transaction
+        state, state_style = f"held {c.held_s:.0f}s", HELD_STYLE
     count = compact if narrow else "{:,}".format
     lag = unread(c, count)
     name = f"{c.name}@{c.group}" if with_group else c.name
@@ -96,7 +99,8 @@ class ConsumersTable(DataTable[Text]):
         super().__init__(id="consumers", cursor_type="none", cell_padding=0)
         self.border_title = "consumers"
         self.tooltip = (f"part: partitions assigned · commit: committed offsets (sum) · {UNREAD_TIP} (unrd at 100 "
-                        "columns) · reb: rebalances")
+                        "columns) · reb: rebalances · held: a read_committed consumer waiting at the last stable "
+                        "offset, an open transaction past it (its name in yellow at 100 columns)")
         self.shown: dict[str, dict[str, Text]] = {}
         self.columns_shown: tuple[str, ...] = ()
         self.consumers: tuple[ConsumerStats, ...] = ()
