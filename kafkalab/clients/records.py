@@ -11,8 +11,9 @@ Both are used by the `tail` and `type` commands and by the console's records pan
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.clients.options import BOOTSTRAP, ProducerConfig
@@ -134,9 +135,80 @@ class RecordTail:
         """With ``stop_at_end``: every partition has been read to its end."""
         return self.stop_at_end and not self._pending_eof
 
+    def positions(self) -> dict[int, int]:
+        """Per partition, the next offset this tail reads (read_committed: past the aborted records and the
+        transaction markers it stepped over)."""
+        return {tp.partition: tp.offset for tp in self._consumer.position(self._consumer.assignment())
+                if tp.offset >= 0}
+
+    def ends(self, partitions: Iterable[int], timeout_s: float = 0.5) -> dict[int, int]:
+        """Per partition, the end this tail's isolation sees, asked of its leader (read_committed: the last
+        stable offset; a fetch's cached answer is the high watermark either way). One that did not answer is left
+        out."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        out: dict[int, int] = {}
+        for partition in partitions:
+            try:
+                _low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition),
+                                                                  timeout=timeout_s, cached=False)
+            except KafkaException:
+                continue
+            if high >= 0:
+                out[partition] = high
+        return out
+
     def close(self) -> None:
         """Leave the group (if any) and commit what was read, as a clean consumer does."""
         self._consumer.close()
+
+
+class TxnView(StrEnum):
+    """What a read_committed reader makes of a record a read_uncommitted one read."""
+
+    COMMITTED = "committed"  # it reads it: committed, or written outside any transaction
+    ABORTED = "aborted"  # it stepped over it: its transaction aborted
+    HELD = "held"  # past the last stable offset: a transaction open at or before it holds it back
+    PENDING = "pending"  # it has not got that far yet
+
+
+class CommittedReach:
+    """A read_committed reader of the same partitions beside a read_uncommitted tail: which of the tail's records
+    it read, stepped over (aborted) or is held short of (an open transaction), so a records view can mark them."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: list[int], start: int) -> None:
+        self._tail = RecordTail(bootstrap, topic, partitions, start=start, isolation="read_committed")
+        self._read: set[tuple[int, int]] = set()
+        self._reach: dict[int, int] = {}  # partition -> the offset it has read or stepped past
+        self._stable: dict[int, int] = {}  # partition -> last stable offset
+
+    def poll(self, keep: Iterable[Record], timeout_s: float = 0.05) -> None:
+        """Read on; remember only what ``keep`` (the records shown) may ask about."""
+        for r in self._tail.poll(timeout_s):
+            self._read.add((r.partition, r.offset))
+            self._reach[r.partition] = max(self._reach.get(r.partition, 0), r.offset + 1)
+        for partition, offset in self._tail.positions().items():
+            self._reach[partition] = max(self._reach.get(partition, 0), offset)
+        oldest: dict[int, int] = {}
+        beyond: set[int] = set()  # partitions with a record it has not reached: held, or not read yet?
+        for r in keep:
+            oldest[r.partition] = min(oldest.get(r.partition, r.offset), r.offset)
+            if r.offset >= self._reach.get(r.partition, 0):
+                beyond.add(r.partition)
+        self._stable = self._tail.ends(beyond)
+        # a partition none of ``keep`` is of yet keeps all: its records may still come to the other tail
+        self._read = {(p, o) for p, o in self._read if p not in oldest or o >= oldest[p]}
+
+    def view(self, r: Record) -> TxnView:
+        if (r.partition, r.offset) in self._read:
+            return TxnView.COMMITTED
+        if r.offset < self._reach.get(r.partition, 0):
+            return TxnView.ABORTED
+        stable = self._stable.get(r.partition)
+        return TxnView.HELD if stable is not None and r.offset >= stable else TxnView.PENDING
+
+    def close(self) -> None:
+        self._tail.close()
 
 
 def _consumer_config(bootstrap: str, group: str | None, start: int, stop_at_end: bool,

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from kafkalab.admin import Admin, GroupDescription, Groups, OffsetMove, ResetTarget
 from kafkalab.admin.group_helper import GroupHelper
-from kafkalab.clients.records import Outcome, Record, RecordTail, RecordTyper
+from kafkalab.clients.records import CommittedReach, Outcome, Record, RecordTail, RecordTyper, TxnView
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.source import HasBootstrap
 from kafkalab.paths import state_root
@@ -43,6 +43,7 @@ class RecordsFrame:
     partition: int | None = None  # None: every partition
     records: tuple[Record, ...] = ()  # the newest last, at most RECORDS_KEPT
     error: str = ""
+    txn: tuple[TxnView, ...] = ()  # each record as a read_committed reader sees it (empty: not known)
 
 
 class GroupsFeed(Protocol):
@@ -73,6 +74,7 @@ class AdminGroupsFeed:
         self._lock = threading.Lock()
         self._watch: tuple[str, int | None] | None = None
         self._tail: RecordTail | None = None
+        self._committed: CommittedReach | None = None
         self._tail_for: tuple[HasBootstrap, str, int | None] | None = None
         self._records: deque[Record] = deque(maxlen=RECORDS_KEPT)
         self._typer: RecordTyper | None = None
@@ -146,14 +148,18 @@ class AdminGroupsFeed:
                 ids = [partition] if partition is not None else self._groups().partition_ids(topic)
             except KafkalabError as exc:
                 return RecordsFrame(topic, partition, error=str(exc))
-            self._tail = RecordTail(cluster.bootstrap, topic, ids, start=_OFFSET_TAIL_BASE - TAIL_START)
+            start = _OFFSET_TAIL_BASE - TAIL_START
+            self._tail = RecordTail(cluster.bootstrap, topic, ids, start=start)
+            self._committed = CommittedReach(cluster.bootstrap, topic, ids, start)  # its start <= the tail's
             self._tail_for = (cluster, topic, partition)
-        assert self._tail is not None
+        assert self._tail is not None and self._committed is not None
         try:
             self._records.extend(self._tail.poll(0.2))
+            self._committed.poll(self._records)
         except KafkalabError as exc:
             return RecordsFrame(topic, partition, tuple(self._records), error=str(exc))
-        return RecordsFrame(topic, partition, tuple(self._records))
+        records = tuple(self._records)
+        return RecordsFrame(topic, partition, records, txn=tuple(self._committed.view(r) for r in records))
 
     def type_record(self, line: str, key_sep: str | None = ":") -> Outcome:
         """Send ``key:value`` (or a plain value) to the watched topic and wait for its outcome."""
@@ -173,7 +179,9 @@ class AdminGroupsFeed:
     def _close_tail(self) -> None:
         if self._tail is not None:
             self._tail.close()
-        self._tail, self._tail_for = None, None
+        if self._committed is not None:
+            self._committed.close()
+        self._tail, self._committed, self._tail_for = None, None, None
         self._records.clear()
 
     def close(self) -> None:

@@ -11,13 +11,18 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
-from kafkalab.clients.records import Outcome, Record
+from kafkalab.clients.records import Outcome, Record, TxnView
 from kafkalab.errors import KafkalabError
 from kafkalab.feeds.groups_feed import GroupsFeed, RecordsFrame
 
 RECORD_COLUMNS = (("partition", "part"), ("offset", "offset"), ("key", "key"), ("value", "value"),
-                  ("timestamp", "time"))
+                  ("timestamp", "time"), ("txn", "txn"))
 VALUE_WIDTH = 40
+# the records are read read_uncommitted; beside them a read_committed reader says which it never reads (aborted)
+# or cannot read yet (held: past the last stable offset, an open transaction at or before them)
+TXN_CELLS = {TxnView.ABORTED: Text("aborted", style="bold red"), TxnView.HELD: Text("held", style="yellow")}
+TXN_TIP = ("txn: as a read_committed consumer sees the record: aborted (its transaction aborted: it never reads "
+           "it), held (past the last stable offset: an open transaction holds it back); blank: it reads it")
 
 
 def parse_watch(text: str) -> tuple[str, int | None]:
@@ -52,10 +57,12 @@ class RecordsPane(Vertical):
         self.shown: set[str] = set()
         self.watching: tuple[str, int | None] | None = None
         self.outcomes: list[Outcome] = []
+        self.txn_shown: dict[str, TxnView] = {}
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="topic or topic:partition to follow (enter)", id="records-watch")
-        table: DataTable[str] = DataTable(cursor_type="none", id="records-table")
+        table: DataTable[str | Text] = DataTable(cursor_type="none", id="records-table")
+        table.tooltip = TXN_TIP
         yield table
         yield Input(placeholder="key:value to send to the followed topic (enter)", id="records-type")
         yield Static(Text("pick a topic, then type records", style="dim"), id="records-outcome")
@@ -74,12 +81,18 @@ class RecordsPane(Vertical):
         keys = {f"{r.partition}/{r.offset}" for r in frame.records}
         for gone in self.shown - keys:
             table.remove_row(gone)
+            self.txn_shown.pop(gone, None)
         added = False
-        for r in frame.records:
+        views = frame.txn or (TxnView.PENDING,) * len(frame.records)
+        for r, view in zip(frame.records, views, strict=True):
             key = f"{r.partition}/{r.offset}"
+            cell = TXN_CELLS.get(view, "")
             if key not in self.shown:
-                table.add_row(*record_row(r), key=key)
+                table.add_row(*record_row(r), cell, key=key)
                 added = True
+            elif self.txn_shown.get(key) != view:  # held until its transaction ended, or pending until read
+                table.update_cell(key, "txn", cell)
+            self.txn_shown[key] = view
         self.shown = keys
         if added:
             table.scroll_end(animate=False)
@@ -111,6 +124,7 @@ class RecordsPane(Vertical):
         self.watching = (topic, partition)
         self.query_one(DataTable).clear()
         self.shown = set()
+        self.txn_shown = {}
         self.border_title = f"records of {topic}" + ("" if partition is None else f" partition {partition}")
         self.say(Text(f"following {self.border_title.removeprefix('records of ')}", style="dim"))
 
