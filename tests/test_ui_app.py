@@ -20,6 +20,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static
 
 from kafkalab.admin import ClusterSnapshot
+from kafkalab.clients.stats import ClientState
 from kafkalab.cluster import NodeState
 from kafkalab.feeds.cluster_source import ClusterSource
 from kafkalab.feeds.frames import NO_CLUSTER_YET, NodesFrame, ReportView, RunFrame
@@ -160,6 +161,28 @@ async def test_consumers_table_follows_changes_and_removals() -> None:
         feed.run_frame = replace(feed.run_frame, consumers=())
         await settle(pilot)
         assert table.row_count == 0
+
+
+@sync
+async def test_at_100_columns_a_consumers_name_takes_its_states_colour_as_the_state_changes() -> None:
+    """At 100 columns the state column gives way and the name carries the state's colour. A cell was updated only
+    when its text changed, so the name kept the colour of the state it was first shown in: a consumer that
+    crashed, or waited behind an open transaction, looked as it did at its start."""
+    feed = FakeSource(with_run=True)
+    consumer = replace(feed.run_frame.consumers[0], name="consumer-1", state=ClientState.RUNNING,
+                       group_state="stable")
+    feed.run_frame = replace(feed.run_frame, consumers=(consumer,))
+    async with running(feed, size=(100, 30)) as (app, pilot):
+        await pilot.press("u")
+        await settle(pilot)
+        table = app.query_one(ConsumersTable)
+        assert "state" not in table.columns_shown
+        assert table.get_cell("consumer-1", "name").style == "green"
+        for changed, style in ((replace(consumer, held={0: 12.0}), "bold yellow"),
+                               (replace(consumer, state=ClientState.CRASHED), "bold red")):
+            feed.run_frame = replace(feed.run_frame, consumers=(changed,))
+            await settle(pilot)
+            assert table.get_cell("consumer-1", "name").style == style
 
 
 @sync

@@ -86,6 +86,12 @@ def consumer_row(c: ConsumerStats, with_group: bool = False, narrow: bool = Fals
     }
 
 
+def same_cell(a: Text, b: Text) -> bool:
+    """Text's own == compares the characters and spans, not the base style: at 100 columns a name's colour is its
+    state, and a change of colour alone must redraw it."""
+    return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+
+
 def heading(key: str, narrow: bool) -> str:
     return f" {NARROW_HEADINGS.get(key, HEADINGS[key]) if narrow else HEADINGS[key]}"
 
@@ -153,6 +159,6 @@ class ConsumersTable(DataTable[Text]):
                 self.add_row(*(row[k] for k in columns), key=c.name)
             else:
                 for key in columns:
-                    if row[key] != old[key]:
+                    if not same_cell(row[key], old[key]):
                         self.update_cell(c.name, key, row[key], update_width=True)
             self.shown[c.name] = row
