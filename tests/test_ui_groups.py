@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer
-from textual.widgets import Button, DataTable, Input, Select
+from textual.widgets import Button, DataTable, Input, Select, TabbedContent
 
 from kafkalab.admin import Admin
 from kafkalab.cluster import Cluster
@@ -120,6 +120,9 @@ def committed(admin: Admin, group: str) -> dict[int, int]:
 
 
 def test_a_typed_record_appears_in_the_records_pane(cluster: Cluster, topic_factory: Callable[..., str]) -> None:
+    """With the keyboard alone, as an attendee at 100x30 does: c puts the cursor in the topic line (its letters once
+    opened the console's prompts: t the topic change, e the change prompt), enter follows, the cursor goes on to
+    the record line, esc gives the console its keys back."""
     topic = topic_factory(partitions=3)
 
     @sync
@@ -129,18 +132,15 @@ def test_a_typed_record_appears_in_the_records_pane(cluster: Cluster, topic_fact
             await pilot.press("c")
             pane = app.query_one(RecordsPane)
             watch = pane.query_one("#records-watch", Input)
-            watch.value = f"{topic}:9"
-            watch.focus()
-            await pilot.press("enter")
+            assert watch.has_focus
+            await pilot.press(*f"{topic}:9", "enter")
             await until(lambda: "no partition 9" in str(pane.query_one("#records-outcome").render()), 20,
                         "the bad partition named")
-            watch.value = topic
-            await pilot.press("enter")
+            await pilot.press("ctrl+u", *topic, "enter")
             await until(lambda: pane.watching == (topic, None), 20, "the topic followed")
             line = pane.query_one("#records-type", Input)
-            line.focus()
-            line.value = "alpha:hello"
-            await pilot.press("enter")
+            await until(lambda: line.has_focus, 10, "the cursor in the record line")
+            await pilot.press(*"alpha:hello", "enter")
             await until(lambda: bool(pane.outcomes), 30, "the send's outcome")
             outcome = pane.outcomes[-1]
             assert outcome.ok and outcome.partition is not None and outcome.offset == 0, outcome
@@ -151,6 +151,9 @@ def test_a_typed_record_appears_in_the_records_pane(cluster: Cluster, topic_fact
             await until(lambda: key in pane.shown, 30, "the typed record in the table")
             assert [table.get_cell(key, c) for c in ("partition", "offset", "key", "value")] == \
                 [str(outcome.partition), "0", "alpha", "hello"]
+            await pilot.press("escape", "u")  # the keys are the console's again
+            await pilot.pause()
+            assert app.query_one("#side", TabbedContent).active == "tab-run" and not line.value
 
     scenario()
 

@@ -748,6 +748,8 @@ class LabConsole(App[None], ExerciseKeys):
         if scroller := SCROLLING_TABS.get(event.pane.id or ""):
             for widget in self.query(scroller):
                 widget.focus(scroll_visible=False)
+        if event.pane.id == "tab-records":  # its lines take the keys until esc: nothing else to do there first
+            self.query_one(RecordsPane).focus_line()
 
     def action_show_tab(self, name: str) -> None:
         """Presenter mode hides the side pane, except for the results: the room must see the report. Any other

@@ -5,9 +5,11 @@ and queue against publish/subscribe live."""
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
@@ -18,6 +20,7 @@ from kafkalab.feeds.groups_feed import GroupsFeed, RecordsFrame
 RECORD_COLUMNS = (("partition", "part"), ("offset", "offset"), ("key", "key"), ("value", "value"),
                   ("timestamp", "time"), ("txn", "txn"))
 VALUE_WIDTH = 40
+PICK_HINT = "pick a topic, then type records · esc gives the console its keys back"
 # the records are read read_uncommitted; beside them a read_committed reader says which it never reads (aborted)
 # or cannot read yet (held: past the last stable offset, an open transaction at or before them)
 TXN_CELLS = {TxnView.ABORTED: Text("aborted", style="bold red"), TxnView.HELD: Text("held", style="yellow")}
@@ -51,6 +54,11 @@ def outcome_text(outcome: Outcome) -> Text:
 
 
 class RecordsPane(Vertical):
+    """Shown, it puts the cursor in its first line (the topic to follow, then the record to type): the letters
+    typed there are text, not console keys, until esc gives the keys back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "Keys back", id="records.leave")]
+
     def __init__(self, feed: GroupsFeed) -> None:
         super().__init__(id="records")
         self.feed = feed
@@ -65,7 +73,14 @@ class RecordsPane(Vertical):
         table.tooltip = TXN_TIP
         yield table
         yield Input(placeholder="key:value to send to the followed topic (enter)", id="records-type")
-        yield Static(Text("pick a topic, then type records", style="dim"), id="records-outcome")
+        yield Static(Text(PICK_HINT, style="dim"), id="records-outcome")
+
+    def focus_line(self) -> None:
+        """The topic line until a topic is followed, then the record line."""
+        self.query_one("#records-type" if self.watching else "#records-watch", Input).focus()
+
+    def action_leave(self) -> None:
+        self.screen.set_focus(None)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -126,6 +141,8 @@ class RecordsPane(Vertical):
         self.shown = set()
         self.txn_shown = {}
         self.border_title = f"records of {topic}" + ("" if partition is None else f" partition {partition}")
+        if self.query_one("#records-watch", Input).has_focus:
+            self.query_one("#records-type", Input).focus()
         self.say(Text(f"following {self.border_title.removeprefix('records of ')}", style="dim"))
 
     def _type(self, line: str) -> None:
