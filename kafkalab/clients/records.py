@@ -52,7 +52,12 @@ class Record:
 
     @property
     def key_text(self) -> str:
-        return _text(self.key)
+        """4 bytes that are not printable text are an int (the Java IntegerSerializer's, the course's and
+        kafkalab's producers' keys; the payload logs write every 4-byte key so); any other key as text."""
+        key = self.key
+        if key is not None and len(key) == 4 and not _printable(key):
+            return str(int.from_bytes(key, "big", signed=True))
+        return _text(key)
 
     @property
     def value_text(self) -> str:
@@ -300,3 +305,10 @@ class RecordTyper:
 
 def _text(raw: bytes | None) -> str:
     return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def _printable(raw: bytes) -> bool:
+    try:
+        return raw.decode("utf-8").isprintable()
+    except UnicodeDecodeError:
+        return False
