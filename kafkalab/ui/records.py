@@ -106,7 +106,7 @@ class RecordsPane(Vertical):
                 table.add_row(*record_row(r), cell, key=key)
                 added = True
             elif self.txn_shown.get(key) != view:  # held until its transaction ended, or pending until read
-                table.update_cell(key, "txn", cell)
+                table.update_cell(key, "txn", cell, update_width=True)
             self.txn_shown[key] = view
         self.shown = keys
         if added:
