@@ -29,6 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.benchutil import (
+    COURSE_TABLE,
     RESULTS,
     add_clients_arg,
     cluster_lock,
@@ -84,6 +85,9 @@ def main() -> int:
     parser.add_argument("--name", default="labs", help="results file benchmarks/results/NAME.json")
     add_clients_arg(parser)
     args = parser.parse_args()
+    if args.name == COURSE_TABLE:
+        parser.error(f"--name {COURSE_TABLE}: that table is merged from the sittings by benchmarks/course_matrix.py; "
+                     "give a sitting's own name (e.g. labs-platforms-txn), then run course_matrix.py")
     labs = [load_lab(p) for p in catalog()]
     if args.labs:
         wanted = args.labs.split(",")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from kafkalab.labs import Lab
 
 RESULTS = Path(__file__).resolve().parent / "results"
+COURSE_TABLE = "labs-platforms-course"  # every lesson on every platform, merged from the sittings (course_matrix.py)
 
 
 def summary(samples: list[float]) -> dict[str, Any]:

@@ -18,10 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.benchutil import RESULTS, lab_hash, on_platforms, result_key, write_results
+from benchmarks.benchutil import COURSE_TABLE, RESULTS, lab_hash, on_platforms, result_key, write_results
 from kafkalab.labs import catalog, load_lab
 
-NAME = "labs-platforms-course"
+NAME = COURSE_TABLE
 
 
 def measured(sources: list[str]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
