@@ -221,6 +221,9 @@ def test_java_clients_refuse_a_lab_they_cannot_play_before_anything_starts(tmp_p
     grown = kafkalab("fix", "partition-growth", "--clients", "java", "--runs-dir", str(tmp_path),
                      timeout=60)  # graded PASS on key_reordered == 0, where its logs could not tell it
     assert grown.returncode == 2 and "judged on key_reordered" in grown.stderr
+    deleting = kafkalab("run", "deleted-value-kept", "--headless", "--clients", "java", "--runs-dir", str(tmp_path),
+                        timeout=60)  # the Java producer exited at once, and the run waited out its faults
+    assert deleting.returncode == 2 and "deletes keys (producer.tombstones)" in deleting.stderr
     assert not list(tmp_path.iterdir())
 
 

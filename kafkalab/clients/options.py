@@ -101,6 +101,8 @@ PRODUCER_OPTIONS = (
     _int("producer.num-records-per-roll", 100, "records per roll (keys 0..n-1)", minimum=1),
     _int("producer.wait-after-roll", 5000, "ms to sleep between rolls"),
     _int("producer.wait-after-send", 0, "ms to sleep after each send"),
+    _int("producer.tombstones", 0, "keys 0..n-1 deleted after the first roll: a tombstone (null value) each at the "
+         "start of the second, never written again (needs num-rolls >= 2)"),
     _int("producer.local-id", -1, "names the payload log (producer-N.csv)", minimum=-1),
     Option("producer.payload-trunc", "false", "bool", "truncate the payload log instead of appending"),
     _int("producer.max-inflight", 5, "requests sent and not yet answered, per broker connection", minimum=1,
@@ -347,6 +349,19 @@ class ClientConfig:
         return self.ROLE if self.local_id < 0 else f"{self.ROLE}-{self.local_id}"
 
 
+def _check_tombstones(v: Mapping[str, Any]) -> None:
+    """producer.tombstones deletes keys of the first roll, in a second one."""
+    tombstones, keys, rolls = v["producer.tombstones"], v["producer.num-records-per-roll"], v["producer.num-rolls"]
+    if tombstones and rolls < 2:
+        raise OptionsConflict(f"producer.tombstones={tombstones} deletes keys after the first roll: give "
+                              "producer.num-rolls=2 or more, or drop producer.tombstones",
+                              ("producer.tombstones", "producer.num-rolls"))
+    if tombstones > keys:
+        raise OptionsConflict(f"producer.tombstones={tombstones} is more than the {keys} keys of a roll "
+                              "(producer.num-records-per-roll)",
+                              ("producer.tombstones", "producer.num-records-per-roll"))
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProducerConfig(ClientConfig):
     """Validated producer settings, with the course's idempotence rule applied."""
@@ -372,6 +387,7 @@ class ProducerConfig(ClientConfig):
     transaction_id: str | None = None  # transactional when set
     transaction_timeout_ms: int = 60000
     records_per_transaction: int = 100
+    tombstones: int = 0  # keys 0..n-1 deleted at the start of the second roll
 
     @classmethod
     def _own_fields(cls, v: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
@@ -414,6 +430,7 @@ class ProducerConfig(ClientConfig):
                 "producer.delivery-timeout must be >= producer.linger + producer.request-timeout "
                 "(as the Java client requires)",
                 ("producer.delivery-timeout", "producer.linger", "producer.request-timeout"))
+        _check_tombstones(v)
         if (transaction_id is not None and "producer.delivery-timeout" in given
                 and v["producer.delivery-timeout"] > v["producer.transaction-timeout"]):
             notes.append("records time out after producer.transaction-timeout: librdkafka caps "
@@ -428,7 +445,7 @@ class ProducerConfig(ClientConfig):
             metadata_max_age_ms=v["producer.metadata-max-age"], max_block_ms=v["producer.max-block"],
             buffer_memory=v["producer.buffer-memory"], transaction_id=transaction_id,
             transaction_timeout_ms=v["producer.transaction-timeout"],
-            records_per_transaction=v["producer.records-per-transaction"],
+            records_per_transaction=v["producer.records-per-transaction"], tombstones=v["producer.tombstones"],
         )
 
     @property
@@ -437,7 +454,8 @@ class ProducerConfig(ClientConfig):
 
     @property
     def total(self) -> int:
-        return self.num_rolls * self.records_per_roll
+        """Records it sends: every key in the first roll; then the tombstones, and the keys left in each roll."""
+        return self.num_rolls * (self.records_per_roll - self.tombstones) + 2 * self.tombstones
 
     def librdkafka(self) -> dict[str, Any]:
         """Set explicitly wherever librdkafka's default differs from the Java client's."""

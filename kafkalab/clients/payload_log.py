@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the console imports this module; only the clients' child pr
     from confluent_kafka import Message
 
 PARTIAL_SUFFIX = ".partial"
+TOMBSTONE = ""  # a tombstone's (a null value's) value column: empty, as no corpus line is
 _BUFFER = 1 << 20
 # a record's headers as confluent_kafka types them for produce(): (name, value) pairs
 Headers = list[tuple[str, str | bytes | None]]
@@ -143,7 +144,7 @@ class ConsumedRows:
             if text is None:
                 if raw in stop_at:
                     return None
-                text = "" if raw is None else csv_field(raw.decode("utf-8", "replace"))
+                text = TOMBSTONE if raw is None else csv_field(raw.decode("utf-8", "replace"))
             key = m.key()
             key_field = str(from_bytes(key, "big", signed=True)) if key and len(key) == 4 else key_text(key)
             headers = m.headers()

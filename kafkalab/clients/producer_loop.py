@@ -1,7 +1,9 @@
 """The course producer's send loop, run as ``python -m kafkalab.clients.producer_loop`` by ``Producer``.
 
-N rolls of records keyed 0..n-1, every delivery outcome in the payload log. A full send buffer (leaders
-gone) makes the loop wait and retry, as the Java ``send()`` blocks: the producer halts, and once a send has
+N rolls of records keyed 0..n-1, every delivery outcome in the payload log. With ``producer.tombstones`` N the
+second roll begins with a tombstone (a null value) for each of keys 0..N-1, which no later roll writes again: a
+compacted topic's deletes, logged with an empty value. A full send buffer (leaders gone) makes the loop wait
+and retry, as the Java ``send()`` blocks: the producer halts, and once a send has
 waited ``producer.max-block`` (max.block.ms) that record fails, ``MAX_BLOCK_TIMED_OUT`` (never sent, as Kafka's
 ``send()`` throws a TimeoutException), and the loop goes on to the next one, as an app that ignores it does.
 Spoken to as ``child_io`` describes: the spec is the validated config's fields, the log dir, the run id and
@@ -23,7 +25,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -35,7 +37,7 @@ from confluent_kafka import Producer as _RdProducer
 from kafkalab.clients.child_io import EXIT_CRASH, Sink, event_item, serve
 from kafkalab.clients.corpus import ValuePicker, corpus_lines
 from kafkalab.clients.options import ProducerConfig
-from kafkalab.clients.payload_log import Headers, PayloadLog, csv_field, max_seq
+from kafkalab.clients.payload_log import TOMBSTONE, Headers, PayloadLog, csv_field, max_seq
 from kafkalab.clients.preflight import base_conf, check_topic
 from kafkalab.clients.stats import ClientState, RateMeter
 from kafkalab.errors import KafkalabError
@@ -62,9 +64,17 @@ class _Pending:
 
     __slots__ = ("key", "offset", "partition", "ts", "value")
 
-    def __init__(self, key: bytes, value: bytes) -> None:
+    def __init__(self, key: bytes, value: bytes | None) -> None:
         self.key, self.value = key, value
         self.partition, self.offset, self.ts = -1, -1, int(time.time() * 1000)
+
+
+def roll_keys(keys: Sequence[bytes], roll: int, tombstones: int) -> Iterator[tuple[bytes, bool]]:
+    """The keys roll ``roll`` (0-based) writes, each with whether it gets a value (False: a tombstone): every key
+    in the first; with ``tombstones`` N, the second begins by deleting keys 0..N-1, and no roll writes them again."""
+    if roll == 1:
+        yield from ((key, False) for key in keys[:tombstones])
+    yield from ((key, True) for key in (keys if roll == 0 else keys[tombstones:]))
 
 
 class ProducerLoop:
@@ -141,8 +151,9 @@ class ProducerLoop:
         self.state = ClientState.RUNNING
         txn = (f", transactions of {cfg.records_per_transaction} as {cfg.transaction_id}" if cfg.transactional
                else "")
-        self._emit("started",
-                   f"{cfg.total} records to {cfg.topic}, acks={cfg.acks}, idempotent={cfg.idempotent}{txn}")
+        deleted = f", keys 0..{cfg.tombstones - 1} deleted after the first roll" if cfg.tombstones else ""
+        self._emit("started", f"{cfg.total} records to {cfg.topic}, acks={cfg.acks}, idempotent={cfg.idempotent}"
+                              f"{txn}{deleted}")
         self._send_all(rd, first_seq)
         self._finish(rd)
         return EXIT_CRASH if self.state == ClientState.CRASHED else 0
@@ -167,11 +178,11 @@ class ProducerLoop:
         pause = cfg.wait_after_send_ms / 1000
         transactional, per_txn, txn = cfg.transactional, cfg.records_per_transaction, self._txn
         for roll in range(cfg.num_rolls):
-            for key in keys:
+            for key, valued in roll_keys(keys, roll, cfg.tombstones):
                 if stop.is_set():
                     return
                 headers: Headers = [(MSG_ID_HEADER, b"%s%d" % (prefix, seq))]
-                value = next_value()
+                value = next_value() if valued else None
                 report = partial(on_delivery, seq)
                 if transactional and not self._txn_open:
                     self._begin_transaction(rd)
@@ -206,7 +217,7 @@ class ProducerLoop:
             if roll < cfg.num_rolls - 1:
                 self._idle(rd, cfg.wait_after_roll_ms / 1000)
 
-    def _produce_blocked(self, rd: _RdProducer, topic: str, value: bytes, key: bytes,
+    def _produce_blocked(self, rd: _RdProducer, topic: str, value: bytes | None, key: bytes,
                          headers: Headers, report: partial[None]) -> _Blocked:
         """Retry a send the full buffer refused, for up to max.block.ms."""
         assert self._log is not None
@@ -243,7 +254,7 @@ class ProducerLoop:
                 self._emit("resumed", f"sending again after {time.monotonic() - since:.1f}s")
             return _Blocked.SENT
 
-    def _fail_blocked(self, seq: int, key: bytes, value: bytes) -> None:
+    def _fail_blocked(self, seq: int, key: bytes, value: bytes | None) -> None:
         """A record its send() blocked on past max.block.ms: logged failed, never sent (a transaction it was for
         cannot commit, as Kafka's producer then aborts it)."""
         first = MAX_BLOCK_TIMED_OUT not in self._failed
@@ -441,7 +452,7 @@ class ProducerLoop:
                     self._txn_error = self._txn_error or err.name()
             return
         raw_key, raw = msg.key(), msg.value()
-        assert raw_key is not None and raw is not None  # every record sent has both
+        assert raw_key is not None  # every record sent has a key (a tombstone has no value)
         if err is None:
             self.acked += 1
             status, error = "acked", ""
@@ -458,11 +469,11 @@ class ProducerLoop:
                     self._emit("error", f"delivery failed: {error}", () if partition is None else (partition,))
         self._write_row(seq, raw_key, raw, partition, offset, status, error, msg.timestamp()[1])
 
-    def _write_row(self, seq: int, raw_key: bytes, raw: bytes, partition: int | None, offset: int | None,
+    def _write_row(self, seq: int, raw_key: bytes, raw: bytes | None, partition: int | None, offset: int | None,
                    status: str, error: str, ts: int) -> None:
         assert self._log is not None  # reports are served only while running
         key = int.from_bytes(raw_key, "big", signed=True)
-        value = self._quoted.get(raw) or csv_field(raw.decode("utf-8", "replace"))
+        value = TOMBSTONE if raw is None else self._quoted.get(raw) or csv_field(raw.decode("utf-8", "replace"))
         self._log.write(
             f"{self._prefix}{seq},{seq},{self._topic},{partition},"
             f"{offset if offset is not None and offset >= 0 else -1},{key},{status},{error},{ts},{value}\n"

@@ -36,6 +36,9 @@ def java_templates(lab: Lab) -> tuple[str, str]:
         raise KafkalabError(f"lab {lab.id}'s processor passes on its input's message ids, and kafkalab's Java "
                             "producer writes none, so its output's duplicates cannot be told: play it with "
                             "clients python")
+    if lab.producer.config.tombstones:
+        raise KafkalabError(f"lab {lab.id}'s producer deletes keys (producer.tombstones), which kafkalab's Java "
+                            "producer does not: play it with clients python")
     if untold := sorted(lab.judged_metrics & set(SEQUENCE_CLASSES)):  # its row could only read "not observed"
         raise KafkalabError(f"lab {lab.id} is judged on {' and '.join(untold)}, which needs each record's place in "
                             "its producer's order, and kafkalab's Java clients write the course's log format, which "

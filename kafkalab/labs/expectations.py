@@ -17,9 +17,11 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
   consumer.N.fatal_error (1 when it hit a fatal error: librdkafka gave up, e.g. its group.instance.id refused),
   consumer.N.lso_wait_s (read_committed: the longest it waited having read to the last stable offset, records
   of an open transaction past it; not observed for a read_uncommitted consumer)
-- a group: group.NAME.processed (rows), group.NAME.distinct (distinct records); its rebalances, until the
-  run drains: group.NAME.revoked (partitions taken from a consumer), group.NAME.pause_s (the longest a
-  partition then had no consumer), group.NAME.stopped_s (the longest no consumer held any partition)
+- a group: group.NAME.processed (rows), group.NAME.distinct (distinct records), group.NAME.deleted_kept (keys
+  whose last acknowledged write was a tombstone while the last record of them the group processed has a value);
+  its rebalances, until the run drains: group.NAME.revoked (partitions taken from a consumer),
+  group.NAME.pause_s (the longest a partition then had no consumer), group.NAME.stopped_s (the longest no
+  consumer held any partition)
 - all consumers: consumers.processed
 - the run: faults.missed (missed or failed), faults.failed (fired and failed, e.g. a topic not created)
 - the brokers' logs: truncated (records the lab's topics lost to followers truncating their logs, e.g. a
@@ -52,7 +54,7 @@ _PATTERNS = (
     r"producer\.failed\.[A-Z_][A-Z0-9_]*",
     r"timeline\.(leader_changes|isr_shrinks|isr_expands|offline|rebalances|controller_changes|failover_s)",
     r"consumer\.\d+\.(processed|received|partitions|assign_wait_s|fatal_error|lso_wait_s)",
-    r"group\.[A-Za-z0-9._-]+\.(processed|distinct|revoked|pause_s|stopped_s)",
+    r"group\.[A-Za-z0-9._-]+\.(processed|distinct|deleted_kept|revoked|pause_s|stopped_s)",
     r"consumers\.processed",
     r"processor\.(consumed|produced|failed|transactions\.(committed|aborted))",
     r"faults\.(missed|failed)",

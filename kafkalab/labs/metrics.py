@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import fnmatch
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from kafkalab.analysis.report import Report
-from kafkalab.clients.payload_log import log_files
+from kafkalab.clients.payload_log import TOMBSTONE, log_files
 from kafkalab.clients.processor import ProcessorStats
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.cluster.spec import CONTROLLER_ID_BASE
@@ -311,13 +311,12 @@ def report_metrics(report: Report) -> dict[str, Measured]:
 def group_metrics(run_dir: Path, lab: Lab) -> dict[str, Measured]:
     """``group.G.distinct``: the distinct records each group processed, read from its consumers' payload logs,
     kafkalab's (by message id) and the course format a foreign client writes (by topic, partition, key and
-    value). A group with a foreign consumer that left no payload log at all was not observed."""
-    groups = {c.local_id: c.group for c in lab.consumers}
+    value). A group with a foreign consumer that left no payload log at all was not observed. With a lab judged on
+    it, ``group.G.deleted_kept`` too (:func:`deleted_kept`)."""
     seen: dict[str, set[object]] = {}
     unseen: set[str] = set()
-    for path in log_files(run_dir, "consumer"):
-        if path.name.split(".")[0] != "consumer":  # consumer-N.csv: consumer N's (consumer.csv: a tail's)
-            seen.setdefault(groups[int(path.name.split("-")[1].split(".")[0])], set()).update(_msg_ids(path))
+    for group, path in _own_consumer_logs(run_dir, lab):
+        seen.setdefault(group, set()).update(_msg_ids(path))
     for c in lab.consumers:
         if c.command:
             logs = [log for pattern in COURSE_LOG_GLOBS for log in (run_dir / c.name).glob(pattern)]
@@ -326,7 +325,65 @@ def group_metrics(run_dir: Path, lab: Lab) -> dict[str, Measured]:
             elif (run_dir / c.name).is_dir():  # it ran and logged nothing at all
                 unseen.add(c.group)
     out: dict[str, Measured] = {f"group.{group}.distinct": float(len(ids)) for group, ids in seen.items()}
-    return out | {f"group.{group}.distinct": Unmeasured.NOT_OBSERVED for group in unseen}
+    out |= {f"group.{group}.distinct": Unmeasured.NOT_OBSERVED for group in unseen}
+    if any(name.endswith(DELETED_KEPT) for name in lab.judged_metrics):
+        out |= deleted_kept(run_dir, lab)
+    return out
+
+
+DELETED_KEPT = ".deleted_kept"
+
+
+def deleted_kept(run_dir: Path, lab: Lab) -> dict[str, Measured]:
+    """``group.G.deleted_kept``: keys of the producer's topic whose last acknowledged write was a tombstone, yet
+    whose last record the group processed (the highest offset) has a value: a cache the group feeds still holds
+    what was deleted. A key the group never processed is not counted. Not observed without kafkalab's own
+    producer, or for a group with a foreign consumer (a course log cannot tell a tombstone)."""
+    groups = {c.group for c in lab.consumers}
+    foreign = {c.group for c in lab.consumers if c.command}
+    if lab.producer.command:
+        return {f"group.{g}{DELETED_KEPT}": Unmeasured.NOT_OBSERVED for g in groups}
+    deleted = _deleted_keys(run_dir, lab.topic)
+    held: dict[str, dict[str, tuple[int, bool]]] = {g: {} for g in groups - foreign}  # key -> (offset, valued)
+    for group, path in _own_consumer_logs(run_dir, lab):
+        if group not in foreign:
+            _last_by_key(path, lab.topic, held[group])
+    out: dict[str, Measured] = {f"group.{g}{DELETED_KEPT}": Unmeasured.NOT_OBSERVED for g in foreign}
+    for group, last in held.items():
+        out[f"group.{group}{DELETED_KEPT}"] = float(sum(1 for k in deleted if last.get(k, (0, False))[1]))
+    return out
+
+
+def _deleted_keys(run_dir: Path, topic: str) -> set[str]:
+    """The keys of ``topic`` whose last acknowledged write (in the producer's send order) was a tombstone."""
+    last: dict[str, tuple[int, bool]] = {}  # key -> (seq, tombstone)
+    for path in log_files(run_dir, "producer"):
+        with open(path, encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                if row["topic"] == topic and row["status"] == "acked":
+                    seq = int(row["seq"])
+                    if seq >= last.get(row["key"], (-1, False))[0]:
+                        last[row["key"]] = (seq, row["value"] == TOMBSTONE)
+    return {key for key, (_, tombstone) in last.items() if tombstone}
+
+
+def _last_by_key(path: Path, topic: str, last: dict[str, tuple[int, bool]]) -> None:
+    """Fold a consumer log's records of ``topic`` into ``last``: key -> (offset, has a value) of the highest
+    offset processed (a key stays on its partition)."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["topic"] == topic:
+                offset = int(row["offset"])
+                if offset >= last.get(row["key"], (-1, False))[0]:
+                    last[row["key"]] = (offset, row["value"] != TOMBSTONE)
+
+
+def _own_consumer_logs(run_dir: Path, lab: Lab) -> Iterator[tuple[str, Path]]:
+    """kafkalab's consumers' payload logs, consumer-N.csv (consumer.csv: a tail's), each with its group."""
+    groups = {c.local_id: c.group for c in lab.consumers}
+    for path in log_files(run_dir, "consumer"):
+        if path.name.split(".")[0] != "consumer":
+            yield groups[int(path.name.split("-")[1].split(".")[0])], path
 
 
 def _msg_ids(path: Path) -> set[str]:

@@ -88,6 +88,9 @@ _METRICS: tuple[tuple[str, MetricWords], ...] = (
     (rf"group\.{_GROUP}\.processed", MetricWords("group {g} processed {n} records", "records group {g} processed")),
     (rf"group\.{_GROUP}\.distinct", MetricWords("group {g} processed {n} distinct records",
                                                 "distinct records group {g} processed")),
+    (rf"group\.{_GROUP}\.deleted_kept", MetricWords(
+        "group {g} still held a value for {n} keys the producer had deleted",
+        "deleted keys whose value group {g} still held")),
     (rf"group\.{_GROUP}\.revoked", MetricWords("group {g}'s rebalances took {n} partitions from its consumers",
                                                "partitions taken from group {g}'s consumers")),
     (rf"group\.{_GROUP}\.pause_s", MetricWords("a partition of group {g} went without a consumer for {n}",

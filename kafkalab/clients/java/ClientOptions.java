@@ -116,6 +116,7 @@ final class ClientOptions {
         num("producer.num-records-per-roll", 100, 1, INT32_MAX, ""),
         num("producer.wait-after-roll", 5000, 0, INT32_MAX, ""),
         num("producer.wait-after-send", 0, 0, INT32_MAX, ""),
+        num("producer.tombstones", 0, 0, INT32_MAX, ""),
         num("producer.local-id", -1, -1, INT32_MAX, ""),
         bool("producer.payload-trunc", "false", ""),
         num("producer.max-inflight", 5, 1, 1_000_000, "max.in.flight.requests.per.connection"),

@@ -58,6 +58,9 @@ public final class JavaProducer {
                 throw ClientOptions.conflict(name + ": kafkalab's Java producer sends no transactions yet: "
                     + "run this producer with --clients python (kafkalab's Python producer has them)");
         }
+        if (o.num("producer.tombstones") > 0)
+            throw ClientOptions.conflict("producer.tombstones: kafkalab's Java producer sends no tombstones yet: "
+                + "run this producer with --clients python (kafkalab's Python producer has them)");
         String acks = acks(o);
         int inflight = o.num("producer.max-inflight");
         boolean idempotent;
