@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -99,8 +99,9 @@ def api_versions_answered(port: int) -> bool:
     return (correlation, error) == (4242, 0)
 
 
-def wait_for(what: str, check: object, timeout_s: float) -> float:
-    """Seconds until ``check()`` holds; fails naming ``what`` after ``timeout_s``."""
+def wait_for(what: str, check: object, timeout_s: float, describe: Callable[[], str] | None = None) -> float:
+    """Seconds until ``check()`` holds; fails naming ``what`` after ``timeout_s``, with ``describe()``: what the
+    cluster looked like then (a bare False explains nothing)."""
     start = time.monotonic()
     last: object = None
     while time.monotonic() - start < timeout_s:
@@ -111,12 +112,23 @@ def wait_for(what: str, check: object, timeout_s: float) -> float:
         if last is True:
             return time.monotonic() - start
         time.sleep(0.25)
-    pytest.fail(f"{what} not within {timeout_s:g} s (last: {last})")
+    pytest.fail(f"{what} not within {timeout_s:g} s (last: {last})" + (f"; {describe()}" if describe else ""))
 
 
 def all_in_sync(cluster: Cluster, topic: str) -> bool:
     views = [view_from(cluster.spec.broker_port(b), topic) for b in cluster.broker_ids]
     return all(isr == (1, 2, 3) for view in views for _leader, isr in view.values())
+
+
+def isr_views(cluster: Cluster, topic: str) -> str:
+    """Each broker's (leader, ISR) per partition, or why it did not answer: a failed wait's message."""
+    said = []
+    for b in cluster.broker_ids:
+        try:
+            said.append(f"broker {b} sees {view_from(cluster.spec.broker_port(b), topic)}")
+        except KafkaException as exc:
+            said.append(f"broker {b}: {exc}")
+    return "; ".join(said)
 
 
 def test_clients_go_through_the_proxy_and_kafkalab_sees_the_brokers_directly(net_cluster: Cluster, topic: str) -> None:

@@ -25,7 +25,15 @@ from kafkalab.cluster import Cluster
 from kafkalab.cluster.control_socket import ControlServer
 from kafkalab.cluster.node import NodeState
 from tests.conftest import make_spec, started
-from tests.test_net_cluster import api_versions_answered, net, proxy_children, view_from, wait_for
+from tests.test_net_cluster import (
+    all_in_sync,
+    api_versions_answered,
+    isr_views,
+    net,
+    proxy_children,
+    view_from,
+    wait_for,
+)
 
 pytestmark = pytest.mark.cluster
 TOPIC = "net-kraft"
@@ -59,11 +67,6 @@ def live_brokers(port: int) -> set[int]:
     """The brokers a broker's metadata lists (in KRaft: the unfenced ones), asked on its direct listener."""
     client = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "socket.timeout.ms": 3000})
     return set(client.list_topics(timeout=5).brokers)
-
-
-def all_in_sync(cluster: Cluster, topic: str) -> bool:
-    views = [view_from(cluster.spec.broker_port(b), topic) for b in cluster.broker_ids]
-    return all(isr == (1, 2, 3) for view in views for _leader, isr in view.values())
 
 
 def quorum_leader(cluster: Cluster) -> tuple[int, int] | None:
@@ -119,7 +122,8 @@ def test_an_isolated_broker_is_fenced_and_loses_its_leaderships_but_still_answer
         assert api_versions_answered(spec.net_ports[isolated - 1].client)  # clients are kept
     finally:
         assert net(owner, "heal") == 0
-    took = wait_for("every ISR whole again after heal", lambda: all_in_sync(kraft_cluster, topic), 120)
+    took = wait_for("every ISR whole again after heal", lambda: all_in_sync(kraft_cluster, topic), 120,
+                    lambda: f"{isr_views(kraft_cluster, topic)}; unfenced: {live_brokers(spec.broker_port(2))}")
     assert all(isolated in live_brokers(spec.broker_port(b)) for b in kraft_cluster.broker_ids)
     print(f"KRaft: healed, every ISR whole after {took:.1f} s")
 
@@ -147,7 +151,8 @@ def test_the_active_controller_cut_from_the_other_voters_resigns_and_another_lea
         Admin(kraft_cluster.bootstrap, timeout_s=5).create_topic("net-kraft-after", 1, 3, None, timeout_s=60)
     finally:
         assert net(owner, "heal") == 0
-    wait_for("every ISR whole again after heal", lambda: all_in_sync(kraft_cluster, topic), 120)
+    wait_for("every ISR whole again after heal", lambda: all_in_sync(kraft_cluster, topic), 120,
+             lambda: isr_views(kraft_cluster, topic))
 
 
 def test_kill_and_pause_look_as_before_to_clients(kraft_cluster: Cluster, topic: str) -> None:
