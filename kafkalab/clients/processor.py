@@ -15,7 +15,7 @@ from kafkalab.clients.child_client import ChildClient
 from kafkalab.clients.options import ProcessorConfig
 from kafkalab.clients.payload_log import PARTIAL_SUFFIX
 from kafkalab.clients.processor_logs import consumed_log_path, produced_log_path
-from kafkalab.clients.stats import ClientState, EventCallback
+from kafkalab.clients.stats import ClientState, EventCallback, held_s
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,10 @@ class ProcessorStats:
     @property
     def total_lag(self) -> int:
         return sum(self.lag.values())
+
+    @property
+    def held_s(self) -> float:
+        return held_s(self.held)
 
 
 class Processor(ChildClient):

@@ -79,6 +79,11 @@ class ProducerStats:
 HELD_SHOWN_AFTER_S = 2.0
 
 
+def held_s(held: Mapping[int, float]) -> float:
+    """How long a reader has waited so far behind an open transaction, over its partitions (0: it is not held)."""
+    return max(held.values(), default=0.0)
+
+
 @dataclass(frozen=True)
 class ConsumerStats:
     name: str
@@ -109,8 +114,7 @@ class ConsumerStats:
 
     @property
     def held_s(self) -> float:
-        """How long it has waited so far behind an open transaction (0: it is not held)."""
-        return max(self.held.values(), default=0.0)
+        return held_s(self.held)
 
 
 class RateMeter:

@@ -32,8 +32,8 @@ def counts_parts(instances: Sequence[ProcessorStats]) -> list[Text]:
     unmeasured = " or more" if set(live.assignment) - set(live.lag) else ""
     lag = live.total_lag
     parts.append(Text.assemble(("input lag ", "dim"), (f"{lag:,}{unmeasured}", "yellow" if lag or unmeasured else "")))
-    if (held := max(live.held.values(), default=0.0)) >= HELD_SHOWN_AFTER_S:
-        parts.append(Text.assemble(("held ", "bold yellow"), (f"{held:.0f}s", "bold yellow"),
+    if live.held_s >= HELD_SHOWN_AFTER_S:
+        parts.append(Text.assemble(("held ", "bold yellow"), (f"{live.held_s:.0f}s", "bold yellow"),
                                    (" behind an open transaction", "dim")))
     parts.append(Text.assemble(("in ", "dim"), (f"{sum(s.received for s in instances):,}", "bold")))
     out = Text.assemble(("out ", "dim"), (f"{sum(s.produced for s in instances):,}", "bold"))
