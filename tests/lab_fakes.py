@@ -178,6 +178,7 @@ class FakeProducer:
         self.on_event = on_event
         self.started_at: float | None = None
         self.stopped_at_acked: int | None = None
+        self.paused = False
 
     def _acked(self) -> int:
         if self.started_at is None or self.world.stuck:
@@ -218,6 +219,7 @@ class FakeConsumer:
         self.announced = False
         self.stop_calls = 0
         self.end_calls = 0  # ended by the run's stop: no close
+        self.paused = False  # SIGSTOP: a paused consumer neither closes nor ends when told
 
     def start(self) -> None:
         self.started_at = time.monotonic()
@@ -225,7 +227,17 @@ class FakeConsumer:
 
     def stop(self) -> None:
         self.stop_calls += 1
-        self.state = ClientState.FINISHED
+        if not self.paused:
+            self.state = ClientState.FINISHED
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+
+    def kill(self) -> None:
+        self.state = ClientState.CRASHED
 
     def end(self) -> None:
         self.end_calls += 1

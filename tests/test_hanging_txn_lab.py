@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from kafkalab.clients.child_client import ChildClient
+from kafkalab.clients.stats import ClientState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import load_lab
 from kafkalab.labs.fault_firing import FaultFiring
@@ -43,27 +45,24 @@ def test_the_lab_hangs_its_transactional_producer_and_grades_what_the_consumer_r
     assert {e.text for e in lab.fix.expectations} >= {"typed == 3", "unexpected == 0", "aborted_read == 0"}
 
 
-class Child:
-    """The producer as the run holds it: a process in a session of its own, killed by SIGKILL."""
+class Child(ChildClient):
+    """The producer as the run holds it: a real child process in a session of its own, which does nothing."""
 
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    MODULE = "tests.idle_child"
 
-    def kill(self) -> None:
-        self.proc.kill()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
+    def __init__(self, tmp: Path) -> None:
+        super().__init__("producer", tmp, None)
+        self._spawn({}, background=True)
 
     @property
-    def running(self) -> bool:
-        return self.proc.poll() is None
+    def proc(self) -> subprocess.Popen[str]:
+        assert self._proc is not None
+        return self._proc
 
 
 @contextlib.contextmanager
-def child() -> Iterator[Child]:
-    c = Child()
+def child(tmp: Path) -> Iterator[Child]:
+    c = Child(tmp)
     try:
         yield c
     finally:
@@ -83,17 +82,20 @@ def wait_state(pid: int, wanted: str) -> None:
         time.sleep(0.02)
 
 
-def test_pause_resume_and_crash_faults_stop_continue_and_kill_the_producer_process() -> None:
+def test_pause_resume_and_crash_faults_stop_continue_and_kill_the_producer_process(tmp_path: Path) -> None:
     lab = load_lab(LAB)
     pause, crash = lab.faults[1], lab.faults[4]
     resume = make_fault({"at": "start", "do": "resume", "on": "producer"}, brokers=3)
-    with child() as producer:
+    with child(tmp_path) as producer:
         host = RunControls(SimpleNamespace(clients=SimpleNamespace(producer=producer)))  # type: ignore[arg-type]
         timeline = Timeline(lab.id)
         firing = FaultFiring(lab.faults, timeline, random.Random(1), [1, 2])
         for fault, state in ((pause, "T"), (resume, "S"), (pause, "T")):
             assert firing.fire(host, fault, []) == ["producer"]
-            wait_state(producer.pid, state)
+            wait_state(producer.proc.pid, state)
+            # what its pane shows: a stopped process reports nothing, so its last report's state is not it
+            shown = producer._shown_state(ClientState.RUNNING)
+            assert shown == (ClientState.PAUSED if state == "T" else ClientState.RUNNING)
         assert firing.fire(host, crash, []) == ["producer"]
         assert producer.proc.wait(10) == -9  # killed while paused: a crash word would wait for it to go on
         assert [e.detail for e in timeline.events()] == ["pause producer", "resume producer", "pause producer",

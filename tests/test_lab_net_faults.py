@@ -319,7 +319,7 @@ def test_the_run_tells_the_proxy_its_clients_by_name_as_they_start(tmp_path: Pat
     clients.make_producer(1)
     clients.start_producer()
     assert told == [("consumer-1", 4001), ("producer", 4002)]
-    clients.end_consumer(1, crash=True)
+    clients.act_on_consumer(1, "crash")
     clients.start_consumer(lab.consumers[0])  # started again: a new process, told under the same name
     assert told[-1] == ("consumer-1", 4003)
 

@@ -213,6 +213,25 @@ def test_topic_creation_is_told_how_many_brokers_run(tmp_path: Path) -> None:
     assert world.brokers_up == 3
 
 
+def test_a_consumer_the_lab_leaves_paused_is_killed_at_the_drain_not_waited_for(tmp_path: Path) -> None:
+    """A hung process can neither catch up nor close: the drain kills it and says so, instead of waiting out its
+    limit and then a close that cannot come."""
+    lab = lab_of(tmp_path, """
+        [[fault]]
+        at = "progress 10%"
+        do = "pause"
+        on = "consumer 1"
+        """, drain=60)
+    world = World()
+    said: list[str] = []
+    run, _result = execute(tmp_path, lab, world, said)
+    phases = {e.detail: e.t for e in kinds(run, EventKind.PHASE)}
+    assert phases["analyzing"] - phases["draining"] < lab.drain_s
+    [consumer] = world.consumers
+    assert consumer.paused and consumer.state == "crashed"
+    assert "consumer-1 is still paused at the run's end: killed (a hung process cannot close)" in said
+
+
 def test_drain_ends_at_its_limit_when_lag_stays(tmp_path: Path) -> None:
     lab = lab_of(tmp_path, "", drain=0.3)
     world = World()

@@ -18,8 +18,10 @@ from kafkalab.clients.control_words import send_control
 from kafkalab.clients.processor import Processor
 from kafkalab.clients.stats import ClientEvent
 from kafkalab.cluster import Cluster
+from kafkalab.errors import KafkalabError
 from tests.helpers import wait_until
 from tests.test_clients_cluster import rows, run_producer, start_consumer
+from tests.test_hanging_txn_lab import state_of
 
 pytestmark = pytest.mark.cluster
 
@@ -91,3 +93,37 @@ def test_a_processor_killed_mid_batch_duplicates_its_output_unless_transactional
     else:
         twice = {m for m, n in read.items() if n > 1}
         assert twice and twice <= set(redone)  # sent again after the crash: read at two offsets
+
+
+def test_a_paused_processor_says_paused_hangs_and_carries_on_when_resumed(
+        cluster: Cluster, topic_factory: Callable[..., str], tmp_path: Path) -> None:
+    """SIGSTOP, as a long GC pause leaves a process: a stopped process reports nothing, so its pane must not show
+    its last report's RUNNING and rate; resumed within its session, it processes the rest."""
+    source, sink = topic_factory(partitions=3), topic_factory(partitions=1)
+    producer = run_producer(cluster.bootstrap, tmp_path, {
+        "producer.topic": source, "producer.num-records-per-roll": str(RECORDS), "producer.payload-trunc": "true"})
+    assert producer.join(60) and producer.stats().acked == RECORDS
+    events: list[ClientEvent] = []
+    processor = _processor(cluster, tmp_path, {
+        "processor.input-topic": source, "processor.output-topic": sink, "processor.group-id": source,
+        "processor.wait-after-record": "100", "processor.max-poll-recs": BATCH, "processor.session-timeout": "30000"},
+        events)
+    try:
+        wait_until(lambda: processor.stats().received >= 10, 90, 0.05, "records processed")
+        processor.pause()
+        pid = processor.pid
+        assert pid is not None
+        wait_until(lambda: state_of(pid) == "T", 10, 0.02, "the process stopped")
+        paused = processor.stats()
+        assert (paused.state, paused.rate) == ("paused", 0.0) and processor.paused
+        with pytest.raises(KafkalabError, match="processor is not running: nothing to pause"):
+            Processor({}, tmp_path).pause()  # never started: nothing to pause
+        processor.resume()
+        wait_until(lambda: processor.stats().received == RECORDS, 90, 0.2, "the rest processed after the resume")
+        assert processor.stats().state == "running" and not processor.paused
+        processor.stop()
+        assert processor.join(60) and processor.stats().state == "finished"
+    finally:
+        if processor.running:
+            processor.crash()
+            processor.join(10)

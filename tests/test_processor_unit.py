@@ -112,6 +112,15 @@ def test_a_lab_with_a_processor_reads_the_producers_topic_and_can_crash_it(tmp_p
     assert fixed.processor is not None and fixed.processor.config.transactional
 
 
+@pytest.mark.parametrize("on", ["processor", "consumer 1", "consumers", "producer"])
+def test_every_client_can_be_paused_and_resumed_by_a_fault(tmp_path: Path, on: str) -> None:
+    """SIGSTOP and SIGCONT, as a long GC pause: a paused processor is how a zombie is made."""
+    for action in ("pause", "resume"):
+        lab = load_lab(_write(tmp_path, LAB.replace('do = "crash"', f'do = "{action}"').replace(
+            'on = "processor"', f'on = "{on}"')))
+        assert lab.faults[0].action == action
+
+
 @pytest.mark.parametrize(("change", "said"), [
     (('"processor.output-topic" = "test-topic-out"', '"processor.output-topic" = "elsewhere"'),
      "demo.toml:18: processor.\"processor.output-topic\": elsewhere names no [[topic]]"),
@@ -119,7 +128,7 @@ def test_a_lab_with_a_processor_reads_the_producers_topic_and_can_crash_it(tmp_p
                                                      '"processor.input-topic" = "another"'),
      "must be the producer's topic"),
     (('[processor]\n"processor.output-topic" = "test-topic-out"\n', ''), "fault[1].on: this lab has no [processor]"),
-    (('do = "crash"', 'do = "pause"'), "'pause' cannot be done on processor"),
+    (('do = "crash"', 'do = "restart"'), "'restart' cannot be done on processor"),
 ])
 def test_a_processor_table_or_fault_that_does_not_fit_is_refused_by_line(tmp_path: Path, change: tuple[str, str],
                                                                          said: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from typing import IO, Any
 
 from kafkalab.clients.child_io import EXIT_CRASH, EXIT_FAILED
 from kafkalab.clients.stats import ClientEvent, ClientState, EventCallback
+from kafkalab.errors import KafkalabError
 from kafkalab.priority import lower_autogroup_priority, nice_prefix
 
 
@@ -38,12 +40,15 @@ class ChildClient:
         self._last_error: str | None = None
         self._crash_requested = False
         self._ended_by_stop = False  # killed because the run was stopped, not crashed
+        self._own_session = False  # spawned in a session of its own: signals go to its process group
+        self._paused = False
 
     def _spawn(self, spec: dict[str, Any], background: bool = False) -> None:
         """Start the child and hand it ``spec``. ``background``: niced, in a session of its own (so its
         niceness counts against the nodes' sessions, not inside kafkalab's)."""
         if self._proc is not None:
             raise RuntimeError(f"{self.name} already started")
+        self._own_session = background
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
@@ -84,11 +89,40 @@ class ChildClient:
         except (BrokenPipeError, ValueError, OSError):
             pass
 
+    def _signal(self, sig: int) -> None:
+        """``sig`` to the child (its process group when it has a session of its own), unless it has ended."""
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                (os.killpg if self._own_session else os.kill)(self._proc.pid, sig)
+
+    def pause(self) -> None:
+        """SIGSTOP: hung, as a long GC pause or a stopped VM leaves a process (nothing closes, its group session
+        and an open transaction stay as they are); ``state`` says PAUSED until ``resume``."""
+        if not self.running:
+            raise KafkalabError(f"{self.name} is not running: nothing to pause")
+        self._signal(signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        """SIGCONT: it carries on from where it hung."""
+        if not self._paused:
+            raise KafkalabError(f"{self.name} is not paused: nothing to resume")
+        self._signal(signal.SIGCONT)
+        self._paused = False
+
+    @property
+    def paused(self) -> bool:
+        return self._paused and self.running
+
+    def _shown_state(self, reported: ClientState) -> ClientState:
+        """The state its last report gave, or PAUSED while it is paused: a stopped process reports nothing."""
+        return ClientState.PAUSED if self.paused and not reported.ended else reported
+
     def _kill(self) -> None:
         """SIGKILL the child: no close, nothing flushed."""
         if self._proc is not None and self._proc.poll() is None:
             self._crash_requested = True
-            os.kill(self._proc.pid, signal.SIGKILL)
+            self._signal(signal.SIGKILL)
 
     def kill(self) -> None:
         """SIGKILL as a crash (a supervisor's kill -9): a paused child dies too, where a crash word waits."""

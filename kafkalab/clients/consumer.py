@@ -67,10 +67,11 @@ class Consumer(ChildClient):
 
     def stats(self) -> ConsumerStats:
         s = self._stats
+        state = self._shown_state(ClientState(s.get("state", "starting")))
         return ConsumerStats(
-            name=self.name, group=self.config.group_id, state=(state := ClientState(s.get("state", "starting"))),
+            name=self.name, group=self.config.group_id, state=state,
             group_state=s.get("group_state", "joining"), received=s.get("received", 0),
-            processed=s.get("processed", 0), rate=0.0 if state.ended else s.get("rate", 0.0),
+            processed=s.get("processed", 0), rate=0.0 if state.halted else s.get("rate", 0.0),
             assignment=tuple(s.get("assignment", ())),
             committed={int(k): v for k, v in s.get("committed", {}).items()},
             lag={int(k): v for k, v in s.get("lag", {}).items()}, rebalances=s.get("rebalances", 0),

@@ -154,6 +154,7 @@ class ForeignClient(ChildClient):
         self._proc = subprocess.Popen(
             ["/bin/sh", "-c", line], cwd=self.work_dir, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+        self._own_session = True  # signals go to the whole group it starts (a shell's java, mvn's forked JVM)
         self._started_at = time.monotonic()
         self._state = ClientState.RUNNING
         self._emit("started", f"{self.name}: {line}")
@@ -213,17 +214,6 @@ class ForeignClient(ChildClient):
                     f"(its output: {self.work_dir / OUTPUT_LOG})")
         return f"{self.name}'s command exited with status {code}{said}"
 
-    def _signal(self, sig: int) -> None:
-        """``sig`` to the whole process group it started (a shell's java, mvn's forked JVM)."""
-        if self._proc is not None and self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, sig)
-
-    def _kill(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._crash_requested = True
-            self._signal(signal.SIGKILL)
-
     def terminate(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM to its process group; SIGKILL if it has not ended within ``grace_s`` (said on the timeline)."""
         self._stop_requested = True
@@ -248,8 +238,8 @@ class ForeignClient(ChildClient):
     def _progress(self) -> tuple[ClientState, int, float]:
         records = self.count.refresh()
         self._rate.sample(records)
-        state = self._state
-        return state, records, 0.0 if state.ended else self._rate.rate()
+        state = self._shown_state(self._state)
+        return state, records, 0.0 if state.halted else self._rate.rate()
 
     def _shown_log(self) -> str | None:
         return str(self.work_dir / self.count.files[-1]) if self.count.files else None

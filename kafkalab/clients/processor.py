@@ -89,11 +89,11 @@ class Processor(ChildClient):
 
     def stats(self) -> ProcessorStats:
         s = self._stats
-        state = ClientState(s.get("state", ClientState.STARTING))
+        state = self._shown_state(ClientState(s.get("state", ClientState.STARTING)))
         return ProcessorStats(
             name=self.name, group=self.config.group_id, state=state, received=s.get("received", 0),
             produced=s.get("produced", 0), failed=s.get("failed", 0),
-            rate=0.0 if state.ended else s.get("rate", 0.0), assignment=tuple(s.get("assignment", ())),
+            rate=0.0 if state.halted else s.get("rate", 0.0), assignment=tuple(s.get("assignment", ())),
             lag={int(k): v for k, v in s.get("lag", {}).items()},
             held={int(k): v for k, v in s.get("held", {}).items()}, transactional=self.config.transactional,
             transactions_committed=s.get("txn_committed", 0), transactions_aborted=s.get("txn_aborted", 0),

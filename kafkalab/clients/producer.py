@@ -60,13 +60,13 @@ class Producer(ChildClient):
 
     def stats(self) -> ProducerStats:
         s = self._stats
-        state = ClientState(s.get("state", ClientState.STARTING))
+        state = self._shown_state(ClientState(s.get("state", ClientState.STARTING)))
         failed: dict[str, int] = s.get("failed", {})
         attempted, acked, unknown = s.get("attempted", 0), s.get("acked", 0), s.get("unknown", 0)
         return ProducerStats(
             name=self.name, state=state, attempted=attempted, acked=acked, failed=failed, unknown=unknown,
             in_flight=max(0, attempted - acked - sum(failed.values()) - unknown),
-            rate=0.0 if state.ended else s.get("rate", 0.0), total=self.config.total,
+            rate=0.0 if state.halted else s.get("rate", 0.0), total=self.config.total,
             log_path=s.get("log_path"), error=self._error, transactional=self.config.transactional,
             transactions_committed=s.get("txn_committed", 0), transactions_aborted=s.get("txn_aborted", 0),
             transactions_open=s.get("txn_open", 0), uncommitted=s.get("txn_written", 0),

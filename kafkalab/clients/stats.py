@@ -17,6 +17,7 @@ class ClientState(StrEnum):
     BLOCKED = "blocked"  # producer: send buffer full, waiting for the brokers
     FLUSHING = "flushing"  # producer: waiting for the last deliveries
     CLOSING = "closing"  # consumer: committing and leaving the group
+    PAUSED = "paused"  # SIGSTOP (a lab's pause): hung, as a long GC pause leaves a process; nothing closes
     FINISHED = "finished"
     CRASHED = "crashed"
     FAILED = "failed"
@@ -24,6 +25,11 @@ class ClientState(StrEnum):
     @property
     def ended(self) -> bool:
         return self in (ClientState.FINISHED, ClientState.CRASHED, ClientState.FAILED)
+
+    @property
+    def halted(self) -> bool:
+        """Nothing moves: ended, or paused (its last report's rate is not a rate now)."""
+        return self.ended or self is ClientState.PAUSED
 
 
 @dataclass(frozen=True)

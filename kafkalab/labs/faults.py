@@ -18,14 +18,15 @@ on:  ``broker 2`` | ``brokers 2,3`` | ``leader T/P`` | ``controller`` (KRaft: th
      ``zookeeper`` | ``clients`` (a network source only) | ``producer`` | ``consumer 1`` (both also a network
      source: that process's links alone) | ``consumers`` | ``processor`` (the lab's [processor]) |
      ``topic T`` | ``group G``
-do:  nodes: stop | kill | pause | resume | start | restart;  producer: start | stop | pause | resume | crash;
+do:  nodes: stop | kill | pause | resume | start | restart;
+     the producer, consumers, the processor: start | stop | pause | resume | crash;
      network (``net_proxies`` is turned on for the lab): isolate (from ZooKeeper and the other brokers, clients
      kept) | cut (``to``: the link from each ``on`` node to each ``to`` node; ``both_ways = true``) |
      drop-replies (``to``: requests arrive, answers never come back) | hold (``to``: the bytes kept, delivered on
      heal) | delay (``to``, ``ms``, ``jitter_ms``) | limit (``to``, ``rate``, e.g. "100KB/s"); hold, delay and
      limit take ``direction`` (requests | replies | both, the default) | heal (every link; with ``on``, every
      link of those nodes; with ``on`` and ``to``, those links);
-     consumers, the processor: start | stop | crash;  topics: ``send quit|crash|wait`` | create | alter-config
+     topics: ``send quit|crash|wait`` | create | alter-config
      (``configs``) | replicate (``replication_factor``) | add-partitions (``partitions``: the new total, more than
      the topic has; a key's new records may then land on another partition) | elect-preferred | type (``records``, each
      ``key:value`` or a value) | abort-transaction (``partition``: its open transaction, as `kafkalab txn abort`
@@ -55,10 +56,9 @@ from kafkalab.logformat import CONTROL_VALUES
 from kafkalab.netfaults import Direction
 
 NODE_ACTIONS = tuple(a.value for a in NodeAction)
-CONSUMER_ACTIONS = ("start", "stop", "crash")
-# pause: SIGSTOP, a hung process (a transaction it has open stays open); crash: killed, so a paused one ends too
-PRODUCER_ACTIONS = ("start", "stop", "pause", "resume", "crash")
-PROCESSOR_ACTIONS = CONSUMER_ACTIONS  # a consumer and a producer in one process: started, stopped or killed
+# the producer, a consumer, the processor. pause: SIGSTOP, a hung process (its group session lapses, a transaction
+# it has open stays open); resume: SIGCONT; crash: killed, so a paused one ends too
+CLIENT_ACTIONS = ("start", "stop", "pause", "resume", "crash")
 TOPIC_ACTIONS = ("send", "create", "alter-config", "replicate", "add-partitions", "elect-preferred", "type",
                  "abort-transaction")
 GROUP_ACTIONS = ("reset-offsets",)
@@ -413,9 +413,9 @@ def parse_action(text: str, target: Target) -> tuple[str, str]:
         s = "send"
     source_actions = (*(a.value for a in LINK_ACTIONS), NetAction.HEAL.value)  # a client as a network source
     allowed = {
-        TargetCategory.NODES: NODE_ACTIONS + NET_ACTIONS, TargetCategory.PRODUCER: PRODUCER_ACTIONS + source_actions,
-        TargetCategory.CONSUMERS: CONSUMER_ACTIONS + source_actions, TargetCategory.TOPIC: TOPIC_ACTIONS,
-        TargetCategory.PROCESSOR: PROCESSOR_ACTIONS,
+        TargetCategory.NODES: NODE_ACTIONS + NET_ACTIONS, TargetCategory.PRODUCER: CLIENT_ACTIONS + source_actions,
+        TargetCategory.CONSUMERS: CLIENT_ACTIONS + source_actions, TargetCategory.TOPIC: TOPIC_ACTIONS,
+        TargetCategory.PROCESSOR: CLIENT_ACTIONS,
         TargetCategory.GROUP: GROUP_ACTIONS, TargetCategory.NONE: (NetAction.HEAL.value,),
         TargetCategory.CLIENTS: source_actions,
     }[target.category] + ANY_ACTIONS

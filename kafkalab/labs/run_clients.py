@@ -35,6 +35,11 @@ STOPPED_END_S = 1.2
 _DRAINED = (ClientState.STARTING, ClientState.RUNNING)
 
 
+def act_on(client: Consumer | ForeignConsumer | Processor, action: str) -> None:
+    """A fault's ``stop``, ``crash``, ``pause`` or ``resume`` on a running consumer or processor."""
+    {"stop": client.stop, "crash": client.crash, "pause": client.pause, "resume": client.resume}[action]()
+
+
 @dataclass
 class RunClients:
     lab: Lab
@@ -121,12 +126,13 @@ class RunClients:
         if self.on_started is not None and client.pid is not None:
             self.on_started(name, client.pid)
 
-    def end_consumer(self, local_id: int, crash: bool) -> bool:
-        """Stop (or crash) the running instance of consumer ``local_id``; False when none runs."""
+    def act_on_consumer(self, local_id: int, action: str) -> bool:
+        """A fault's stop, crash, pause or resume on the running instance of consumer ``local_id``; False when
+        none runs."""
         instances = self.consumers.get(local_id)
         if not instances or not instances[-1].running:
             return False
-        instances[-1].crash() if crash else instances[-1].stop()
+        act_on(instances[-1], action)
         return True
 
     def wait_assigned(self, local_id: int) -> None:
@@ -158,13 +164,14 @@ class RunClients:
         return True
 
     def processor_action(self, action: str) -> bool:
-        """A fault's ``start``, ``stop`` or ``crash`` on the processor; False when there is nothing to do."""
+        """A fault's ``start``, ``stop``, ``crash``, ``pause`` or ``resume`` on the processor; False when there is
+        nothing to do (a start while an instance runs, paused or not: its logs are the live instance's)."""
         if action == "start":
             return self.start_processor()
         live = self.processors[-1] if self.processors else None
         if live is None or not live.running:
             return False
-        live.crash() if action == "crash" else live.stop()
+        act_on(live, action)
         return True
 
     def processor_stats(self) -> list[ProcessorStats]:
@@ -187,6 +194,7 @@ class RunClients:
         """Let the processor, then the running consumers, catch up (lag 0, nothing new for a while), at most the
         lab's ``drain_s`` in all; each then closed (the processor before the consumers wait for its output)."""
         deadline = time.monotonic() + self.lab.drain_s
+        self._end_paused()
         if self.processors and (processor := self.processors[-1]).running:
             self.say("draining the processor: it catches up, then closes")
             self._catch_up(deadline, lambda: [processor.stats()])
@@ -279,6 +287,7 @@ class RunClients:
         """Whatever happened: the producer ended without draining; running consumers asked to close cleanly
         (their leave-group and final commit), crashed if not closed within ``clean_s`` (a paused broker can
         hold a close for its session timeout)."""
+        self._end_paused()
         if self.producer is not None and self.producer.running:
             self.producer.stop(drain=False)
         running = [*self._running_consumers(), *self._running_processor()]
@@ -292,6 +301,18 @@ class RunClients:
         if self.producer is not None and self.producer.running:
             self.producer.join(15)
         self._close_groups()
+
+    def _end_paused(self) -> None:
+        """A client the lab left paused can neither catch up nor close (it is hung, as the lab left it): killed, and
+        said so, rather than waited for."""
+        clients: list[ChildClient] = [*self._running_consumers(), *self._running_processor()]
+        if self.producer is not None:
+            clients.append(self.producer)
+        for client in clients:
+            if client.paused:
+                self.say(f"{client.name} is still paused at the run's end: killed (a hung process cannot close)")
+                client.kill()
+                client.join(5)
 
     def _running_consumers(self) -> list[Consumer | ForeignConsumer]:
         return [c for instances in self.consumers.values() for c in instances if c.running]

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import time
 from collections.abc import Mapping, Sequence
 
@@ -66,9 +63,12 @@ class RunControls:
         self._clients.start_producer() if start else self._clients.stop_producer()
 
     def pause_producer(self, pause: bool) -> None:
-        """SIGSTOP (or SIGCONT) to the producer's process group: a hung producer, as a long GC pause or a stopped
-        VM leaves it, its open transaction kept open (nothing is closed, nothing aborted)."""
-        self._signal_producer(signal.SIGSTOP if pause else signal.SIGCONT, "pause" if pause else "resume")
+        """SIGSTOP (or SIGCONT): a hung producer, as a long GC pause or a stopped VM leaves it, its open
+        transaction kept open (nothing is closed, nothing aborted); its pane says PAUSED meanwhile."""
+        producer = self._clients.producer
+        if producer is None or not producer.running:
+            raise KafkalabError(f"the producer is not running: nothing to {'pause' if pause else 'resume'}")
+        producer.pause() if pause else producer.resume()
 
     def crash_producer(self) -> None:
         """The producer killed (SIGKILL), as a supervisor ends a hung process: its log left partial, a transaction
@@ -78,19 +78,11 @@ class RunControls:
             raise KafkalabError("the producer is not running: nothing to crash")
         producer.kill()
 
-    def _signal_producer(self, sig: signal.Signals, doing: str) -> None:
-        producer = self._clients.producer
-        pid = producer.pid if producer is not None and producer.running else None
-        if pid is None:
-            raise KafkalabError(f"the producer is not running: nothing to {doing}")
-        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
-            os.killpg(pid, sig)
-
     def consumer_action(self, local_id: int, action: str) -> bool:
         if action == "start":
             self._clients.start_consumer(self.run.lab.consumer(local_id))
             return True
-        return self._clients.end_consumer(local_id, crash=action == "crash")
+        return self._clients.act_on_consumer(local_id, action)
 
     def processor_action(self, action: str) -> bool:
         return self._clients.processor_action(action)

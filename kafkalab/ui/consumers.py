@@ -25,7 +25,8 @@ HEADINGS = {"name": "consumer", "state": "state", "assigned": "parts", "received
 LAYOUTS = (tuple(HEADINGS), ("name", "state", "assigned", "committed", "lag", "rebalances"),
            ("name", "assigned", "committed", "lag", "rebalances"))
 NARROW_HEADINGS = {"assigned": "part", "lag": "unrd", "rebalances": "reb"}
-STATE_STYLES = {"stable": "green", "rebalancing": "yellow", "crashed": "bold red", "failed": "bold red", "lost": "red"}
+STATE_STYLES = {"stable": "green", "rebalancing": "yellow", "paused": "bold yellow", "crashed": "bold red",
+                "failed": "bold red", "lost": "red"}
 HELD_STYLE = "bold yellow"
 
 
