@@ -127,3 +127,41 @@ def test_a_paused_processor_says_paused_hangs_and_carries_on_when_resumed(
         if processor.running:
             processor.crash()
             processor.join(10)
+
+
+def test_a_paused_transactional_processor_is_fenced_by_its_replacement_and_ends_when_it_wakes(
+        cluster: Cluster, topic_factory: Callable[..., str], tmp_path: Path) -> None:
+    """A zombie: paused in the middle of a batch, replaced by an instance of the same transactional id (whose
+    init_transactions fences it and aborts its open transaction), then woken. Its next call is refused and it ends,
+    saying it was fenced; its half batch never logged as produced."""
+    source, sink = topic_factory(partitions=3), topic_factory(partitions=1)
+    producer = run_producer(cluster.bootstrap, tmp_path, {
+        "producer.topic": source, "producer.num-records-per-roll": str(RECORDS), "producer.payload-trunc": "true"})
+    assert producer.join(60) and producer.stats().acked == RECORDS
+    settings = {"processor.input-topic": source, "processor.output-topic": sink, "processor.group-id": source,
+                "processor.wait-after-record": "100", "processor.session-timeout": "6000",
+                "processor.transaction-id": f"{source}-txn", "processor.records-per-transaction": BATCH}
+    events: list[ClientEvent] = []
+    zombie = _processor(cluster, tmp_path, settings, events)
+    replacement = Processor(settings, tmp_path, cluster.bootstrap, on_event=events.append, log_name="processor.2")
+    try:
+        wait_until(lambda: zombie.stats().uncommitted >= 3, 90, 0.05, "output of a batch in hand acknowledged")
+        zombie.pause()
+        replacement.start()
+        wait_until(lambda: replacement.stats().assignment, 90, 0.2, "the replacement assigned")
+        zombie.resume()
+        assert zombie.join(60)
+        ended = zombie.stats()
+        assert (ended.state, ended.fenced) == ("failed", True), [e.detail for e in events if e.kind == "error"]
+        assert ended.error is not None and ended.error.startswith("fenced: a newer instance of transactional id")
+        wait_until(lambda: (s := replacement.stats()).received == RECORDS and not s.transactions_open, 90, 0.2,
+                   "the replacement processed every record")
+        replacement.stop()
+        assert replacement.join(60) and replacement.stats().state == "finished"
+    finally:
+        for client in (zombie, replacement):
+            if client.running:
+                client.crash()
+                client.join(10)
+    produced = {r["msg_id"] for r in rows(tmp_path / "producer-processor.csv.partial")}
+    assert len(produced) == zombie.stats().transactions_committed * int(BATCH)  # its half batch: no rows

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from kafkalab.clients.options import OptionsConflict, OptionsError, ProcessorConfig
 from kafkalab.clients.processor import ProcessorStats
+from kafkalab.clients.processor_logs import produced_log_path, sent_again_path, settle
 from kafkalab.clients.stats import ClientState
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import load_lab
-from kafkalab.labs.faults import TargetCategory, TargetKind
+from kafkalab.labs.faults import TargetCategory, TargetKind, parse_trigger
 from kafkalab.labs.fix import setting_change
 from kafkalab.labs.graded import apply_changes
 from kafkalab.labs.metrics import processor_metrics
 from kafkalab.ui.line import flow
-from kafkalab.ui.processor import counts_parts, transactions_parts
+from kafkalab.ui.processor import counts_parts, error_line, transactions_parts
 
 LAB = """\
 [lab]
@@ -150,7 +152,7 @@ def test_metrics_and_the_pane_sum_a_crashed_instance_and_the_next() -> None:
                  _stats(ClientState.RUNNING, 40, 40, 2, 1, 1, lag={0: 5})]
     assert processor_metrics(instances) == {"processor.consumed": 70.0, "processor.produced": 60.0,
                                             "processor.failed": 0.0, "processor.transactions.committed": 3.0,
-                                            "processor.transactions.aborted": 1.0}
+                                            "processor.transactions.aborted": 1.0, "processor.fenced": 0.0}
     assert processor_metrics([]) == {}
     counts = flow(counts_parts(instances), 200).plain
     assert "RUNNING" in counts and "instance 2" in counts and "input lag 5 or more" in counts  # partition 1 unknown
@@ -164,3 +166,70 @@ def test_a_fix_sets_the_processors_options(tmp_path: Path) -> None:
                                 setting_change("consumer.isolation-level=read_committed")])
     assert fixed.processor is not None and fixed.processor.config.transaction_id == "pipe"
     assert fixed.consumers[0].config.isolation_level == "read_committed"
+
+
+# ---- a zombie: an instance paused, another started beside it, the paused one woken --------------------------
+ZOMBIE_LAB = Path(__file__).resolve().parents[1] / "labs" / "39-zombie-fencing.toml"
+
+
+def test_the_zombie_lab_pauses_the_processor_mid_batch_replaces_it_and_wakes_it() -> None:
+    lab = load_lab(ZOMBIE_LAB)
+    assert [(f.at.text, f.action, f.target.text) for f in lab.faults] == [
+        ("finished", "note", ""), ("uncommitted 10 by processor", "pause", "processor"),
+        ("after 1s", "start", "processor"), ("after 15s", "resume", "processor")]
+    assert lab.fix is not None and [c.text for c in lab.fix.solution] == [
+        "processor.transaction-id=orders-pipeline", "consumer.isolation-level=read_committed"]
+    assert {e.text for e in lab.fix.expectations} >= {"duplicated == 0", "processor.fenced > 0"}
+
+
+class Mid:
+    """A run's view as an ``uncommitted`` trigger reads it."""
+
+    def __init__(self, producer: int, processor: int) -> None:
+        self.held = producer, processor
+
+    def producer_uncommitted(self) -> int:
+        return self.held[0]
+
+    def processor_uncommitted(self) -> int:
+        return self.held[1]
+
+
+def test_the_processor_uncommitted_trigger_reads_the_processors_batch_not_the_producers() -> None:
+    trigger = parse_trigger("uncommitted 10 by processor")
+    assert trigger.due(Mid(0, 10), 0.0) and not trigger.due(Mid(50, 9), 0.0)  # type: ignore[arg-type]
+    assert parse_trigger("uncommitted 10").due(Mid(10, 0), 0.0)  # type: ignore[arg-type]
+
+
+def test_a_processor_trigger_in_a_lab_without_a_processor_is_refused(tmp_path: Path) -> None:
+    text = LAB.replace('[processor]\n"processor.output-topic" = "test-topic-out"\n', '').replace(
+        'do = "crash"\non = "processor"', 'do = "note"').replace('at = "after 2s"', 'at = "uncommitted 5 by processor"')
+    with pytest.raises(KafkalabError, match=re.escape("fault[1].at: this lab has no [processor]")):
+        load_lab(_write(tmp_path, text))
+
+
+def _log(path: Path, ids: list[str]) -> None:
+    header = "msg_id,seq,topic,partition,offset,key,status,error,ts,value"
+    path.write_text("\n".join([header, *(f"{i},1,out,0,{n},k,acked,,1,\"a,b\"" for n, i in enumerate(ids))]) + "\n")
+
+
+def test_settle_keeps_one_row_per_message_over_instances_that_ran_side_by_side(tmp_path: Path) -> None:
+    _log(produced_log_path(tmp_path, "processor"), ["r:1", "r:2", "r:3"])  # the zombie's
+    second = produced_log_path(tmp_path, "processor.2")
+    _log(second.with_name(second.name + ".partial"), ["r:2", "r:3", "r:4"])  # the replacement's, left partial
+    assert settle(tmp_path, "processor") == 2
+    kept = (second.with_name(second.name + ".partial")).read_text().splitlines()
+    assert [line.split(",")[0] for line in kept] == ["msg_id", "r:4"] and kept[1].endswith(',"a,b"')
+    again = sent_again_path(tmp_path, "processor.2").read_text().splitlines()
+    assert [line.split(",")[0] for line in again] == ["msg_id", "r:2", "r:3"]  # kept for the record
+    assert settle(tmp_path, "processor") == 0  # settled once: nothing moves again
+
+
+def test_the_pane_says_an_instance_is_paused_beside_the_live_one_and_when_it_was_fenced() -> None:
+    zombie = _stats(ClientState.PAUSED, 30, 20, 1, 0, 1)
+    live = _stats(ClientState.RUNNING, 40, 40, 2, 0, 1)
+    assert "1 paused beside it" in flow(counts_parts([zombie, live]), 200).plain
+    fenced = ProcessorStats(name="processor", group="g", state=ClientState.FAILED, received=30, produced=20,
+                            failed=0, rate=0.0, transactional=True, fenced=True, error="fenced: ...")
+    assert str(error_line([fenced, live])).startswith("instance 1 fenced: a newer instance of its transactional id")
+    assert error_line([live]) == ""

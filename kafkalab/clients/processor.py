@@ -34,6 +34,8 @@ class ProcessorStats:
     transactions_committed: int = 0
     transactions_aborted: int = 0
     transactions_open: int = 0  # 0 or 1
+    fenced: bool = False  # a newer instance of its transactional id took over, so it ended
+    uncommitted: int = 0  # output records of the batch in hand the brokers acknowledged, its offsets not committed
     log_paths: tuple[str, ...] = ()  # consumed, produced
     error: str | None = None
 
@@ -55,15 +57,19 @@ class Processor(ChildClient):
     MODULE = "kafkalab.clients.processor_loop"
 
     def __init__(self, settings: Mapping[str, str] | ProcessorConfig, log_dir: Path, bootstrap: str | None = None,
-                 on_event: EventCallback | None = None) -> None:
+                 on_event: EventCallback | None = None, log_name: str | None = None) -> None:
+        """``log_name``: its logs' stem, when not its name (an instance running beside an earlier one, which
+        holds the logs of that name: :func:`~kafkalab.clients.processor_logs.instance_log_name`)."""
         self.config = ProcessorConfig.of(settings, bootstrap)
-        super().__init__(self.config.name, log_dir, on_event)
-        self.log_paths = (consumed_log_path(self.log_dir, self.name), produced_log_path(self.log_dir, self.name))
+        self.log_name = log_name or self.config.name
+        super().__init__(self.log_name, log_dir, on_event)  # side by side, instances tell their events apart
+        self.log_paths = (consumed_log_path(self.log_dir, self.log_name),
+                          produced_log_path(self.log_dir, self.log_name))
 
     def start(self) -> None:
         """Start the processor process (returns at once)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._spawn({"config": asdict(self.config), "log_dir": str(self.log_dir)})
+        self._spawn({"config": asdict(self.config), "log_dir": str(self.log_dir), "log_name": self.log_name})
 
     def stop(self) -> None:
         """Clean close: the batch in hand finished and committed (its transaction, exactly once), the group left."""
@@ -97,5 +103,6 @@ class Processor(ChildClient):
             lag={int(k): v for k, v in s.get("lag", {}).items()},
             held={int(k): v for k, v in s.get("held", {}).items()}, transactional=self.config.transactional,
             transactions_committed=s.get("txn_committed", 0), transactions_aborted=s.get("txn_aborted", 0),
-            transactions_open=s.get("txn_open", 0), log_paths=tuple(s.get("log_paths", ())), error=self._error,
+            transactions_open=s.get("txn_open", 0), fenced=s.get("fenced", False), uncommitted=s.get("uncommitted", 0),
+            log_paths=tuple(s.get("log_paths", ())), error=self._error,
         )

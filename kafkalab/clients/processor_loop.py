@@ -53,6 +53,13 @@ _STATS_EVERY_S = 0.25
 _TXN_CALL_S = 5.0  # a transaction call's own timeout, retried while retriable
 _TXN_DEADLINE_S = 60.0  # a transaction call retried this long at most
 _FLUSH_S = 30.0  # at-least-once: the batch's deliveries awaited this long before its offsets are committed
+# a newer instance of the same transactional id took over (its init_transactions bumped the epoch)
+_FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+
+
+def is_fenced(err: KafkaError) -> bool:
+    """Whether ``err`` says this producer was fenced (librdkafka raises it as a fatal error)."""
+    return err.code() in _FENCED or (err.fatal() and "fence" in err.str().lower())
 
 
 def transform(value: bytes | None) -> bytes | None:
@@ -76,9 +83,10 @@ class _Out:
 class ProcessorLoop:
     """Reads, transforms and writes; commits each batch as its mode says."""
 
-    def __init__(self, config: ProcessorConfig, log_dir: Path, sink: Sink) -> None:
+    def __init__(self, config: ProcessorConfig, log_dir: Path, sink: Sink, log_name: str | None = None) -> None:
         self.cfg = config
         self.name = config.name
+        self._log_name = log_name or config.name
         self._log_dir = Path(log_dir)
         self._sink = sink
         self.stop_requested = threading.Event()
@@ -90,6 +98,8 @@ class ProcessorLoop:
         self.txn_committed = 0
         self.txn_aborted = 0
         self.txn_open = False
+        self.fenced = False  # a newer instance of its transactional id took over: it had to end
+        self.uncommitted = 0  # output records of the batch in hand the brokers acknowledged, its offsets not committed
         self.assignment: set[int] = set()
         self.lag: dict[int, int] = {}
         self.held: dict[int, float] = {}  # input partition -> seconds waited so far at the LSO (read_committed)
@@ -114,7 +124,8 @@ class ProcessorLoop:
             "t": "stats", "state": self.state, "received": self.received, "produced": self.produced,
             "failed": self.failed, "rate": self._meter.rate(), "assignment": sorted(self.assignment),
             "lag": dict(self.lag), "held": dict(self.held), "txn_committed": self.txn_committed,
-            "txn_aborted": self.txn_aborted, "txn_open": int(self.txn_open),
+            "txn_aborted": self.txn_aborted, "txn_open": int(self.txn_open), "fenced": self.fenced,
+            "uncommitted": self.uncommitted,
             "log_paths": [str(log.path if done else log.partial) for log in (self._in_log, self._out_log) if log],
         })
 
@@ -145,6 +156,7 @@ class ProcessorLoop:
             offset = msg.offset()
             out.offset = offset if offset is not None and offset >= 0 else -1
             out.ts = msg.timestamp()[1]
+            self.uncommitted += 1
         else:
             out.error = err.name()
         if not self.cfg.transactional:
@@ -156,9 +168,9 @@ class ProcessorLoop:
         cfg = self.cfg
         check_topic(cfg.bootstrap, cfg.topic)
         check_topic(cfg.bootstrap, cfg.output_topic)
-        self._in_log = PayloadLog(consumed_log_path(self._log_dir, self.name), CONSUMER_COLUMNS,
+        self._in_log = PayloadLog(consumed_log_path(self._log_dir, self._log_name), CONSUMER_COLUMNS,
                                   truncate=cfg.payload_trunc)
-        out_path = produced_log_path(self._log_dir, self.name)
+        out_path = produced_log_path(self._log_dir, self._log_name)
         self._logged = set() if cfg.payload_trunc else logged_ids(out_path)
         self._out_log = PayloadLog(out_path, PRODUCER_COLUMNS, truncate=cfg.payload_trunc)
         consumer_settings, producer_settings = cfg.librdkafka()
@@ -205,11 +217,17 @@ class ProcessorLoop:
         return f" ({self.txn_committed} transactions committed, {self.txn_aborted} aborted)"
 
     def fail(self, exc: BaseException) -> None:
+        if isinstance(exc, KafkaException) and is_fenced(exc.args[0]):
+            self.fenced = True
         self.state = ClientState.FAILED
         for log in (self._in_log, self._out_log):
             if log is not None:
                 log.close(complete=False)
-        self.event("error", str(exc))
+        if self.fenced:  # what Kafka's producer must do then: end, its open transaction aborted by the newer one
+            self.event("error", f"fenced: a newer instance of transactional id {self.cfg.transaction_id} took over "
+                                "and aborted this one's open transaction; this one ends")
+        else:
+            self.event("error", str(exc))
 
     def _poll(self, consumer: _RdConsumer) -> list[Message]:
         """Up to a batch of records within the poll period (what is there once one came)."""
@@ -224,6 +242,7 @@ class ProcessorLoop:
             self._transaction_call(producer.begin_transaction, "begin_transaction")
             self.txn_open = True
         ends: dict[int, int] = {}  # what was processed: a stop in mid-batch commits that much
+        self.uncommitted = 0
         for m in batch:
             if self.stop_requested.is_set():
                 break
@@ -249,6 +268,7 @@ class ProcessorLoop:
             self._abort(consumer, producer, "stopped")
         else:
             self._commit_transaction(consumer, producer, ends)
+        self.uncommitted = 0  # committed, or aborted, or its commit failed: nothing of it is pending any more
 
     def _send(self, producer: _RdProducer, m: Message) -> None:
         headers = m.headers()
@@ -266,6 +286,20 @@ class ProcessorLoop:
                 return
             except BufferError:  # the send buffer full (leaders gone): wait, as the Java send() blocks
                 producer.poll(0.1)
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if (err.fatal() or err.code() == KafkaError._FATAL) and self.cfg.transactional:
+                    raise self._fatal_cause(producer) from None
+                raise
+
+    @staticmethod
+    def _fatal_cause(producer: _RdProducer) -> KafkaException:
+        """produce() says only "fatal error"; a transaction call says which (fenced, say)."""
+        try:
+            producer.abort_transaction(_TXN_CALL_S)
+        except KafkaException as cause:
+            return cause
+        return KafkaException(KafkaError(KafkaError._FATAL, "fatal error, then the transaction aborted"))
 
     def _flush_and_commit(self, consumer: _RdConsumer, producer: _RdProducer, ends: dict[int, int]) -> None:
         """At-least-once: the batch's output delivered (each record logged as it fared), then its input offsets
@@ -293,6 +327,8 @@ class ProcessorLoop:
             self._transaction_call(lambda: producer.commit_transaction(_TXN_CALL_S), "commit_transaction")
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
+            if is_fenced(err):
+                raise
             if not err.txn_requires_abort():
                 raise KafkalabError(f"transactional processor {self.cfg.transaction_id}: {err.name()}: "
                                     f"{err.str()}") from None
@@ -368,12 +404,14 @@ class ProcessorLoop:
                             f"{key_text(out.key)},{status},{error},{out.ts or int(time.time() * 1000)},{value}\n")
 
     def _on_global_error(self, err: KafkaError) -> None:
+        self.fenced = self.fenced or is_fenced(err)
         self._error(f"{err.name()}: {err.str()}")
 
 
 def main() -> int:
     def make_loop(spec: dict[str, Any], sink: Sink) -> ProcessorLoop:
-        return ProcessorLoop(ProcessorConfig.from_spec(spec["config"]), Path(spec["log_dir"]), sink)
+        return ProcessorLoop(ProcessorConfig.from_spec(spec["config"]), Path(spec["log_dir"]), sink,
+                             spec.get("log_name"))
 
     def stop(loop: ProcessorLoop) -> None:
         loop.stop_requested.set()

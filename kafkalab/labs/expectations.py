@@ -23,6 +23,9 @@ Metric names (checked when a lab loads, so a typo is an error and never a silent
   group.NAME.pause_s (the longest a partition then had no consumer), group.NAME.stopped_s (the longest no
   consumer held any partition)
 - all consumers: consumers.processed
+- the processor, summed over its instances: processor.consumed, processor.produced, processor.failed; with a
+  transaction-id processor.transactions.committed, processor.transactions.aborted, processor.fenced (instances
+  that ended fenced by a newer one of the same transactional id)
 - the run: faults.missed (missed or failed), faults.failed (fired and failed, e.g. a topic not created)
 - the brokers' logs: truncated (records the lab's topics lost to followers truncating their logs, e.g. a
   zombie leader's acknowledged writes cut off when it rejoined)
@@ -56,7 +59,7 @@ _PATTERNS = (
     r"consumer\.\d+\.(processed|received|partitions|assign_wait_s|fatal_error|lso_wait_s)",
     r"group\.[A-Za-z0-9._-]+\.(processed|distinct|deleted_kept|revoked|pause_s|stopped_s)",
     r"consumers\.processed",
-    r"processor\.(consumed|produced|failed|transactions\.(committed|aborted))",
+    r"processor\.(consumed|produced|failed|fenced|transactions\.(committed|aborted))",
     r"faults\.(missed|failed)",
     "truncated",
 )

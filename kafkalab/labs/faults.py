@@ -5,6 +5,8 @@ so ``after 3s`` counts from the previous fault and a condition is looked for onl
 
 at:  ``start`` | ``after 3s`` | ``at 10s`` (since the run began) | ``progress 20%`` | ``acked 5000`` |
      ``uncommitted 20`` (records of the producer's open transaction the brokers hold) |
+     ``uncommitted 10 by processor`` (output records of the processor's batch in hand the brokers acknowledged,
+     its input offsets not yet committed: it is in the middle of a batch) |
      ``consumed 200`` | ``consumed 200 by consumer 1`` | ``assigned consumer 2`` (any partition) |
      ``assigned consumer 2 == 6`` (that many partitions) |
      ``isr T/P < 3`` (one partition) | ``isr T == 3`` (every partition) | ``leader-change T/P`` |
@@ -80,6 +82,7 @@ class RunView(Protocol):
     def elapsed(self) -> float: ...
     def producer_progress(self) -> tuple[float, int, ClientState]: ...  # (fraction done, acked, state)
     def producer_uncommitted(self) -> int: ...  # records of its open transaction the brokers hold
+    def processor_uncommitted(self) -> int: ...  # the live processor's batch in hand: output acked, not committed
     def consumed(self, local_id: int | None) -> int: ...
     def assignment(self, local_id: int) -> tuple[int, ...]: ...
     def snapshot(self) -> ClusterSnapshot | None: ...
@@ -116,6 +119,7 @@ class Trigger:
     op: str = ""
     local_id: int | None = None
     text: str = ""
+    processor: bool = False  # ``uncommitted N by processor``: the processor's batch in hand, not the producer's
 
     def due(self, view: RunView, fired_prev_at: float) -> bool:
         """``fired_prev_at``: run-relative seconds when the previous fault fired (0 for the first)."""
@@ -136,7 +140,7 @@ class Trigger:
                 return state.ended
             return bool(view.events_since(fired_prev_at, EventKind(f"producer-{self.text}")))
         if k == TriggerKind.UNCOMMITTED:
-            return view.producer_uncommitted() >= self.value
+            return (view.processor_uncommitted() if self.processor else view.producer_uncommitted()) >= self.value
         if k == TriggerKind.CONSUMED:
             return view.consumed(self.local_id) >= self.value
         if k == TriggerKind.ASSIGNED:
@@ -179,6 +183,8 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger(TriggerKind.PROGRESS, pct, text=s)
     if m := re.fullmatch(r"(acked|uncommitted) (\d+)", s):
         return Trigger(TriggerKind(m[1]), int(m[2]), text=s)
+    if m := re.fullmatch(r"uncommitted (\d+) by processor", s):
+        return Trigger(TriggerKind.UNCOMMITTED, int(m[1]), text=s, processor=True)
     if m := re.fullmatch(r"consumed (\d+)(?: by consumer (\d+))?", s):
         return Trigger(TriggerKind.CONSUMED, int(m[1]), local_id=int(m[2]) if m[2] else None, text=s)
     if m := re.fullmatch(rf"assigned consumer (?P<id>\d+)(?: ?{_OP} ?(?P<n>\d+))?", s):
@@ -195,7 +201,7 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger(TriggerKind.PRODUCER, text=m[1])
     raise ValueError(
         f"{text!r} is not a trigger: write start, 'after 3s', 'at 10s', 'progress 20%', 'acked 5000', "
-        "'uncommitted 20', 'consumed 200 [by consumer 1]', 'assigned consumer 2 [== 6]', 'isr T/P < 3', "
+        "'uncommitted 20 [by processor]', 'consumed 200 [by consumer 1]', 'assigned consumer 2 [== 6]', 'isr T/P < 3', "
         "'leader-change T/P', 'controller-change', 'offline T/P', 'online T/P', 'preferred T', 'brokers >= 3' or "
         "'producer stalled|resumed|finished'"
     )

@@ -471,6 +471,8 @@ def _faults(r: _Reader, raw: Any, brokers: int, topics: dict[str, int],
                 raise r.fail("fault", i, key, f"consumer {local_id} is not a [[consumer]] local_id", array=True)
         if fault.target.kind == TargetKind.PROCESSOR and not processor:
             raise r.fail("fault", i, "on", "this lab has no [processor]", array=True)
+        if fault.at.processor and not processor:
+            raise r.fail("fault", i, "at", "this lab has no [processor]", array=True)
         for key, target in (("on", fault.target), ("to", fault.to)):
             if target is not None and target.kind == TargetKind.COORDINATOR and (
                     why := _coordinator_problem(target.group, consumers)):

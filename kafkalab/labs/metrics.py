@@ -39,7 +39,8 @@ def processor_metrics(instances: Sequence[ProcessorStats]) -> dict[str, float]:
            "processor.failed": sum(s.failed for s in instances)}
     if instances[-1].transactional:
         out |= {"processor.transactions.committed": sum(s.transactions_committed for s in instances),
-                "processor.transactions.aborted": sum(s.transactions_aborted for s in instances)}
+                "processor.transactions.aborted": sum(s.transactions_aborted for s in instances),
+                "processor.fenced": sum(s.fenced for s in instances)}
     return {k: float(v) for k, v in out.items()}
 
 

@@ -16,6 +16,7 @@ from kafkalab.clients.child_client import ChildClient
 from kafkalab.clients.foreign import STOP_GRACE_S, ForeignConsumer, ForeignProducer
 from kafkalab.clients.foreign_command import RoleValues
 from kafkalab.clients.processor import Processor, ProcessorStats
+from kafkalab.clients.processor_logs import instance_log_name, settle
 from kafkalab.cluster.netwiring import PRODUCER
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import metrics
@@ -150,29 +151,41 @@ class RunClients:
 
     # ---- the processor ---------------------------------------------------------------------------
     def start_processor(self, wait_assigned: bool = False) -> bool:
-        """A new instance of the lab's processor unless one is running; True when one was started. With
-        ``wait_assigned``, returns once it has partitions."""
+        """A new instance of the lab's processor unless one runs unpaused; True when one was started. Beside a
+        paused one (a zombie: it wakes later) the new one takes over its partitions once the paused one's group
+        session lapses. With ``wait_assigned``, returns once it has partitions."""
         plan = self.lab.processor
-        if plan is None or (self.processors and self.processors[-1].running):
+        if plan is None or any(p.running and not p.paused for p in self.processors):
             return False
-        processor = Processor(plan.config, self.run_dir, self.bootstrap, self.timeline.add_client_event)
+        processor = Processor(plan.config, self.run_dir, self.bootstrap, self.timeline.add_client_event,
+                              log_name=self._next_log_name(plan.config.name))
         self.processors.append(processor)
-        self.say(f"processor started ({plan.config.topic} -> {plan.config.output_topic})")
+        beside = " beside the paused one" if any(p.paused for p in self.processors) else ""
+        self.say(f"processor started{beside} ({plan.config.topic} -> {plan.config.output_topic})")
         processor.start()  # not named to the network-fault proxy: no fault takes the processor as a source
         if wait_assigned:
             self._wait_assigned(processor)
         return True
 
+    def _next_log_name(self, name: str) -> str:
+        """The logs a new instance writes: the last instance's when no running one holds them (appended, as a
+        restarted app appends), else logs of its own (:func:`~kafkalab.clients.processor_logs.instance_log_name`)."""
+        if not self.processors:
+            return name
+        last = self.processors[-1].log_name
+        held = {p.log_name for p in self.processors if p.running}
+        return instance_log_name(name, len(self.processors) + 1) if last in held else last
+
     def processor_action(self, action: str) -> bool:
-        """A fault's ``start``, ``stop``, ``crash``, ``pause`` or ``resume`` on the processor; False when there is
-        nothing to do (a start while an instance runs, paused or not: its logs are the live instance's)."""
+        """A fault's ``start``, ``stop``, ``crash``, ``pause`` or ``resume`` on the processor: ``resume`` wakes every
+        paused instance, the others act on the live (latest running) one; False when there is nothing to do."""
         if action == "start":
             return self.start_processor()
-        live = self.processors[-1] if self.processors else None
-        if live is None or not live.running:
-            return False
-        act_on(live, action)
-        return True
+        running = [p for p in self.processors if p.running]
+        targets = [p for p in running if p.paused] if action == "resume" else running[-1:]
+        for processor in targets:
+            act_on(processor, action)
+        return bool(targets)
 
     def processor_stats(self) -> list[ProcessorStats]:
         """Each instance's, the live one last."""
@@ -195,10 +208,11 @@ class RunClients:
         lab's ``drain_s`` in all; each then closed (the processor before the consumers wait for its output)."""
         deadline = time.monotonic() + self.lab.drain_s
         self._end_paused()
-        if self.processors and (processor := self.processors[-1]).running:
+        if processors := self._running_processor():
             self.say("draining the processor: it catches up, then closes")
-            self._catch_up(deadline, lambda: [processor.stats()])
-            self._close_drained([processor])
+            self._catch_up(deadline, lambda: [p.stats() for p in processors])
+            self._close_drained(processors)
+            self._settle_processor_logs()
         running = [cs[-1] for cs in self.consumers.values() if cs and cs[-1].running]
         self.say(f"draining {len(running)} consumer{'s' if len(running) != 1 else ''}: they catch up, then close")
         self._catch_up(deadline, lambda: [c.stats() for c in running])
@@ -301,6 +315,7 @@ class RunClients:
         if self.producer is not None and self.producer.running:
             self.producer.join(15)
         self._close_groups()
+        self._settle_processor_logs()
 
     def _end_paused(self) -> None:
         """A client the lab left paused can neither catch up nor close (it is hung, as the lab left it): killed, and
@@ -316,6 +331,18 @@ class RunClients:
 
     def _running_consumers(self) -> list[Consumer | ForeignConsumer]:
         return [c for instances in self.consumers.values() for c in instances if c.running]
+
+    def _settle_processor_logs(self) -> None:
+        """Once every processor instance has ended: one row per message id over the produced logs of instances that
+        ran side by side (:func:`~kafkalab.clients.processor_logs.settle`)."""
+        plan = self.lab.processor
+        if plan is None or all(p.log_name == plan.config.name for p in self.processors):
+            return
+        if any(p.running for p in self.processors):  # one a stop could not end: its file is still being written
+            return
+        if moved := settle(self.run_dir, plan.config.name):
+            self.say(f"{moved} output records were sent by two processor instances side by side: the later one's "
+                     f"rows kept apart ({plan.config.name}.N-sent-again.csv), the consumers read them twice")
 
     def _running_processor(self) -> list[Processor]:
         return [p for p in self.processors if p.running]
@@ -344,3 +371,4 @@ class RunClients:
         for c in clients:
             c.join(2)
         self._close_groups()
+        self._settle_processor_logs()

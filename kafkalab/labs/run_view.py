@@ -36,6 +36,10 @@ class RunControls:
         stats = self._clients.producer_stats()
         return 0 if stats is None else stats.uncommitted
 
+    def processor_uncommitted(self) -> int:
+        running = [s for s in self._clients.processor_stats() if not s.state.halted]
+        return running[-1].uncommitted if running else 0
+
     def consumed(self, local_id: int | None) -> int:
         return self._clients.consumed(local_id)
 

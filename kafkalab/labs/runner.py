@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-from kafkalab.labs.events import Event, EventKind, PartitionEvent
+from kafkalab.labs.events import ClientRecord, Event, EventKind, PartitionEvent
 from kafkalab.labs.loader import catalog, load_lab
 from kafkalab.labs.model import Lab
 from kafkalab.labs.results import RunMessage, TimelineEvent
@@ -29,6 +29,14 @@ SHOWN = {EventKind.FAULT, EventKind.FAULT_MISSED, EventKind.FAULT_FAILED, EventK
          EventKind.CONSUMER_REVOKED, EventKind.CONSUMER_LOST, EventKind.CONSUMER_CRASHED, EventKind.CONSUMER_ERROR,
          EventKind.CONSUMER_LAUNCH, EventKind.CONSUMER_HELD, EventKind.CONSUMER_RELEASED, EventKind.NODE,
          EventKind.PHASE}
+
+
+def said(e: Event) -> str:
+    """A timeline line's words: a client's event names the client, unless its words already do (several consumers,
+    the processor's instances side by side)."""
+    if isinstance(e, ClientRecord) and not e.detail.startswith(e.source):
+        return f"{e.source}: {e.detail}"
+    return e.detail
 
 
 class HeadlessRun:
@@ -57,7 +65,7 @@ class HeadlessRun:
         match event:
             case TimelineEvent(event=e) if e.kind in SHOWN and not internal(e):
                 with self._lock:
-                    self.console.print(f"[dim]{e.t:7.1f}s[/] {e.kind:<17} {e.detail}", highlight=False)
+                    self.console.print(f"[dim]{e.t:7.1f}s[/] {e.kind:<17} {said(e)}", highlight=False)
             case RunMessage(text=text) if not self.console.is_terminal:
                 with self._lock:
                     self.console.print(f"        {text}", highlight=False)

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 
 from kafkalab.clients.error_words import error_sentence
 from kafkalab.clients.processor import ProcessorStats
-from kafkalab.clients.stats import HELD_SHOWN_AFTER_S
+from kafkalab.clients.stats import HELD_SHOWN_AFTER_S, ClientState
 from kafkalab.ui.line import Line
 
 
@@ -29,6 +29,8 @@ def counts_parts(instances: Sequence[ProcessorStats]) -> list[Text]:
     parts = [Text(f" {live.state.upper()} ", "bold reverse")]
     if len(instances) > 1:
         parts.append(Text(f"instance {len(instances)}", style="dim"))
+    if beside := [n for n, s in enumerate(instances[:-1], 1) if s.state == ClientState.PAUSED]:
+        parts.append(Text(f"{'/'.join(map(str, beside))} paused beside it", style="bold yellow"))
     unmeasured = " or more" if set(live.assignment) - set(live.lag) else ""
     lag = live.total_lag
     parts.append(Text.assemble(("input lag ", "dim"), (f"{lag:,}{unmeasured}", "yellow" if lag or unmeasured else "")))
@@ -54,6 +56,19 @@ def transactions_parts(instances: Sequence[ProcessorStats]) -> list[Text]:
     if instances[-1].transactions_open:
         parts.append(Text("1 open", style="yellow"))
     return parts
+
+
+def error_line(instances: Sequence[ProcessorStats]) -> Text | str:
+    """The live instance's error; else that an earlier one was fenced (a zombie ended by the newer one: what
+    exactly once is for, so not in red)."""
+    live = instances[-1]
+    if live.error:
+        return Text(error_sentence(live.error), style="red")
+    if fenced := [n for n, s in enumerate(instances[:-1], 1) if s.fenced]:
+        return Text.assemble((f"instance {'/'.join(map(str, fenced))} fenced", "bold green"),
+                             (": a newer instance of its transactional id took over; its open transaction aborted",
+                              "dim"))
+    return ""
 
 
 class ProcessorPane(Vertical):
@@ -83,5 +98,4 @@ class ProcessorPane(Vertical):
             transactions.display = live.transactional
         if live.transactional:
             transactions.show_parts(transactions_parts(instances))
-        self.query_one("#processor-error", Line).show(Text(error_sentence(live.error), style="red") if live.error
-                                                      else "")
+        self.query_one("#processor-error", Line).show(error_line(instances))
