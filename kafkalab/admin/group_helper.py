@@ -10,7 +10,6 @@ a new helper (:mod:`kafkalab.admin.helper_process`).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +18,10 @@ from kafkalab.admin.client import Admin
 from kafkalab.admin.groups import GroupDescription, Groups
 from kafkalab.admin.helper_process import ClusterGenerations, HelperGone, HelperProcess, serve
 from kafkalab.admin.offsets_log import OffsetsLog
+from kafkalab.child_python import python_module
 from kafkalab.errors import KafkalabError
 
-HELPER_COMMAND = (sys.executable, "-m", "kafkalab.admin.group_helper")
+HELPER_COMMAND = tuple(python_module("kafkalab.admin.group_helper"))
 
 
 def describe_every_group(groups: Groups, wait_s: float) -> tuple[GroupDescription, ...]:

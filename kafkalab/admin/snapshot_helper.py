@@ -10,7 +10,6 @@ The console's log is ``snapshots-<console pid>.log`` under the state root's ``he
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -19,9 +18,10 @@ from typing import Any
 from kafkalab.admin.client import REQUEST_TIMEOUT_S, Admin
 from kafkalab.admin.helper_process import ClusterGenerations, HelperClosed, HelperGone, HelperProcess, serve
 from kafkalab.admin.snapshot import ClusterSnapshot
+from kafkalab.child_python import python_module
 from kafkalab.paths import state_root
 
-HELPER_COMMAND = (sys.executable, "-m", "kafkalab.admin.snapshot_helper")
+HELPER_COMMAND = tuple(python_module("kafkalab.admin.snapshot_helper"))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -25,6 +24,7 @@ from rich.progress import Progress as ProgressBar
 
 from kafkalab import KAFKA_VERSION, KAFKA_VERSIONS, doctor, kafka_install
 from kafkalab.admin import Admin, ClusterSnapshot, PartitionState
+from kafkalab.child_python import python_module
 from kafkalab.cli.common import (
     add_mode_args,
     add_net_proxies_arg,
@@ -282,7 +282,7 @@ def _detach(args: argparse.Namespace, spec: ClusterSpec) -> int:
     """Run the cluster's owner as a background process and return once the cluster is ready."""
     spec.state_dir.mkdir(parents=True, exist_ok=True)
     log = spec.state_dir / "owner.log"
-    argv = [sys.executable, "-m", "kafkalab", "cluster", "up", "--daemon", "--state-dir", str(spec.state_dir),
+    argv = [*python_module("kafkalab"), "cluster", "up", "--daemon", "--state-dir", str(spec.state_dir),
             "--brokers", str(spec.brokers)]
     argv += ["--free-ports"] if args.free_ports else []
     argv += net_proxies_argv(args)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from kafkalab.child_python import python_module
 from kafkalab.cli.client_args import add_client_args, with_clients
 from kafkalab.cli.common import (
     add_mode_args,
@@ -137,7 +138,7 @@ def _record(args: argparse.Namespace) -> int:
     if args.record.suffix != ".cast":
         raise KafkalabError(f"--record {args.record}: give a file name ending in .cast")
     env = {RECORDED_ENV: "1", **({SHOW_KEYS_ENV: "1"} if args.show_keys else {})}
-    code = record_interactive([sys.executable, "-m", "kafkalab", *sys.argv[1:]], args.record, env)
+    code = record_interactive([*python_module("kafkalab"), *sys.argv[1:]], args.record, env)
     print(f"recording written: {args.record} (play it: asciinema play {args.record})")
     return code
 

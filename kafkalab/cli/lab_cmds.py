@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from kafkalab.child_python import python_module
 from kafkalab.cli.client_args import add_client_args, client_argv, with_clients
 from kafkalab.cli.common import add_net_proxies_arg, add_version_arg, net_proxies_argv, on_platform, with_net_proxies
 from kafkalab.cli.console_cmd import cmd_console, console_args
@@ -178,7 +179,7 @@ def render_recording(console: Console, run_dir: Path, cast: Path, speed: float =
     """The run's replay, played to its end in a pty of a fixed size, written as a cast."""
     from kafkalab.cast import read_cast, record_headless
 
-    argv = [sys.executable, "-m", "kafkalab", "replay", str(run_dir), "--speed", f"{speed:g}", "--exit-at-end"]
+    argv = [*python_module("kafkalab"), "replay", str(run_dir), "--speed", f"{speed:g}", "--exit-at-end"]
     with console.status(f"rendering the run's replay into {cast} ({RECORD_SIZE[0]}x{RECORD_SIZE[1]}, "
                         f"{speed:g}x) ..."):
         code = record_headless(argv, cast, *RECORD_SIZE)

@@ -7,13 +7,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
+from kafkalab.child_python import python_module
 from kafkalab.clients.child_io import EXIT_CRASH, EXIT_FAILED
 from kafkalab.clients.stats import ClientEvent, ClientState, EventCallback
 from kafkalab.errors import KafkalabError
@@ -53,7 +53,7 @@ class ChildClient:
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         self._proc = subprocess.Popen(
-            [*(nice_prefix() if background else []), sys.executable, "-m", self.MODULE],
+            [*(nice_prefix() if background else []), *python_module(self.MODULE)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             start_new_session=background,
         )

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from kafkalab.child_python import python_module
 from kafkalab.errors import KafkalabError
 
 START_GRACE_S = 20.0  # beyond the call's own bound: the interpreter's start and imports on a loaded laptop
@@ -46,7 +47,7 @@ def call_in_child(module: str, request: dict[str, Any], what: str, wait_s: float
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     try:
-        proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(python_module(module), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     except OSError as exc:
         raise KafkalabError(f"cannot start the process for {what}: {exc}") from None

@@ -8,12 +8,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kafkalab.child_python import python_module
 from kafkalab.netfaults.config import LOG_NAME, ProxyConfig
 from kafkalab.netfaults.rules import NetFaultsError, Rule, rule_from_json, rule_to_json
 from kafkalab.netfaults.sources import SourceKind
@@ -100,7 +100,7 @@ class NetFaultsProcess:
         config.socket_path.unlink(missing_ok=True)
         with (config.control_dir / LOG_NAME).open("ab") as log:
             popen = subprocess.Popen(
-                [sys.executable, "-m", "kafkalab.netfaults", "--config", json.dumps(config.to_json())],
+                [*python_module("kafkalab.netfaults"), "--config", json.dumps(config.to_json())],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         proc = cls(config, popen)
         deadline = time.monotonic() + ready_timeout_s
