@@ -381,3 +381,36 @@ async def test_a_replays_key_screen_lists_its_own_keys_and_no_action_on_a_cluste
         ids = {row[2] for row in app.screen.rows}
         assert {"replay.speed.4", "replay.pause", "replay.back", "replay.forward"} <= ids
         assert not ids & {"group.reset", "run.start", "run.stop", "lab.reset", "topic.alter"}, ids
+
+
+def test_a_replay_shows_the_processors_instances_as_the_live_pane_did(tmp_path: Path) -> None:
+    """Recordings kept the producer and the consumers but not the processor: a replay of a pipeline lab showed no
+    processor pane. Its instances (two side by side here, a zombie paused beside its replacement) round-trip."""
+    from types import SimpleNamespace
+
+    from kafkalab.clients.processor import ProcessorStats
+    from kafkalab.labs.recording import RunRecorder
+    from kafkalab.labs.results import Phase, PhaseChanged
+    from kafkalab.labs.session_state import SessionState
+
+    def instance(name: str, state: ClientState, received: int) -> ProcessorStats:
+        return ProcessorStats(name=name, group="g", state=state, received=received, produced=received, failed=0,
+                              rate=0.0, assignment=(0, 2), lag={0: 3, 2: 0}, transactional=True, fenced=False)
+
+    states = [(instance("processor", ClientState.RUNNING, 10),),
+              (instance("processor", ClientState.PAUSED, 20), instance("processor.2", ClientState.RUNNING, 5))]
+    shown: list[SessionState] = []
+    session = SimpleNamespace(current=SimpleNamespace(run_dir=tmp_path, snapshot=lambda: None, watch=None),
+                              cluster=None, state=lambda: shown[-1])
+    recorder = RunRecorder(session)  # type: ignore[arg-type]
+    recorder.on_event(PhaseChanged(Phase.STARTING))
+    recorder._stop.set()
+    for instances in states:
+        shown.append(SessionState("lab", Phase.RUNNING, tmp_path, 1.0, "", [], None, None, {}, [], [], 0, None,
+                                  processor=instances))
+        recorder._sample(clients=True)
+    recorder._end()
+    (tmp_path / "timeline.json").write_text(json.dumps({"lab": "lab", "started_at": 0.0, "events": []}))
+    run = RecordedRun(tmp_path)
+    assert run.processor(run.end) == states[-1]
+    assert run.processor(-1.0) == ()

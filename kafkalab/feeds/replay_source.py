@@ -206,7 +206,7 @@ class ReplaySource(Source):
         live = phase in LIVE_PHASES
         said = self.recorded.at("message", t)
         return RunFrame(
-            live=live, phase=phase, producer=producer, consumers=consumers,
+            live=live, phase=phase, producer=producer, consumers=consumers, processor=self.recorded.processor(t),
             throughput=self.recorded.throughput(t), markers=markers(events, topics),
             leadership=leadership(events, topics, self.recorded.snapshot(t) if live else None, t),
             lab=lab_view(self.lab, faults) if self.lab is not None else None,

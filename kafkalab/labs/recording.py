@@ -11,6 +11,8 @@
   or not, its active controller or epoch changed, or a voter's log end offset became known or unknown;
 - ``clients``: the producer's and consumers' stats, every ``SAMPLE_S`` while they change: the fields that
   changed only (``consumers`` by name), the first line has them all;
+- ``processor`` (a lab with a processor): its instances' stats the same way, ``instances`` by their number
+  (0 the first; instances side by side share a name);
 - ``phase`` / ``message``: the run's phase and what it said it was doing;
 - ``throughput``: a point of the run's throughput chart, ``t`` (seconds into the run) and ``rate``
   (acknowledged records/s), sampled here every ``SAMPLE_S`` while the run is under way: the live console shows
@@ -36,6 +38,7 @@ from typing import IO, Any, Protocol
 
 from kafkalab.admin import ClusterSnapshot, PartitionState
 from kafkalab.analysis.report import Report
+from kafkalab.clients.processor import ProcessorStats
 from kafkalab.clients.stats import ClientState, ConsumerStats, ProducerStats
 from kafkalab.clients.throughput import THROUGHPUT_POINTS, ThroughputSampler
 from kafkalab.cluster import Cluster, EndCause, NodeInfo, NodeKind, NodeState
@@ -203,6 +206,7 @@ class RunRecorder:
             producer = dataclasses.asdict(state.producer) if state.producer is not None else None
             consumers = {c.name: dataclasses.asdict(c) for c in state.consumers.values()}
             self._clients(producer, consumers)
+            self._processor(state.processor)
             self._chart_point(state)
 
     def _chart_point(self, state: SessionState) -> None:
@@ -239,6 +243,17 @@ class RunRecorder:
                                     if c != before_c.get(name)}}
         self._write(line)
 
+    def _processor(self, instances: tuple[ProcessorStats, ...]) -> None:
+        """The processor's instances: only the fields that changed, by instance number."""
+        now = [dataclasses.asdict(p) for p in instances]
+        before: list[dict[str, Any]] = self._last.get("processor", [])
+        if not now or now == before:
+            return
+        self._last["processor"] = now
+        self._write({"kind": "processor", "instances": {
+            str(i): _delta(before[i] if i < len(before) else None, p) for i, p in enumerate(now)
+            if i >= len(before) or p != before[i]}})
+
     def _changed(self, key: str, line: JsonLine, shape: object = None) -> None:
         """Write ``line`` when it (or its ``shape``, when given) differs from the last of ``key``."""
         compared = line if shape is None else shape
@@ -267,6 +282,17 @@ def _full_clients(lines: list[tuple[float, JsonLine]]) -> list[tuple[float, Json
         for name, changed in line["consumers"].items():
             consumers[name] = {**consumers.get(name, {}), **changed}
         out.append((t, {"kind": "clients", "producer": producer, "consumers": list(consumers.values())}))
+    return out
+
+
+def _full_processor(lines: list[tuple[float, JsonLine]]) -> list[tuple[float, JsonLine]]:
+    """Processor lines with every instance and field, folded from the changes each one holds."""
+    instances: dict[int, dict[str, Any]] = {}
+    out = []
+    for t, line in lines:
+        for number, changed in line["instances"].items():
+            instances[int(number)] = {**instances.get(int(number), {}), **changed}
+        out.append((t, {"kind": "processor", "instances": [instances[n] for n in sorted(instances)]}))
     return out
 
 
@@ -299,6 +325,7 @@ class RecordedRun:
         for line in read_recording(self.run_dir):
             self.lines.setdefault(line["kind"], []).append((round(line["ts"] - self.started_at, 3), line))
         self.lines["clients"] = _full_clients(self.lines.get("clients", []))
+        self.lines["processor"] = _full_processor(self.lines.get("processor", []))
         self._pid_since: dict[tuple[str, int], float] = {}
         for t, line in self.lines.get("nodes", []):
             for name, _kind, _id, _port, _state, _reason, pid, *_ in line["nodes"]:
@@ -356,6 +383,11 @@ class RecordedRun:
         producer = ProducerStats(**{**fields, "state": ClientState(fields["state"])}) if fields else None
         return producer, tuple(_consumer(c) for c in line["consumers"])
 
+    def processor(self, t: float) -> tuple[ProcessorStats, ...]:
+        """The processor's instances as the pane showed them at ``t`` (none: no processor, or not started)."""
+        line = self.at("processor", t)
+        return tuple(_processor(d) for d in line["instances"]) if line is not None else ()
+
     def throughput(self, t: float) -> tuple[tuple[float, float], ...]:
         """The chart's points up to ``t``, as the live console showed them; a run recorded before they were kept
         has them made again from its producer samples."""
@@ -398,6 +430,12 @@ class RecordedRun:
         report = Report.from_json(json.loads(report_path.read_text(encoding="utf-8"))) \
             if report_path.is_file() else None
         return RunResult.from_dict(d, self.run_dir, report)
+
+
+def _processor(d: dict[str, Any]) -> ProcessorStats:
+    ints = {k: {int(p): v for p, v in d.get(k, {}).items()} for k in ("lag", "held")}
+    return ProcessorStats(**{**d, **ints, "state": ClientState(d["state"]), "assignment": tuple(d["assignment"]),
+                             "log_paths": tuple(d["log_paths"])})
 
 
 def _consumer(d: dict[str, Any]) -> ConsumerStats:
