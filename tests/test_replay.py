@@ -251,7 +251,9 @@ def test_the_replayed_chart_is_the_one_the_live_console_showed(tmp_path: Path) -
     from tests.lab_fakes import World
     from tests.test_labs_run import lab_of
 
-    session = LabSession(lab_of(tmp_path, ""), tmp_path / "runs", deps=World(rate=400.0).deps())
+    # 5 s of producing: a chart of several 0.5 s points even when a loaded machine delays the sampler (2.5 s, at
+    # 400/s, gave 3 points at a load average of 28)
+    session = LabSession(lab_of(tmp_path, ""), tmp_path / "runs", deps=World(rate=200.0).deps())
     live = LabSource(session)
     done = threading.Event()
 
