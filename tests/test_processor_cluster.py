@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalab.clients.consumer import Consumer
 from kafkalab.clients.control_words import send_control
 from kafkalab.clients.processor import Processor
 from kafkalab.clients.stats import ClientEvent
@@ -29,6 +30,21 @@ RECORDS = 60
 BATCH = "20"
 
 
+def _input(cluster: Cluster, tmp_path: Path, source: str) -> None:
+    """The input topic's RECORDS records, all acknowledged."""
+    producer = run_producer(cluster.bootstrap, tmp_path, {
+        "producer.topic": source, "producer.num-records-per-roll": str(RECORDS), "producer.payload-trunc": "true"})
+    assert producer.join(60) and producer.stats().acked == RECORDS
+
+
+def _crash_running(*clients: Processor | Consumer) -> None:
+    """A test's end, passed or not: no client of it left running."""
+    for client in clients:
+        if client.running:
+            client.crash()
+            client.join(10)
+
+
 def _processor(cluster: Cluster, tmp_path: Path, settings: dict[str, str], events: list[ClientEvent]) -> Processor:
     processor = Processor(settings, tmp_path, cluster.bootstrap, on_event=events.append)
     processor.start()
@@ -39,9 +55,7 @@ def _processor(cluster: Cluster, tmp_path: Path, settings: dict[str, str], event
 def test_a_processor_killed_mid_batch_duplicates_its_output_unless_transactional(
         exactly_once: bool, cluster: Cluster, topic_factory: Callable[..., str], tmp_path: Path) -> None:
     source, sink = topic_factory(partitions=3), topic_factory(partitions=1)  # one output partition: quit read last
-    producer = run_producer(cluster.bootstrap, tmp_path, {
-        "producer.topic": source, "producer.num-records-per-roll": str(RECORDS), "producer.payload-trunc": "true"})
-    assert producer.join(60) and producer.stats().acked == RECORDS
+    _input(cluster, tmp_path, source)
     mode = ({"processor.transaction-id": f"{source}-txn", "processor.records-per-transaction": BATCH}
             if exactly_once else {"processor.max-poll-recs": BATCH})
     settings = {"processor.input-topic": source, "processor.output-topic": sink, "processor.group-id": source,
@@ -70,10 +84,7 @@ def test_a_processor_killed_mid_batch_duplicates_its_output_unless_transactional
         send_control(cluster.bootstrap, sink, "quit")
         assert downstream.join(60) and downstream.stats().state == "finished"
     finally:
-        for client in (again, downstream):
-            if client.running:
-                client.crash()
-                client.join(10)
+        _crash_running(again, downstream)
 
     sent = {r["msg_id"] for r in rows(tmp_path / "producer.csv")}
     read = Counter(r["msg_id"] for r in rows(tmp_path / "consumer-1.csv"))
@@ -100,9 +111,7 @@ def test_a_paused_processor_says_paused_hangs_and_carries_on_when_resumed(
     """SIGSTOP, as a long GC pause leaves a process: a stopped process reports nothing, so its pane must not show
     its last report's RUNNING and rate; resumed within its session, it processes the rest."""
     source, sink = topic_factory(partitions=3), topic_factory(partitions=1)
-    producer = run_producer(cluster.bootstrap, tmp_path, {
-        "producer.topic": source, "producer.num-records-per-roll": str(RECORDS), "producer.payload-trunc": "true"})
-    assert producer.join(60) and producer.stats().acked == RECORDS
+    _input(cluster, tmp_path, source)
     events: list[ClientEvent] = []
     processor = _processor(cluster, tmp_path, {
         "processor.input-topic": source, "processor.output-topic": sink, "processor.group-id": source,
@@ -124,9 +133,7 @@ def test_a_paused_processor_says_paused_hangs_and_carries_on_when_resumed(
         processor.stop()
         assert processor.join(60) and processor.stats().state == "finished"
     finally:
-        if processor.running:
-            processor.crash()
-            processor.join(10)
+        _crash_running(processor)
 
 
 def test_a_paused_transactional_processor_is_fenced_by_its_replacement_and_ends_when_it_wakes(
@@ -135,9 +142,7 @@ def test_a_paused_transactional_processor_is_fenced_by_its_replacement_and_ends_
     init_transactions fences it and aborts its open transaction), then woken. Its next call is refused and it ends,
     saying it was fenced; its half batch never logged as produced."""
     source, sink = topic_factory(partitions=3), topic_factory(partitions=1)
-    producer = run_producer(cluster.bootstrap, tmp_path, {
-        "producer.topic": source, "producer.num-records-per-roll": str(RECORDS), "producer.payload-trunc": "true"})
-    assert producer.join(60) and producer.stats().acked == RECORDS
+    _input(cluster, tmp_path, source)
     settings = {"processor.input-topic": source, "processor.output-topic": sink, "processor.group-id": source,
                 "processor.wait-after-record": "100", "processor.session-timeout": "6000",
                 "processor.transaction-id": f"{source}-txn", "processor.records-per-transaction": BATCH}
@@ -159,9 +164,6 @@ def test_a_paused_transactional_processor_is_fenced_by_its_replacement_and_ends_
         replacement.stop()
         assert replacement.join(60) and replacement.stats().state == "finished"
     finally:
-        for client in (zombie, replacement):
-            if client.running:
-                client.crash()
-                client.join(10)
+        _crash_running(zombie, replacement)
     produced = {r["msg_id"] for r in rows(tmp_path / "producer-processor.csv.partial")}
     assert len(produced) == zombie.stats().transactions_committed * int(BATCH)  # its half batch: no rows
