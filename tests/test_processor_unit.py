@@ -18,7 +18,7 @@ from kafkalab.labs.fix import setting_change
 from kafkalab.labs.graded import apply_changes
 from kafkalab.labs.metrics import processor_metrics
 from kafkalab.ui.line import flow
-from kafkalab.ui.processor import counts_parts, error_line, transactions_parts
+from kafkalab.ui.processor import counts_parts, transactions_parts
 
 LAB = """\
 [lab]
@@ -231,5 +231,5 @@ def test_the_pane_says_an_instance_is_paused_beside_the_live_one_and_when_it_was
     assert "1 paused beside it" in flow(counts_parts([zombie, live]), 200).plain
     fenced = ProcessorStats(name="processor", group="g", state=ClientState.FAILED, received=30, produced=20,
                             failed=0, rate=0.0, transactional=True, fenced=True, error="fenced: ...")
-    assert str(error_line([fenced, live])).startswith("instance 1 fenced: a newer instance of its transactional id")
-    assert error_line([live]) == ""
+    assert flow(transactions_parts([fenced, live]), 200).plain.endswith("1 open  instance 1 fenced")
+    assert "fenced" not in flow(transactions_parts([live]), 200).plain

@@ -48,27 +48,17 @@ def counts_parts(instances: Sequence[ProcessorStats]) -> list[Text]:
 
 
 def transactions_parts(instances: Sequence[ProcessorStats]) -> list[Text]:
-    """Transactions committed and aborted over every instance, and whether the live one has one open."""
+    """Transactions committed and aborted over every instance, whether the live one has one open, and which
+    earlier instances were fenced (exactly once working: not an error)."""
     aborted = sum(s.transactions_aborted for s in instances)
     parts = [Text.assemble(("transactions ", "dim"), (f"{sum(s.transactions_committed for s in instances):,}", "bold"),
                            (" committed", "dim")),
              Text.assemble((f"{aborted:,}", "bold red" if aborted else ""), (" aborted", "dim"))]
     if instances[-1].transactions_open:
         parts.append(Text("1 open", style="yellow"))
+    if fenced := [n for n, s in enumerate(instances[:-1], 1) if s.fenced]:  # a zombie, ended by the newer one
+        parts.append(Text(f"instance {'/'.join(map(str, fenced))} fenced", style="bold green"))
     return parts
-
-
-def error_line(instances: Sequence[ProcessorStats]) -> Text | str:
-    """The live instance's error; else that an earlier one was fenced (a zombie ended by the newer one: what
-    exactly once is for, so not in red)."""
-    live = instances[-1]
-    if live.error:
-        return Text(error_sentence(live.error), style="red")
-    if fenced := [n for n, s in enumerate(instances[:-1], 1) if s.fenced]:
-        return Text.assemble((f"instance {'/'.join(map(str, fenced))} fenced", "bold green"),
-                             (": a newer instance of its transactional id took over; its open transaction aborted",
-                              "dim"))
-    return ""
 
 
 class ProcessorPane(Vertical):
@@ -98,4 +88,5 @@ class ProcessorPane(Vertical):
             transactions.display = live.transactional
         if live.transactional:
             transactions.show_parts(transactions_parts(instances))
-        self.query_one("#processor-error", Line).show(error_line(instances))
+        self.query_one("#processor-error", Line).show(Text(error_sentence(live.error), style="red") if live.error
+                                                      else "")
