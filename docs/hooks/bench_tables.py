@@ -273,6 +273,24 @@ def render_analysis_cluster(name: str, data: Json) -> list[str]:
     return table(header, rows) + source_line(name, data, ", ".join(x for x in (size, load) if x))
 
 
+# ---- analysis-key-order.json ----------------------------------------------------------------------
+def render_analysis_key_order(name: str, data: Json) -> list[str]:
+    """cases -> {keys shape: wall_s / spark_cpu_s per job (ref, tree), their ratios, classes, same_results}."""
+    rows = []
+    for keys, c in data["cases"].items():
+        cpu, wall = c["spark_cpu_s"], c["wall_s"]
+        rows.append([keys, f"{c['classes']['tree'].get('key_reordered', 0):,}",
+                     stat(cpu["ref"], " s"), stat(cpu["tree"], " s"), f"{num(c['spark_cpu_ratio'])}x",
+                     stat(wall["ref"], " s"), stat(wall["tree"], " s"), f"{num(c['wall_ratio'])}x",
+                     "yes" if c["same_results"] and all(c["correct"].values()) else "**no**"])
+    header = ["record keys", "key_reordered found", "Spark CPU before", "after", "after / before",
+              "wall before", "after", "after / before", "same results, counts = injected"]
+    runs = next(iter(data["cases"].values()))["wall_s"]["tree"]["runs"]
+    setup = (f"{data['produced_records']:,} generated sends; before: `{data['against']}`; medians of {runs} "
+             "alternating runs in one warm session")
+    return table(header, rows) + source_line(name, data, setup)
+
+
 # ---- console.json ---------------------------------------------------------------------------------
 def _runs(data: Json, *path: str) -> list[float]:
     values = []
@@ -625,6 +643,7 @@ FAMILIES: list[tuple[re.Pattern[str], Renderer]] = [
     (re.compile(r"cluster"), render_cluster),
     (re.compile(r"clients"), render_clients),
     (re.compile(r"analysis-cluster"), render_analysis_cluster),
+    (re.compile(r"analysis-key-order"), render_analysis_key_order),
     (re.compile(r"analysis"), render_analysis),
     (re.compile(r"console"), render_console),
     (re.compile(r"docker"), render_docker),

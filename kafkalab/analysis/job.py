@@ -37,13 +37,15 @@ row without a message id is its own message, keyed by its position (a typed one 
 own prefix).
 
 The job is one SQL query (building it costs a few calls to the JVM, not thousands). Its physical plan: the
-three logs are read once (CSV, explicit schema) and shuffled once, by message key. Three hash aggregations on
-that partitioning (no further shuffle) fold rows into (group, position), position and message levels. A second
-branch over the same shuffle output orders the observed pairs for reordering; a third finds the keys processed
-on two or more partitions (a small aggregation, broadcast) and orders each consumer file's rows of those keys
-only, after one more shuffle (of those rows, by group, file and key): usually none, so the common run pays for
-an aggregation by key, not a sort of every row. Normal messages then collapse to one row per partition; only
-anomalous messages survive individually, so the sample ids cost a sort of the anomalies only.
+three logs are read once (CSV, explicit schema; a consumer row's message id matched against the run's there,
+once) and shuffled once, by message key. Three hash aggregations on that partitioning (no further shuffle) fold
+rows into (group, position), position and message levels. A second branch over the same shuffle output orders
+the observed pairs for reordering; a third finds the keys processed on two or more partitions (a small
+aggregation, which counts the failed sends per error too; broadcast) and orders each consumer file's rows of
+those keys only, after one more shuffle (of those rows, by group, file and key): usually none, so the common run
+pays for an aggregation by key, not a sort of every row. Normal messages then collapse to one row per partition,
+in a hash aggregation (numbers only); only anomalous messages survive individually, so the sample ids cost a
+sort of the anomalies only.
 """
 
 from __future__ import annotations
@@ -196,7 +198,7 @@ def _producer_rows(view: str, with_run: bool) -> str:
            CASE WHEN good AND NOT foreign THEN partition END AS partition,
            CASE WHEN good AND NOT foreign THEN coalesce(offset, -1) END AS offset,
            CAST(CASE WHEN good THEN status_code END AS TINYINT) AS status,
-           CASE WHEN good AND NOT foreign AND status_code IN (1, 3) THEN coalesce(error, '') END AS err,
+           CASE WHEN good AND NOT foreign AND status_code IN (1, 3) THEN coalesce(error, '') END AS text,
            {_NOT_PROCESSED}
     FROM (SELECT *, {foreign} AS foreign FROM (
         SELECT *, _corrupt IS NULL AND msg_id IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL
@@ -206,22 +208,25 @@ def _producer_rows(view: str, with_run: bool) -> str:
                         AS status_code FROM {view})))"""
 
 
-# the shuffled columns only a consumer row has: its record's key, its processing order and its file (see
-# _key_reordered_facts)
-_NOT_PROCESSED = "CAST(NULL AS STRING) AS rkey, CAST(NULL AS BIGINT) AS pos, CAST(NULL AS BIGINT) AS fid"
+# The shuffled columns only a consumer row of a message id of the run has: its processing order and its file (see
+# _key_reordered_facts). Its record's key travels in ``text``, where a producer row has its error: one column less.
+_NOT_PROCESSED = "CAST(NULL AS BIGINT) AS pos, CAST(NULL AS BIGINT) AS fid"
 # A consumer log's rows are in the order its consumer processed them. monotonically_increasing_id() follows that
 # order within a file: it counts up within each scan partition, and a file's rows go to partitions in the file's
 # order (one partition holds one file, or a stretch of one: Spark reads a file's splits in offset order, its
 # sort by split size being stable). A file is named by a hash of its path (shorter than the path, in a shuffle).
-_PROCESSED = ("CASE WHEN good THEN nullif(key, '') END AS rkey, CASE WHEN good THEN pos END AS pos, "
-              "CASE WHEN good THEN fid END AS fid")
-_PROCESSING_ORDER = "monotonically_increasing_id() AS pos, xxhash64(input_file_name()) AS fid"
+# The message id is matched here, once per row: the branches after the shuffle test ``pos`` or ``text`` instead.
+_PROCESSED = ("CASE WHEN good AND of_run THEN nullif(key, '') END AS text, "
+              "CASE WHEN good AND of_run THEN pos END AS pos, CASE WHEN good AND of_run THEN fid END AS fid")
+_PROCESSING_ORDER = ("monotonically_increasing_id() AS pos, xxhash64(input_file_name()) AS fid, "
+                     "startswith(msg_id, :run_prefix) AND msg_id RLIKE :pattern AS of_run")
 
 
-def _reader_rows(view: str, src: int) -> str:
+def _reader_rows(view: str, src: int, with_run: bool) -> str:
     """Consumer or audit rows in the shuffled shape; a row without a message id is keyed by position."""
     grp = "`group`" if src == SRC_CONSUMER else "NULL"
-    processed, order = (_PROCESSED, f", {_PROCESSING_ORDER}") if src == SRC_CONSUMER else (_NOT_PROCESSED, "")
+    processed, order = ((_PROCESSED, f", {_PROCESSING_ORDER}") if src == SRC_CONSUMER and with_run
+                        else (f"CAST(NULL AS STRING) AS text, {_NOT_PROCESSED}", ""))
     return f"""
     SELECT CASE WHEN NOT good THEN :bad_key
                 WHEN msg_id IS NULL OR msg_id = '' THEN concat_ws(':', :position_prefix, topic, partition, offset)
@@ -232,7 +237,7 @@ def _reader_rows(view: str, src: int) -> str:
            CASE WHEN good THEN topic END AS topic,
            CASE WHEN good THEN partition END AS partition,
            CASE WHEN good THEN offset END AS offset,
-           CAST(NULL AS TINYINT) AS status, CAST(NULL AS STRING) AS err, {processed}
+           CAST(NULL AS TINYINT) AS status, {processed}
     FROM (SELECT *, _corrupt IS NULL AND topic IS NOT NULL AND partition IS NOT NULL AND offset IS NOT NULL
                     AS good{order} FROM {view})"""
 
@@ -282,6 +287,8 @@ class Facts:
     offsets: tuple[str, ...]
     details: tuple[str, ...] = ()
     keys: tuple[str, ...] = ("topic", "partition", "sample_key")  # and ``reason`` for the failed sends' errors
+    # its rows are one per (topic, partition, sample key) already: they skip the sum per message (see per_message)
+    collapsed: bool = False
 
 
 def _message_facts(with_audit: bool) -> Facts:
@@ -334,9 +341,7 @@ def _message_facts(with_audit: bool) -> Facts:
                  tuple(f"o_{k}" for k in sample_offset))
 
 
-# counted once per record however many consumer files found it out of order (see collapse)
-ONCE = ("key_reordered", "key_reordered_keys")
-SHUFFLED = ("key", "src", "grp", "topic", "partition", "offset", "status", "err", "rkey", "pos", "fid")
+SHUFFLED = ("key", "src", "grp", "topic", "partition", "offset", "status", "text", "pos", "fid")
 
 
 def _reusing_shuffle(cond: str) -> str:
@@ -350,7 +355,23 @@ def _reusing_shuffle(cond: str) -> str:
     return f"CASE WHEN spark_partition_id() >= 0 THEN {cond} ELSE hash({', '.join(SHUFFLED)}) = 0 END"
 
 
+def _checked(with_run: bool) -> str:
+    """One aggregation over one read of the shuffle for two small answers: the failed sends per (topic, error),
+    and each (topic, producer, record key) of the run's consumer rows with its lowest and highest partition.
+
+    Spark runs it once for its two readers (:func:`_reason_facts`, :func:`_key_reordered_facts`): a common table
+    expression over a non-deterministic predicate is not copied into each.
+    """
+    consumers = f" OR src = {SRC_CONSUMER} AND text IS NOT NULL" if with_run else ""
+    return f"""checked AS (
+    SELECT topic, src, producer, text, COUNT(1) AS n, MIN(partition) AS low, MAX(partition) AS high
+    FROM (SELECT topic, src, partition, text, CASE WHEN src = {SRC_CONSUMER} THEN {PRODUCER_OF_KEY} END AS producer
+          FROM shuffled WHERE {_reusing_shuffle(f"src = {SRC_PRODUCER} AND text IS NOT NULL{consumers}")})
+    GROUP BY topic, src, producer, text)"""
+
+
 _RUN_IDS = "startswith(key, :run_prefix) AND key RLIKE :pattern"  # the rows of a message id of the run
+_OF_RUN = "pos IS NOT NULL"  # a consumer row's _RUN_IDS, matched before the shuffle (see _PROCESSED)
 
 
 def _reordered_facts() -> Facts:
@@ -364,7 +385,7 @@ def _reordered_facts() -> Facts:
           FROM (SELECT key, topic, partition, offset, {PRODUCER_OF_KEY} AS producer,
                        TRY_CAST({SEQ_OF_KEY} AS BIGINT) AS seq
                 FROM shuffled
-                WHERE {_reusing_shuffle(f"src IN ({SRC_CONSUMER}, {SRC_AUDIT}) AND {_RUN_IDS}")})
+                WHERE {_reusing_shuffle(f"src = {SRC_CONSUMER} AND {_OF_RUN} OR src = {SRC_AUDIT} AND {_RUN_IDS}")})
           WHERE seq IS NOT NULL)
     WHERE seq < prev_seq""", ("reordered",), ("o_reordered",))
 
@@ -375,11 +396,11 @@ def _key_reordered_facts() -> Facts:
     ``key_reordered_keys`` counts the keys once each).
 
     Only a key processed on two or more partitions is judged, and those are few (usually none: a key stays on its
-    partition until partitions are added): a hash aggregation by key, over the shuffle by message key, finds them
-    and is broadcast. Its semi join keeps their consumer rows on that partitioning, so a record's first row in a
-    file is its MIN(pos) there without a further shuffle; then one shuffle by (group, file, key), of those rows
-    only, and one sort for the window: a record whose seq is below the highest seq of the records first processed
-    before it. Its detail is the record's key and that newer record (seq, partition, offset).
+    partition until partitions are added): a hash aggregation by key (:func:`_checked`), over the shuffle by
+    message key, finds them and is broadcast. Its semi join keeps their consumer rows on that partitioning, so a
+    record's first row in a file is its MIN(pos) there without a further shuffle; then one shuffle by (group, file,
+    key), of those rows only, and one sort for the window: a record whose seq is below the highest seq of the
+    records first processed before it. Its detail is the record's key and that newer record (seq, partition, offset).
     """
     per_key = "topic, producer, rkey"
     newer = (f"max(struct(seq, partition, offset)) OVER (PARTITION BY grp, fid, {per_key} ORDER BY pos "
@@ -387,14 +408,19 @@ def _key_reordered_facts() -> Facts:
     detail = ("named_struct('key', rkey, 'after', concat(:run_prefix, producer, ':', CAST(newer.seq AS STRING)), "
               "'partition', newer.partition, 'offset', newer.offset)")
     record = "key, grp, fid, topic, partition, offset, rkey, producer"
-    keyed = (f"SELECT *, {PRODUCER_OF_KEY} AS producer FROM shuffled "
-             f"WHERE {_reusing_shuffle(f'src = {SRC_CONSUMER} AND rkey IS NOT NULL AND {_RUN_IDS}')}")
-    spread = f"SELECT {per_key} FROM ({keyed}) GROUP BY {per_key} HAVING MIN(partition) < MAX(partition)"
-    # stack: the record's row, then its key's (no partition: a key's records are on several)
+    keyed = (f"SELECT *, text AS rkey, {PRODUCER_OF_KEY} AS producer FROM shuffled "
+             f"WHERE {_reusing_shuffle(f'src = {SRC_CONSUMER} AND text IS NOT NULL')}")
+    spread = f"SELECT topic, producer, text AS rkey FROM checked WHERE src = {SRC_CONSUMER} AND low < high"
+    # stack: the record's row, then its key's (no partition: a key's records are on several). Counted once per
+    # record, or key, however many consumer files found it out of order: summed here, apart from the messages'
+    # facts, the detail's struct (which no hash aggregation holds) makes a sort of these rows only.
     return Facts(f"""
-    SELECT topic, stack(2, partition, key, 1L, offset, {detail}, CAST(NULL AS BIGINT),
-                           CAST(NULL AS INT), concat(:record_key_prefix, rkey), NULL, NULL, NULL, 1L)
-               AS (partition, sample_key, key_reordered, o_key_reordered, d_key_reordered, key_reordered_keys)
+    SELECT topic, partition, sample_key, MAX(key_reordered) AS key_reordered,
+           MIN(o_key_reordered) AS o_key_reordered, MIN(d_key_reordered) AS d_key_reordered,
+           MAX(key_reordered_keys) AS key_reordered_keys
+    FROM (SELECT topic, stack(2, partition, key, 1L, offset, {detail}, CAST(NULL AS BIGINT),
+                                 CAST(NULL AS INT), concat(:record_key_prefix, rkey), NULL, NULL, NULL, 1L)
+                     AS (partition, sample_key, key_reordered, o_key_reordered, d_key_reordered, key_reordered_keys)
     FROM (SELECT *, {newer} AS newer
           FROM (SELECT /*+ BROADCAST(spread) */ {record}, TRY_CAST({SEQ_OF_KEY} AS BIGINT) AS seq, MIN(pos) AS pos
                 FROM ({keyed}) keyed
@@ -402,16 +428,19 @@ def _key_reordered_facts() -> Facts:
                     ON keyed.topic = spread.topic AND keyed.producer = spread.producer AND keyed.rkey = spread.rkey
                 GROUP BY {record})
           WHERE seq IS NOT NULL)
-    WHERE newer.seq > seq""", ("key_reordered", "key_reordered_keys"), ("o_key_reordered",), ("key_reordered",))
+    WHERE newer.seq > seq)
+    GROUP BY topic, partition, sample_key""", ("key_reordered", "key_reordered_keys"), ("o_key_reordered",),
+                 ("key_reordered",), collapsed=True)
 
 
 def _reason_facts() -> Facts:
-    """The failed sends' producer errors, a row each (no partition: a total of the run's). Apart from the
-    messages' folds, whose aggregations a string would turn from hash into sort aggregations over every row."""
+    """The failed sends per (topic, producer error), a row each (no partition: a total of the run's), from
+    :func:`_checked`. Apart from the messages' folds, whose aggregations a string would turn from hash into sort
+    aggregations over every row."""
     return Facts(f"""
-    SELECT topic, CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS sample_key, err AS reason, 1L AS by_reason
-    FROM shuffled WHERE {_reusing_shuffle(f"src = {SRC_PRODUCER} AND err IS NOT NULL")}""", ("by_reason",), (),
-                 keys=("topic", "partition", "sample_key", "reason"))
+    SELECT topic, CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS sample_key, text AS reason, n AS by_reason
+    FROM checked WHERE src = {SRC_PRODUCER}""", ("by_reason",), (),
+                 keys=("topic", "partition", "sample_key", "reason"), collapsed=True)
 
 
 def union_facts(branches: Sequence[Facts]) -> tuple[str, Facts]:
@@ -426,31 +455,37 @@ def union_facts(branches: Sequence[Facts]) -> tuple[str, Facts]:
     for b in branches:
         given = {*b.keys, *b.sums, *b.offsets, *(f"d_{d}" for d in b.details)}
         selects.append(f"SELECT {', '.join(c if c in given else f'NULL AS {c}' for c in columns)} FROM ({b.sql})")
-    return " UNION ALL ".join(selects), Facts("", sums, offsets, details)
+    return " UNION ALL ".join(selects), Facts("", sums, offsets, details, tuple(keys))
 
 
-def collapse(sums: Sequence[str], offsets: Sequence[str], once: Sequence[str] = (), details: Sequence[str] = (),
-             by_reason: bool = False) -> str:
-    """Sum per (partition, anomalous message), then per partition with up to 10 samples per class.
+def per_message(sums: Sequence[str], offsets: Sequence[str]) -> Facts:
+    """The facts summed per (partition, anomalous message): a normal message's rows fold into its partition's
+    one row. Numbers only, so a hash aggregation does it (a string or struct would make it sort every row)."""
+    columns = ", ".join([*[f"SUM({c}) AS {c}" for c in sums], *[f"MIN({o}) AS {o}" for o in offsets]])
+    return Facts(f"SELECT topic, partition, sample_key, {columns} FROM facts GROUP BY topic, partition, sample_key",
+                 tuple(sums), tuple(offsets), collapsed=True)
 
-    ``once``: counts taken once per (partition, sample key), not summed (several rows may find the same record);
-    ``details``: classes whose samples carry a ``d_`` column too; ``by_reason``: the facts have a ``reason``
-    column, the failed sends' error, summed into ``failed_reasons`` (reason, by_reason) pairs.
-    """
-    per_message = ", ".join([*[f"{'MAX' if c in once else 'SUM'}({c}) AS {c}" for c in sums],
-                             *[f"MIN({o}) AS {o}" for o in offsets], *[f"MIN(d_{d}) AS d_{d}" for d in details]])
+
+def per_partition(columns: Facts, rows: str) -> str:
+    """The ``rows`` (one per partition and anomalous message) per partition: the sums, up to 10 samples per class,
+    with a ``d_`` detail for the classes of ``columns.details``; and where the rows have a ``reason`` column (the
+    failed sends' error), their ``failed_reasons`` (reason, by_reason) pairs."""
     # ties broken by the sample's key, so the samples are the same each time (a course log's records have no offset)
     samples = ", ".join(
-        f"min_by(struct(sample_key, {o}{f', d_{o[2:]}' if o[2:] in details else ''}), "
+        f"min_by(struct(sample_key, {o}{f', d_{o[2:]}' if o[2:] in columns.details else ''}), "
         f"CASE WHEN {o} IS NOT NULL THEN struct({o}, sample_key) END, {SAMPLES_PER_CLASS}) AS s_{o[2:]}"
-        for o in offsets)
-    reason, reasons = (", reason", ", collect_list(CASE WHEN reason IS NOT NULL THEN struct(reason, by_reason) END) "
-                                   "AS failed_reasons") if by_reason else ("", "")
+        for o in columns.offsets)
+    reasons = (", collect_list(CASE WHEN reason IS NOT NULL THEN struct(reason, by_reason) END) AS failed_reasons"
+               if "reason" in columns.keys else "")
     return f"""
-    SELECT topic, partition, {", ".join(f"SUM({c}) AS {c}" for c in sums)}, {samples}{reasons}
-    FROM (SELECT topic, partition, sample_key{reason}, {per_message} FROM facts
-          GROUP BY topic, partition, sample_key{reason})
+    SELECT topic, partition, {", ".join(f"SUM({c}) AS {c}" for c in columns.sums)}, {samples}{reasons}
+    FROM {rows}
     GROUP BY topic, partition"""
+
+
+def collapse(sums: Sequence[str], offsets: Sequence[str]) -> str:
+    """The facts summed per (partition, anomalous message), then per partition with up to 10 samples per class."""
+    return per_partition(Facts("", tuple(sums), tuple(offsets)), f"({per_message(sums, offsets).sql})")
 
 
 ANALYSIS_JOB_GROUP = "kafkalab-analysis"
@@ -479,26 +514,29 @@ def classify(session: SparkSession, producer_logs: Sequence[Path | str], consume
              audit_logs: Sequence[Path | str], run: str | None, input_bytes: int) -> JobResult:
     """Run the job over validated inputs (headers checked, one run; ``input_bytes`` their total size)
     and collect per-partition counts."""
-    with_audit = bool(audit_logs)
+    with_audit, with_run = bool(audit_logs), run is not None
     views = {"producer": read_log(session, producer_logs, PRODUCER_COLUMNS)}
     if consumer_logs:
         views["consumer"] = read_log(session, consumer_logs, CONSUMER_COLUMNS)
     if with_audit:
         views["audit"] = read_log(session, audit_logs, CONSUMER_COLUMNS)
     names = view_names(views)
-    rows = [_producer_rows(names["producer"], run is not None)]
-    rows += [_reader_rows(names[kind], src) for kind, src in (("consumer", SRC_CONSUMER), ("audit", SRC_AUDIT))
-             if kind in names]
+    rows = [_producer_rows(names["producer"], with_run)]
+    rows += [_reader_rows(names[kind], src, with_run)
+             for kind, src in (("consumer", SRC_CONSUMER), ("audit", SRC_AUDIT)) if kind in names]
     partitions = shuffle_partitions(session, input_bytes)
     branches = [_message_facts(with_audit), _reason_facts()]
-    if run is not None:  # sequences are judged for the run's message ids only
+    if with_run:  # sequences are judged for the run's message ids only
         branches += [_reordered_facts(), _key_reordered_facts()]
-    facts, columns = union_facts(branches)
+    facts, columns = union_facts([b for b in branches if not b.collapsed])
+    collapsed, whole = union_facts([per_message(columns.sums, columns.offsets), *(b for b in branches if b.collapsed)])
     query = f"""
     WITH shuffled AS (SELECT /*+ REPARTITION({partitions}, key) */ * FROM ({" UNION ALL ".join(rows)})),
     {FOLDS},
-    facts AS ({facts})
-    {collapse(columns.sums, columns.offsets, ONCE, columns.details, by_reason=True)}"""
+    {_checked(with_run)},
+    facts AS ({facts}),
+    collapsed AS ({collapsed})
+    {per_partition(whole, "collapsed")}"""
     params = {"bad_key": BAD_KEY, "foreign_key": FOREIGN_KEY, "position_prefix": POSITION_KEY_PREFIX,
               "typed_id": TYPED_MSG_ID, "typed_prefix": TYPED_KEY_PREFIX, "record_key_prefix": RECORD_KEY_PREFIX,
               "aborted": ABORTED, "pattern": MSG_ID_PATTERN, "run_prefix": f"{run}:"}
