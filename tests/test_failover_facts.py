@@ -278,3 +278,24 @@ async def test_the_top_bar_says_the_election_then_the_failover() -> None:
 
 def no_faults(tl: Timeline) -> FaultFiring:
     return FaultFiring([], tl, random.Random(1), [1])
+
+
+def test_a_pipelines_results_table_shows_both_topics_rows_and_totals_what_the_verdict_says(tmp_path: Path) -> None:
+    """A pipeline's report spans its input and output topics, each with partitions 0-2: the Results table keyed
+    its rows by partition alone, so the output topic's rows replaced the input's, and the verdict's "100
+    redelivered" (the input's, read again by the replacement processor) was in no row and not in the total."""
+    def row(topic: str, partition: int, **counts: int) -> PartitionRow:
+        return PartitionRow(topic, partition, {"acknowledged": 200, "consumed_rows": 200, **counts}, 0)
+
+    rows = [row("test-topic-out", 1, duplicated=100), row("test-topic", 0, redelivered=100),
+            *(row(t, p) for t in ("test-topic", "test-topic-out") for p in (0, 1, 2)
+              if (t, p) not in (("test-topic-out", 1), ("test-topic", 0)))]
+    report = Report(run="r", totals={}, classes={"duplicated": 100, "redelivered": 100}, per_partition=rows,
+                    samples={}, verdict="", inputs=[], elapsed_s=0.0)
+    view = report_view(RunResult("zombie-fencing", tmp_path, Outcome.PASSED, report=report, verdict="100 messages"))
+    assert view is not None
+    assert list(view.per_partition) == [f"{t}/{p}" for t in ("test-topic", "test-topic-out") for p in (0, 1, 2)]
+    table = text_of(partition_table(view.per_partition)).splitlines()
+    footer = next(line for line in table if line.startswith("all")).split()
+    assert footer[4:6] == ["100", "100"]  # all: acked, proc., lost, dupl., redel.
+    assert any(line.startswith("test-topic/0") for line in table)

@@ -85,8 +85,8 @@ class KraftFourSource(FakeSource):
         lab = load_lab(find_lab("leader-failover")).on("kraft", "4.4.0")
         view: LabView = lab_view(lab, [])
         report = ReportView("no anomaly: every acknowledged record was processed, once and in order", True, {},
-                            {p: {"acknowledged": 100, "consumed_rows": 100, "leader_changes": 2 if p in (0, 4) else 0}
-                             for p in range(8)})
+                            {str(p): {"acknowledged": 100, "consumed_rows": 100,
+                                      "leader_changes": 2 if p in (0, 4) else 0} for p in range(8)})
         self.run_frame = dataclasses.replace(self.run_frame, lab=view, report=report)
 
 

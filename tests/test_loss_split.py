@@ -49,6 +49,6 @@ def test_results_and_the_card_say_the_same_split(tmp_path: Path) -> None:
     print_grade(console, g)
     assert SAID in console.export_text()
     # the per-partition table shows both kinds whenever records were lost: "lost by brokers 0" is the point
-    table = partition_table({0: {"lost": 2000, "lost_by_brokers": 0, "missed_by_consumers": 2000}})
+    table = partition_table({"0": {"lost": 2000, "lost_by_brokers": 0, "missed_by_consumers": 2000}})
     heads = [str(c.header) for c in table.columns]
     assert "lost by brokers" in heads and "missed" in heads

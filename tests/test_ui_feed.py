@@ -152,8 +152,8 @@ def sample_run() -> RunFrame:
                   (TimelineStep("progress 20%: stop broker 2", True), TimelineStep("after 3s: start broker 2", False)))
     report = ReportView("acks=all, min ISR 2: nothing acknowledged was lost", True,
                         {"lost": 0, "duplicated": 0, "recovered": 12},
-                        {p: {"attempted": 83_334, "acknowledged": 83_133, "consumed_rows": 83_133, "recovered": 2,
-                             "leader_changes": 1 if p in (1, 4) else 0} for p in range(6)},
+                        {str(p): {"attempted": 83_334, "acknowledged": 83_133, "consumed_rows": 83_133, "recovered": 2,
+                                  "leader_changes": 1 if p in (1, 4) else 0} for p in range(6)},
                         {"recovered": ("run1-producer-17",)})
     markers = (Marker(6.0, "stop broker 2"), Marker(9.5, "leader t/1 2->3", MarkerKind.LEADER),
                *(Marker(9.6, f"leader __consumer_offsets/{p} 2->3", MarkerKind.LEADER) for p in range(5)),

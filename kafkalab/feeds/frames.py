@@ -153,7 +153,9 @@ class ReportView:
     verdict: str
     ok: bool
     totals: Mapping[str, int]
-    per_partition: Mapping[int, Mapping[str, int]]
+    # each row's counts by its label: the partition ("0"), or "topic/0" where the report spans topics (a pipeline's
+    # input and output), in the report's order
+    per_partition: Mapping[str, Mapping[str, int]]
     samples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     analysed: bool = True  # False: the run ended (failed, stopped) before its analysis; the verdict says why
     loss: str = ""  # lost split into lost by the brokers and missed by the consumers, where an audit ran

@@ -450,8 +450,10 @@ def report_view(result: RunResult | None) -> ReportView | None:
     report = result.report
     if report is None:  # a replay of a run dir without report.json: the verdict, no counts
         return ReportView(verdict, result.passed, dict.fromkeys(CLASSES, 0), {}, {})
-    per_partition = {row.partition: {"leader_changes": row.leader_changes or 0,
-                                     **{k: v or 0 for k, v in row.counts.items()}} for row in report.per_partition}
+    spans_topics = len({row.topic for row in report.per_partition}) > 1
+    per_partition = {f"{row.topic}/{row.partition}" if spans_topics else str(row.partition):
+                     {"leader_changes": row.leader_changes or 0, **{k: v or 0 for k, v in row.counts.items()}}
+                     for row in sorted(report.per_partition, key=lambda r: (r.topic, r.partition))}
     totals = {k: report.classes.get(k) or 0 for k in CLASSES}
     samples = {name: tuple(sample_line(s) for s in found) for name, found in report.samples.items()}
     return ReportView(verdict, result.passed, totals, per_partition, samples, loss=loss_split(report.classes),

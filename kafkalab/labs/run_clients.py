@@ -341,8 +341,8 @@ class RunClients:
         if any(p.running for p in self.processors):  # one a stop could not end: its file is still being written
             return
         if moved := settle(self.run_dir, plan.config.name):
-            self.say(f"{moved} output records were sent by two processor instances side by side: the later one's "
-                     f"rows kept apart ({plan.config.name}.N-sent-again.csv), the consumers read them twice")
+            self.say(f"{moved} output records were sent by two processor instances side by side, so each is in the "
+                     f"output topic twice: the later one's rows kept apart ({plan.config.name}.N-sent-again.csv)")
 
     def _running_processor(self) -> list[Processor]:
         return [p for p in self.processors if p.running]

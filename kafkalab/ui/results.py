@@ -37,8 +37,9 @@ def label(cls: str) -> str:
     return cls.replace("_", " ")
 
 
-def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
-    """Partitions down, counts across, a total row; anomaly counts above zero in red."""
+def partition_table(per_partition: Mapping[str, Mapping[str, int]]) -> Table:
+    """Partitions down (``topic/partition`` where the report spans topics), counts across, a total row; anomaly
+    counts above zero in red."""
     rows = per_partition.values()
     # an audit's two kinds of loss are shown whenever there was a loss, a zero too: "lost by brokers 0" is the point
     lost = any(row.get("lost") for row in rows)
@@ -47,19 +48,18 @@ def partition_table(per_partition: Mapping[int, Mapping[str, int]]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False, show_footer=True,
                   footer_style="bold", header_style="bold", expand=False)
     table.add_column("part", footer="all", no_wrap=True)
-    cells = {key: [f"{row.get(key, 0):,}" for _p, row in sorted(per_partition.items())] for key in shown}
+    cells = {key: [f"{row.get(key, 0):,}" for row in rows] for key in shown}
     for key, heading in shown.items():
         total = f"{sum(row.get(key, 0) for row in rows):,}"
         widest = max(len(total), *map(len, cells[key]), *map(len, heading.split()))
         table.add_column(heading, justify="right", footer=total, no_wrap=False, min_width=widest)
-    for i, partition in enumerate(sorted(per_partition)):
-        row = per_partition[partition]
-        table.add_row(str(partition), *(Text(cells[c][i], style="bold red" if row.get(c) and c in CLASSES else "")
-                                        for c in shown))
+    for i, (partition, row) in enumerate(per_partition.items()):
+        table.add_row(partition, *(Text(cells[c][i], style="bold red" if row.get(c) and c in CLASSES else "")
+                                   for c in shown))
     return table
 
 
-def moved_text(per_partition: Mapping[int, Mapping[str, int]], facts: Leadership | None = None) -> Text | None:
+def moved_text(per_partition: Mapping[str, Mapping[str, int]], facts: Leadership | None = None) -> Text | None:
     """What the run moved, under the verdict: a failover lesson's "no anomaly" is its point only once the
     leaders it moved are named, with the run's count of leader changes (the table's total; other topics' only
     labelled as theirs), and how long each failover took (``facts``: the core's, as the verdict says them).
@@ -67,7 +67,7 @@ def moved_text(per_partition: Mapping[int, Mapping[str, int]], facts: Leadership
     if not any("leader_changes" in row for row in per_partition.values()):
         return None
     facts = facts or Leadership()
-    moved = {p: row["leader_changes"] for p, row in sorted(per_partition.items()) if row.get("leader_changes")}
+    moved = {p: row["leader_changes"] for p, row in per_partition.items() if row.get("leader_changes")}
     out = Text("what moved  ", style="bold")
     if not moved:
         out.append("no partition's leader: every one kept its broker", style="dim")
