@@ -30,10 +30,9 @@ def produced_log_path(log_dir: Path, name: str) -> Path:
 def logged_ids(path: Path) -> set[str]:
     """The message ids an earlier instance's produced log (complete or partial) already has a row of."""
     ids: set[str] = set()
-    for candidate in (path, path.with_name(path.name + PARTIAL_SUFFIX)):
-        if candidate.exists():
-            with open(candidate, encoding="utf-8", newline="") as f:
-                ids.update(row["msg_id"] for row in csv.DictReader(f) if row.get("msg_id"))
+    for candidate in _complete_and_partial(path):
+        with open(candidate, encoding="utf-8", newline="") as f:
+            ids.update(row["msg_id"] for row in csv.DictReader(f) if row.get("msg_id"))
     return ids
 
 
@@ -57,7 +56,7 @@ def settle(log_dir: Path, name: str) -> int:
     moved."""
     seen = logged_ids(produced_log_path(log_dir, name))
     moved = 0
-    for _number, stem in sorted(_instance_stems(log_dir, name)):  # in the order they started
+    for stem in _instance_stems(log_dir, name):
         for path in _complete_and_partial(produced_log_path(log_dir, stem)):
             with open(path, encoding="utf-8", newline="") as f:
                 header, *rows = list(csv.reader(f))
@@ -72,14 +71,11 @@ def settle(log_dir: Path, name: str) -> int:
     return moved
 
 
-def _instance_stems(log_dir: Path, name: str) -> set[tuple[int, str]]:
-    """(N, ``NAME.N``) of every instance log stem of ``name`` in ``log_dir``."""
-    stems = set()
-    for path in log_dir.glob(f"producer-{name}.*.csv*"):
-        number = path.name.removeprefix(f"producer-{name}.").split(".", 1)[0]
-        if number.isdigit():
-            stems.add((int(number), instance_log_name(name, int(number))))
-    return stems
+def _instance_stems(log_dir: Path, name: str) -> list[str]:
+    """Every instance log stem of ``name`` in ``log_dir`` (``NAME.N``), in the order the instances started."""
+    numbers = {path.name.removeprefix(f"producer-{name}.").split(".", 1)[0]
+               for path in log_dir.glob(f"producer-{name}.*.csv*")}
+    return [instance_log_name(name, n) for n in sorted(int(x) for x in numbers if x.isdigit())]
 
 
 def _complete_and_partial(path: Path) -> list[Path]:
